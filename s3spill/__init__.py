@@ -1,0 +1,70 @@
+"""s3spill: spill oversized tool output to immutable, checksummed objects.
+
+The model's context gets a bounded head/tail preview plus a pointer it can page
+through; the full output lives in S3 (or a local directory), protected by a lease
+journal from a garbage collector that deletes only what nothing references.
+"""
+
+from s3spill.config import TransferConfig
+from s3spill.errors import (
+    AlreadyExists,
+    ArtifactCondemned,
+    ArtifactPublicationRejected,
+    CleanupRefused,
+    ConditionalConflict,
+    ConfigError,
+    IntegrityError,
+    InvalidKey,
+    JournalContention,
+    JournalCorrupt,
+    JournalError,
+    NotFound,
+    PreconditionFailed,
+    S3SpillError,
+    SourceIdError,
+    StoreError,
+    StoreUnavailable,
+    TransactionStateError,
+    UnsupportedOperation,
+)
+from s3spill.keys import SourceId
+from s3spill.models import (
+    ArtifactMemoryReference,
+    ArtifactReference,
+    ArtifactRetentionClaim,
+)
+from s3spill.store import ObjectInfo, ObjectStore, PutResult, StoreCapabilities, open_store
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AlreadyExists",
+    "ArtifactCondemned",
+    "ArtifactMemoryReference",
+    "ArtifactPublicationRejected",
+    "ArtifactReference",
+    "ArtifactRetentionClaim",
+    "CleanupRefused",
+    "ConditionalConflict",
+    "ConfigError",
+    "IntegrityError",
+    "InvalidKey",
+    "JournalContention",
+    "JournalCorrupt",
+    "JournalError",
+    "NotFound",
+    "ObjectInfo",
+    "ObjectStore",
+    "PreconditionFailed",
+    "PutResult",
+    "S3SpillError",
+    "SourceId",
+    "SourceIdError",
+    "StoreCapabilities",
+    "StoreError",
+    "StoreUnavailable",
+    "TransactionStateError",
+    "TransferConfig",
+    "UnsupportedOperation",
+    "open_store",
+]

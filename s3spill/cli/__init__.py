@@ -1,0 +1,55 @@
+"""The ``s3spill`` command: a thin layer over the library.
+
+Each sub-module registers its own sub-commands (``register(subparsers)``) and sets
+``func`` on its parser; this module only parses, configures logging, and turns an
+:class:`~s3spill.errors.S3SpillError` into one line on stderr and a non-zero exit
+(a traceback only with ``--debug``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from s3spill import log
+from s3spill.errors import S3SpillError
+
+#: Sub-command modules, in help order. Each defines ``register(subparsers)``.
+COMMAND_MODULES: tuple[str, ...] = (
+    "s3spill.cli.store_cmds",
+)
+
+EXIT_ERROR = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="s3spill", description=__doc__.splitlines()[0])
+    parser.add_argument("--store", help="store URL: s3://bucket/prefix or file:///path "
+                        "(default: $S3SPILL_STORE, else a per-user state directory)")
+    parser.add_argument("--session", help="session id (default: $S3SPILL_SESSION)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    parser.add_argument("--log-level", default="WARNING", help="structlog level (default WARNING)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    log.configure(level="DEBUG" if args.debug else args.log_level)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_ERROR
+    try:
+        return int(args.func(args) or 0)
+    except S3SpillError as exc:
+        if args.debug:
+            raise
+        print(f"s3spill: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130

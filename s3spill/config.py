@@ -1,0 +1,43 @@
+"""One object for every concurrency, size and retry knob (the s3transfer pattern).
+
+Knobs live here rather than as keyword arguments scattered through the call graph so
+that a deployment can tune a fleet from one place and tests can shrink part sizes and
+deadlines without reaching into internals.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MiB = 1024 * 1024
+
+
+class TransferConfig(BaseModel):
+    """Sizes, concurrency and retry budget for talking to an object store."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: Bodies at or above this size go through a multipart upload.
+    multipart_threshold: int = Field(default=8 * MiB, ge=5 * MiB)
+    #: Part size of multipart uploads; peak memory of a streamed write is about one part.
+    part_size: int = Field(default=8 * MiB, ge=5 * MiB)
+    #: Thread pool size for work that fans out (GC across sessions, part uploads).
+    max_concurrency: int = Field(default=4, ge=1, le=64)
+    #: Attempts per request made by our own retry layer (botocore's are on top, see below).
+    max_attempts: int = Field(default=6, ge=1)
+    #: First backoff step in seconds; later steps grow exponentially with full jitter.
+    backoff_base: float = Field(default=0.1, gt=0)
+    #: Largest single backoff sleep in seconds.
+    backoff_max: float = Field(default=2.0, gt=0)
+    #: Overall deadline of one logical store operation, retries included, in seconds.
+    deadline: float = Field(default=30.0, gt=0)
+    #: botocore's connect and read timeouts in seconds.
+    connect_timeout: float = Field(default=3.0, gt=0)
+    read_timeout: float = Field(default=20.0, gt=0)
+    #: botocore's own retries; kept low because we retry with a deadline above it.
+    botocore_max_attempts: int = Field(default=2, ge=1)
+    #: botocore's request/response checksum behaviour; ``when_required`` for endpoints
+    #: that reject the newer default checksum headers.
+    checksum_mode: Literal["when_supported", "when_required"] = "when_supported"

@@ -1,0 +1,116 @@
+"""The one exception tree of s3spill.
+
+Every error the library raises on purpose derives from :class:`S3SpillError`, so a
+caller can catch the whole family at one boundary (the CLI does, and turns it into
+one line and a non-zero exit). The storage errors name the *outcome* of a
+conditional request, not the HTTP status that carried it, because S3 and its
+emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 412).
+
+::
+
+    S3SpillError
+    ├── ConfigError                  bad URL, bad policy, a refused dangerous setting
+    ├── InvalidKey                   a key that could escape the store's prefix
+    ├── StoreError                   anything the object store answered
+    │   ├── AlreadyExists            If-None-Match lost: someone else created the key
+    │   ├── PreconditionFailed       If-Match lost (includes S3's 404 to If-Match on a missing key)
+    │   ├── ConditionalConflict      S3 409: a concurrent conditional write; re-read and retry
+    │   ├── NotFound                 the key (or version) does not exist
+    │   ├── StoreUnavailable         transient faults that outlived retries and the deadline
+    │   └── UnsupportedOperation     the backend cannot honour a requested guarantee
+    ├── IntegrityError               bytes or records that do not match their digest
+    ├── SourceIdError                a source id that is malformed or names another session
+    ├── ArtifactPublicationRejected  the memory owner guarantees nothing was, or will be, written
+    ├── JournalError                 the lease journal could not be used
+    │   ├── JournalCorrupt           chain break, sequence gap, foreign record, rewritten intent
+    │   ├── JournalContention        CAS attempts exhausted against concurrent writers
+    │   ├── TransactionStateError    a transition the state machine forbids
+    │   └── ArtifactCondemned        GC has fenced the artifact; no new claim may land
+    └── CleanupRefused               GC refuses to run (unsafe TTL, missing delete guarantee)
+"""
+
+from __future__ import annotations
+
+
+class S3SpillError(Exception):
+    """Root of every error s3spill raises deliberately."""
+
+
+class ConfigError(S3SpillError):
+    """A configuration value is malformed or refused as unsafe."""
+
+
+class InvalidKey(S3SpillError):
+    """A key would leave the store's prefix or is not in the key alphabet."""
+
+
+class StoreError(S3SpillError):
+    """An object-store request did not do what was asked."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class AlreadyExists(StoreError):
+    """A create-if-absent lost: the key already holds an object written by someone else."""
+
+
+class PreconditionFailed(StoreError):
+    """A compare-and-swap lost: the object's ETag (or existence) is not what was expected."""
+
+
+class ConditionalConflict(StoreError):
+    """S3 answered 409 ConditionalRequestConflict: re-read and retry; never means "exists"."""
+
+
+class NotFound(StoreError):
+    """The key or version does not exist."""
+
+
+class StoreUnavailable(StoreError):
+    """The store kept failing transiently until the retry budget or the deadline ran out."""
+
+
+class UnsupportedOperation(StoreError):
+    """The backend does not honour the guarantee an operation needs."""
+
+
+class IntegrityError(S3SpillError):
+    """Bytes or records do not match the digest that vouches for them."""
+
+
+class SourceIdError(S3SpillError):
+    """A source id is malformed, path-like, or belongs to another session."""
+
+
+class ArtifactPublicationRejected(S3SpillError):
+    """Raised by a publisher to guarantee that no reference was, or will ever be, written.
+
+    Only this exception lets the journal abort a prepared transaction; any other
+    exception leaves the transaction PREPARED because the write may have landed.
+    """
+
+
+class JournalError(S3SpillError):
+    """The lease journal could not be read or written as required."""
+
+
+class JournalCorrupt(JournalError):
+    """The journal failed verification; GC must retain everything in the session."""
+
+
+class JournalContention(JournalError):
+    """Compare-and-swap attempts on the manifest were exhausted."""
+
+
+class TransactionStateError(JournalError):
+    """A transition the lease state machine forbids (e.g. commit after abort)."""
+
+
+class ArtifactCondemned(JournalError):
+    """GC has condemned the artifact; a new claim on it is refused."""
+
+
+class CleanupRefused(S3SpillError):
+    """GC refuses to plan or apply (unsafe TTL, missing delete guarantee, bad plan)."""

@@ -1,0 +1,192 @@
+"""The key layout, derived only from trusted parts.
+
+Untrusted strings (session ids, tool names, transaction ids, source ids) never
+become raw key segments: a session id is hashed, a tool name is reduced to a short
+token from a fixed alphabet, and every key is checked against :func:`validate_key`
+before any store sees it. The layout below is also what the Terraform bucket policy
+matches on, so changing it is a breaking change (bump ``LAYOUT_VERSION``)::
+
+    <prefix>/v1/sessions/<session_hash>/artifacts/<name>         artifact body
+    <prefix>/v1/sessions/<session_hash>/artifacts/<name>.idx     its sidecar index
+    <prefix>/v1/sessions/<session_hash>/journal/manifest.json    lease manifest (CAS)
+    <prefix>/v1/sessions/<session_hash>/journal/segments/<from>-<to>.json  history
+    <prefix>/v1/owner/<session_hash>/<txid_hash>.json            memory publication slot
+
+``<prefix>`` is the store's own root (``s3://bucket/prefix``); keys here are
+relative to it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from s3spill.errors import InvalidKey, SourceIdError
+
+LAYOUT_VERSION = "v1"
+SESSIONS = f"{LAYOUT_VERSION}/sessions"
+OWNER = f"{LAYOUT_VERSION}/owner"
+INDEX_SUFFIX = ".idx"
+
+_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,127}$")
+_HEX32 = re.compile(r"^[0-9a-f]{32}$")
+_NAME = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-[a-z0-9_-]{1,24}$")
+_SHA_PREFIX = re.compile(r"^[0-9a-f]{16}$")
+MAX_KEY_LENGTH = 512
+
+
+def validate_key(key: str) -> str:
+    """Refuse any key that could address something outside the store's prefix.
+
+    The alphabet is deliberately tiny: no ``/`` at either end, no empty, ``.`` or
+    ``..`` segments, no percent escapes, no NUL, nothing non-ASCII.
+    """
+    if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH:
+        raise InvalidKey("key must be a non-empty string of at most 512 characters")
+    for segment in key.split("/"):
+        if not _SEGMENT.match(segment) or segment in {".", ".."} or ".." in segment:
+            raise InvalidKey(f"invalid key segment {segment[:40]!r}")
+    return key
+
+
+def validate_prefix(prefix: str) -> str:
+    """Check a store root prefix (may be empty); returns it without slashes at the ends."""
+    prefix = prefix.strip("/")
+    if prefix:
+        validate_key(prefix)
+    return prefix
+
+
+def session_hash(session_id: str) -> str:
+    """Hash a session id into the 32-hex-digit token used in keys and source ids."""
+    if not isinstance(session_id, str) or not session_id:
+        raise InvalidKey("session id must be a non-empty string")
+    return hashlib.sha256(b"s3spill-session\0" + session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def check_session_hash(value: str) -> str:
+    if not _HEX32.match(value):
+        raise InvalidKey("not a session hash")
+    return value
+
+
+def tool_token(tool: str | None) -> str:
+    """Reduce an untrusted tool name to ``[a-z0-9_-]{1,24}``; hash-suffixed when lossy."""
+    raw = tool or "tool"
+    cleaned = re.sub(r"[^a-z0-9_-]+", "_", raw.lower()).strip("_-") or "tool"
+    if cleaned != raw or len(cleaned) > 24:
+        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+        cleaned = f"{cleaned[:17]}-{digest}"
+    return cleaned[:24]
+
+
+def new_artifact_name(tool: str | None, now: datetime | None = None) -> str:
+    """A fresh, never-reused artifact name: UTC timestamp, 6 random bytes, tool token."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(6)}-{tool_token(tool)}"
+
+
+def check_artifact_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise InvalidKey("not an artifact name")
+    return name
+
+
+def session_prefix(shash: str) -> str:
+    return f"{SESSIONS}/{check_session_hash(shash)}/"
+
+
+def artifact_key(shash: str, name: str) -> str:
+    return validate_key(f"{SESSIONS}/{check_session_hash(shash)}/artifacts/{check_artifact_name(name)}")
+
+
+def index_key(shash: str, name: str) -> str:
+    return artifact_key(shash, name) + INDEX_SUFFIX
+
+
+def manifest_key(shash: str) -> str:
+    return validate_key(f"{SESSIONS}/{check_session_hash(shash)}/journal/manifest.json")
+
+
+def segment_key(shash: str, first_seq: int, last_seq: int) -> str:
+    if first_seq < 0 or last_seq < first_seq:
+        raise InvalidKey("bad segment range")
+    return validate_key(
+        f"{SESSIONS}/{check_session_hash(shash)}/journal/segments/{first_seq:012d}-{last_seq:012d}.json"
+    )
+
+
+def owner_slot_key(shash: str, transaction_id: str) -> str:
+    """One publication slot per transaction id; the id itself is hashed, never embedded."""
+    tx = hashlib.sha256(b"s3spill-txid\0" + transaction_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+    return validate_key(f"{OWNER}/{check_session_hash(shash)}/{tx}.json")
+
+
+@dataclass(frozen=True)
+class ParsedKey:
+    """What a listed key is, by layout; ``kind`` is ``unknown`` for anything else."""
+
+    kind: str  # artifact | index | manifest | segment | owner | unknown
+    session_hash: str | None = None
+    name: str | None = None
+
+
+def parse_key(key: str) -> ParsedKey:
+    """Classify a key found by listing; anything off-layout is ``unknown`` (GC leaves it)."""
+    parts = key.split("/")
+    if len(parts) == 5 and f"{parts[0]}/{parts[1]}" == SESSIONS and _HEX32.match(parts[2]):
+        shash = parts[2]
+        if parts[3] == "artifacts":
+            leaf = parts[4]
+            if leaf.endswith(INDEX_SUFFIX) and _NAME.match(leaf[: -len(INDEX_SUFFIX)]):
+                return ParsedKey("index", shash, leaf[: -len(INDEX_SUFFIX)])
+            if _NAME.match(leaf):
+                return ParsedKey("artifact", shash, leaf)
+        if parts[3] == "journal" and parts[4] == "manifest.json":
+            return ParsedKey("manifest", shash)
+    if (
+        len(parts) == 6
+        and f"{parts[0]}/{parts[1]}" == SESSIONS
+        and _HEX32.match(parts[2])
+        and parts[3:5] == ["journal", "segments"]
+        and re.match(r"^[0-9]{12}-[0-9]{12}\.json$", parts[5])
+    ):
+        return ParsedKey("segment", parts[2])
+    if len(parts) == 4 and f"{parts[0]}/{parts[1]}" == OWNER and _HEX32.match(parts[2]):
+        if re.match(r"^[0-9a-f]{40}\.json$", parts[3]):
+            return ParsedKey("owner", parts[2])
+    return ParsedKey("unknown")
+
+
+@dataclass(frozen=True)
+class SourceId:
+    """``artifact:<session_hash>:<name>:<sha256 prefix>`` — the model-facing locator."""
+
+    session_hash: str
+    name: str
+    sha256_prefix: str
+
+    def __str__(self) -> str:
+        return f"artifact:{self.session_hash}:{self.name}:{self.sha256_prefix}"
+
+    @classmethod
+    def parse(cls, text: str) -> SourceId:
+        """Parse strictly: exactly four fields, each in its own alphabet, nothing path-like."""
+        if not isinstance(text, str) or len(text) > 200:
+            raise SourceIdError("malformed source id")
+        parts = text.strip().split(":")
+        if len(parts) != 4 or parts[0] != "artifact":
+            raise SourceIdError(f"malformed source id {text[:80]!r}: expected artifact:<session>:<name>:<sha>")
+        _, shash, name, prefix = parts
+        if not _HEX32.match(shash) or not _NAME.match(name) or not _SHA_PREFIX.match(prefix):
+            raise SourceIdError(f"malformed source id {text[:80]!r}")
+        return cls(shash, name, prefix)
+
+    def require_session(self, session_id: str) -> SourceId:
+        """Refuse an id that belongs to any session other than the caller's."""
+        if self.session_hash != session_hash(session_id):
+            raise SourceIdError(f"source id {self} does not belong to this session")
+        return self

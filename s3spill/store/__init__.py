@@ -1,0 +1,42 @@
+"""Object stores: one interface (:mod:`.base`), an S3 backend and a local-directory backend."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from s3spill.config import TransferConfig
+from s3spill.errors import ConfigError
+from s3spill.store.base import ObjectInfo, ObjectStore, PutResult, StoreCapabilities
+
+__all__ = [
+    "ObjectInfo",
+    "ObjectStore",
+    "PutResult",
+    "StoreCapabilities",
+    "default_store_url",
+    "open_store",
+]
+
+
+def default_store_url() -> str:
+    """``$S3SPILL_STORE``, else a per-user state directory (the embedded default)."""
+    env = os.environ.get("S3SPILL_STORE")
+    if env:
+        return env
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base, "s3spill", "store").absolute().as_uri()
+
+
+def open_store(url: str | None = None, config: TransferConfig | None = None) -> ObjectStore:
+    """Open ``s3://bucket/prefix`` or ``file:///path`` (default: :func:`default_store_url`)."""
+    url = url or default_store_url()
+    if url.startswith("s3://"):
+        from s3spill.store.s3 import S3Store
+
+        return S3Store.from_url(url, config=config)
+    if url.startswith("file://") or url.startswith("/"):
+        from s3spill.store.local import LocalStore
+
+        return LocalStore.from_url(url, config=config)
+    raise ConfigError(f"unsupported store URL {url!r}: use s3://bucket/prefix or file:///path")

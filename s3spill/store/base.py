@@ -1,0 +1,165 @@
+"""The small storage interface every feature of s3spill stands on.
+
+Both backends (S3 and a local directory) implement exactly these operations with
+the same conditional semantics, so the journal, the owner and GC are written once.
+A conditional write has three outcomes — won, lost, unknown — and a backend must
+resolve "unknown" itself (by reading back the put id it attached) before it
+answers: a caller only ever sees success, :class:`~s3spill.errors.AlreadyExists` /
+:class:`~s3spill.errors.PreconditionFailed` (a real loss), or
+:class:`~s3spill.errors.StoreUnavailable` (still unknown after the deadline).
+
+Keys are relative to the store's root and must pass :func:`s3spill.keys.validate_key`.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import BinaryIO, Literal
+
+Body = bytes | bytearray | memoryview | BinaryIO | Iterable[bytes]
+
+#: Metadata keys the stores reserve for themselves (lower-case, S3 user metadata).
+META_SHA256 = "s3spill-sha256"
+META_PUT_ID = "s3spill-put-id"
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """What a HEAD (or a listing, with fewer fields) says about one object version."""
+
+    key: str
+    size: int
+    etag: str
+    last_modified: datetime
+    version_id: str | None = None
+    #: Hex SHA-256 of the full content, from our metadata (None in listings).
+    sha256: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PutResult:
+    """The identity of an object this process created or replaced."""
+
+    key: str
+    etag: str
+    size: int
+    sha256: str
+    version_id: str | None = None
+
+
+@dataclass(frozen=True)
+class StoreCapabilities:
+    """Guarantees a backend claims; ``s3spill doctor`` verifies them against the real store."""
+
+    conditional_create: bool = True
+    conditional_put: bool = True
+    conditional_delete: bool = True
+    versioned_delete: bool = False
+    batch_conditional_delete: bool = False
+    verifies_sha256_on_put: bool = False
+    versioning: bool = False
+
+
+ByteRange = tuple[int, int]
+"""``(start, end)`` — half-open byte range, ``end`` exclusive."""
+
+
+class ObjectStore(abc.ABC):
+    """Create-once objects, compare-and-swap updates, conditional deletes, listings."""
+
+    #: ``s3`` or ``local``; for messages and the doctor.
+    kind: Literal["s3", "local"]
+
+    @property
+    @abc.abstractmethod
+    def url(self) -> str:
+        """The store's root as a URL (``s3://bucket/prefix`` or ``file:///path``)."""
+
+    @abc.abstractmethod
+    def put_if_absent(
+        self, key: str, body: Body, *, metadata: dict[str, str] | None = None,
+        content_type: str = "application/octet-stream",
+    ) -> PutResult:
+        """Create ``key`` only if no object exists there (``If-None-Match: *``).
+
+        Raises :class:`AlreadyExists` when another writer holds the key. A body may be
+        bytes or a stream; a stream is read once, in bounded chunks.
+        """
+
+    @abc.abstractmethod
+    def put_if_match(
+        self, key: str, body: Body, etag: str, *, metadata: dict[str, str] | None = None,
+        content_type: str = "application/octet-stream",
+    ) -> PutResult:
+        """Replace ``key`` only if its current ETag is ``etag``.
+
+        Raises :class:`PreconditionFailed` if the ETag differs or the key is missing.
+        """
+
+    @abc.abstractmethod
+    def get(self, key: str, byte_range: ByteRange | None = None) -> bytes:
+        """Read a whole object or a half-open byte range of it."""
+
+    @abc.abstractmethod
+    def iter_chunks(
+        self, key: str, byte_range: ByteRange | None = None, chunk_size: int = 1024 * 1024
+    ) -> Iterator[bytes]:
+        """Stream an object (or a range) in chunks so memory stays bounded."""
+
+    @abc.abstractmethod
+    def head(self, key: str) -> ObjectInfo:
+        """Size, ETag, last-modified, version id, SHA-256 and metadata; :class:`NotFound` if absent."""
+
+    @abc.abstractmethod
+    def delete_if_match(self, key: str, etag: str) -> None:
+        """Delete ``key`` only if its ETag is ``etag``; :class:`PreconditionFailed` otherwise."""
+
+    @abc.abstractmethod
+    def delete_version(self, key: str, version_id: str) -> None:
+        """Delete exactly one version (versioned stores); :class:`UnsupportedOperation` elsewhere."""
+
+    @abc.abstractmethod
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        """All objects whose relative key starts with ``prefix``, paginated lazily."""
+
+    @abc.abstractmethod
+    def capabilities(self) -> StoreCapabilities:
+        """The guarantees this backend claims (verified by ``s3spill doctor``)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; the default has nothing to release."""
+
+    def __enter__(self) -> ObjectStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def iter_body(body: Body, chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
+    """Yield a body as bounded chunks whatever its shape (bytes, file, iterable)."""
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        view = memoryview(body)
+        for start in range(0, len(view), chunk_size):
+            yield bytes(view[start : start + chunk_size])
+        return
+    read = getattr(body, "read", None)
+    if read is not None:
+        while True:
+            chunk = read(chunk_size)
+            if not chunk:
+                return
+            yield bytes(chunk)
+    else:
+        for chunk in body:  # type: ignore[union-attr]
+            if chunk:
+                yield bytes(chunk)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
