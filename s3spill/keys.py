@@ -155,9 +155,13 @@ def parse_key(key: str) -> ParsedKey:
         and re.match(r"^[0-9]{12}-[0-9]{12}\.json$", parts[5])
     ):
         return ParsedKey("segment", parts[2])
-    if len(parts) == 4 and f"{parts[0]}/{parts[1]}" == OWNER and _HEX32.match(parts[2]):
-        if re.match(r"^[0-9a-f]{40}\.json$", parts[3]):
-            return ParsedKey("owner", parts[2])
+    if (
+        len(parts) == 4
+        and f"{parts[0]}/{parts[1]}" == OWNER
+        and _HEX32.match(parts[2])
+        and re.match(r"^[0-9a-f]{40}\.json$", parts[3])
+    ):
+        return ParsedKey("owner", parts[2])
     return ParsedKey("unknown")
 
 
@@ -179,7 +183,9 @@ class SourceId:
             raise SourceIdError("malformed source id")
         parts = text.strip().split(":")
         if len(parts) != 4 or parts[0] != "artifact":
-            raise SourceIdError(f"malformed source id {text[:80]!r}: expected artifact:<session>:<name>:<sha>")
+            raise SourceIdError(
+                f"malformed source id {text[:80]!r}: expected artifact:<session>:<name>:<sha>"
+            )
         _, shash, name, prefix = parts
         if not _HEX32.match(shash) or not _NAME.match(name) or not _SHA_PREFIX.match(prefix):
             raise SourceIdError(f"malformed source id {text[:80]!r}")

@@ -18,7 +18,9 @@ def test_layout_round_trips_through_parse_key() -> None:
     assert keys.parse_key("v1/sessions/../x").kind == "unknown"
 
 
-@pytest.mark.parametrize("bad", ["", "/abs", "a//b", "a/../b", "..", "a/./b", "a\x00b", "%2e%2e/x", "é", "a/"])
+@pytest.mark.parametrize(
+    "bad", ["", "/abs", "a//b", "a/../b", "..", "a/./b", "a\x00b", "%2e%2e/x", "é", "a/"]
+)
 def test_validate_key_refuses_escapes(bad: str) -> None:
     """Keys that could leave the prefix are refused outright."""
     with pytest.raises(InvalidKey):

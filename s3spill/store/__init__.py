@@ -32,9 +32,12 @@ def open_store(url: str | None = None, config: TransferConfig | None = None) -> 
     """Open ``s3://bucket/prefix`` or ``file:///path`` (default: :func:`default_store_url`)."""
     url = url or default_store_url()
     if url.startswith("s3://"):
-        from s3spill.store.s3 import S3Store
+        import importlib
 
-        return S3Store.from_url(url, config=config)
+        # Imported lazily: boto3 costs ~100 ms at import and local users never need it.
+        s3_module = importlib.import_module("s3spill.store.s3")
+        store: ObjectStore = s3_module.S3Store.from_url(url, config=config)
+        return store
     if url.startswith("file://") or url.startswith("/"):
         from s3spill.store.local import LocalStore
 

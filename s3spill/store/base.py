@@ -156,7 +156,7 @@ def iter_body(body: Body, chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
                 return
             yield bytes(chunk)
     else:
-        for chunk in body:  # type: ignore[union-attr]
+        for chunk in body:
             if chunk:
                 yield bytes(chunk)
 
