@@ -1,0 +1,242 @@
+"""The documents of garbage collection: policy, scope, plan lines, and the final report.
+
+GC is split into a read-only plan and a later apply, possibly in another process, so
+everything the apply needs is a persisted, versioned, frozen record. A plan is JSON
+Lines — one header, one line per object, one footer carrying the count and a SHA-256
+of every line before it — so a plan of any size is written and applied with bounded
+memory, and a truncated or edited plan is refused instead of half-applied.
+
+The status names are the source design's cleanup table; an apply outcome is one of
+``deleted``, ``already_missing``, ``race_detected`` or a ``retained_*`` reason, and
+every ``retained_*`` means "not deleted, here is why".
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from s3spill.errors import CleanupRefused, ConfigError
+from s3spill.keys import check_session_hash
+from s3spill.models import Record
+
+#: The shortest TTL accepted without ``allow_dangerously_short_ttl`` (Iceberg refuses
+#: orphan windows under 24 h by default, Delta's VACUUM under 7 days; we refuse < 1 h).
+MIN_SAFE_TTL = timedelta(hours=1)
+
+PlanStatus = Literal[
+    "retained_referenced",
+    "retained_recent",
+    "retained_limit",
+    "retained_unknown",
+    "denied",
+    "retained_corrupt",
+    "retained_unverifiable",
+    "missing_referenced",
+    "planned_delete",
+]
+PLAN_STATUSES: tuple[PlanStatus, ...] = (
+    "retained_referenced", "retained_recent", "retained_limit", "retained_unknown", "denied",
+    "retained_corrupt", "retained_unverifiable", "missing_referenced", "planned_delete",
+)
+
+ApplyOutcome = Literal[
+    "deleted",
+    "already_missing",
+    "race_detected",
+    "retained_referenced",
+    "retained_recent",
+    "retained_unverifiable",
+    "retained_error",
+    "denied",
+    "dry_run",
+]
+
+ObjectKind = Literal["artifact", "index", "manifest", "segment", "owner", "gc_plan", "unknown", "claim"]
+DeleteMethod = Literal["if_match", "version_pinned", "unconditional"]
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90s``, ``15m``, ``24h``, ``30d``, ``2w`` (a bare number is seconds)."""
+    match = _DURATION.match(text)
+    if not match:
+        raise ConfigError(f"bad duration {text!r}: use e.g. 90s, 15m, 24h, 30d")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2) or "s"])
+
+
+class CleanupPolicy(Record):
+    """How old an orphan must be before it may go, and how much one run may delete."""
+
+    kind: Literal["cleanup_policy"] = "cleanup_policy"
+    #: An unclaimed artifact is kept this long after the later of its creation and its
+    #: session's last activity.
+    orphan_ttl: timedelta = timedelta(hours=24)
+    #: A session active within this window protects every artifact it holds (the
+    #: conversation itself holds pointers that no claim records).
+    session_ttl: timedelta = timedelta(hours=24)
+    #: Owner tombstones and removed-reference slots are kept at least this long. GC in
+    #: this version never deletes protocol objects at all, which satisfies it trivially.
+    tombstone_ttl: timedelta = timedelta(days=30)
+    #: At most this many artifacts are planned for deletion in one run (the rest are
+    #: ``retained_limit``); ``None`` means no limit.
+    max_deletions: int | None = Field(default=10_000, ge=0)
+    #: A dry run plans and reports but never writes to the store.
+    dry_run: bool = True
+    #: TTLs under :data:`MIN_SAFE_TTL` delete what a live writer may be about to
+    #: reference; they are refused unless this flag is set (tests and demos only).
+    allow_dangerously_short_ttl: bool = False
+
+    @model_validator(mode="after")
+    def _refuse_short_ttls(self) -> CleanupPolicy:
+        for name in ("orphan_ttl", "session_ttl", "tombstone_ttl"):
+            value: timedelta = getattr(self, name)
+            if value < timedelta(0):
+                raise CleanupRefused(f"{name} must not be negative")
+            if value < MIN_SAFE_TTL and not self.allow_dangerously_short_ttl:
+                raise CleanupRefused(
+                    f"{name}={value} is under {MIN_SAFE_TTL}: a short TTL can delete an artifact "
+                    "a live writer is about to reference; pass allow_dangerously_short_ttl "
+                    "(--allow-dangerously-short-ttl) only for tests and demos"
+                )
+        return self
+
+
+class CleanupScope(Record):
+    """Which sessions one run covers: one session, all, or shard K of N of the hash space."""
+
+    kind: Literal["cleanup_scope"] = "cleanup_scope"
+    #: The hash of the one session in scope (``None``: every session).
+    session_hash: str | None = None
+    shard_index: int = Field(default=0, ge=0)
+    shard_count: int = Field(default=1, ge=1, le=65536)
+
+    @model_validator(mode="after")
+    def _check(self) -> CleanupScope:
+        if self.session_hash is not None:
+            check_session_hash(self.session_hash)
+        if self.shard_index >= self.shard_count:
+            raise ConfigError(f"shard {self.shard_index}/{self.shard_count}: K must be below N")
+        if self.session_hash is not None and self.shard_count != 1:
+            raise ConfigError("a single-session scope cannot also be sharded")
+        return self
+
+    @classmethod
+    def parse_shard(cls, text: str) -> CleanupScope:
+        """``K/N`` as given on the command line."""
+        match = re.match(r"^\s*(\d+)\s*/\s*(\d+)\s*$", text)
+        if not match:
+            raise ConfigError(f"bad shard {text!r}: use K/N, e.g. 0/4")
+        return cls(shard_index=int(match.group(1)), shard_count=int(match.group(2)))
+
+    def covers_session(self, shash: str) -> bool:
+        if self.session_hash is not None:
+            return shash == self.session_hash
+        return int(shash[:8], 16) % self.shard_count == self.shard_index
+
+    def covers_sessionless(self) -> bool:
+        """Keys that belong to no session are reported by shard 0 of a whole-store scope."""
+        return self.session_hash is None and self.shard_index == 0
+
+
+class ObjectSnapshot(Record):
+    """The identity of one object version as the plan saw it; apply deletes only this."""
+
+    kind: Literal["object_snapshot"] = "object_snapshot"
+    key: str
+    etag: str
+    version_id: str | None = None
+    size: int = Field(ge=0)
+    last_modified: datetime
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+
+
+class PlanHeader(Record):
+    """First line of a plan: what was planned, where, under which policy."""
+
+    kind: Literal["cleanup_plan_header"] = "cleanup_plan_header"
+    plan_id: str = Field(pattern=r"^[0-9A-Za-z_-]{8,64}$")
+    created_at: datetime
+    store_url: str
+    scope: CleanupScope
+    policy: CleanupPolicy
+
+
+class PlanEntry(Record):
+    """One object (or one dangling claim) and the single status the plan gave it."""
+
+    kind: Literal["cleanup_plan_entry"] = "cleanup_plan_entry"
+    status: PlanStatus
+    object_kind: ObjectKind
+    session_hash: str | None = None
+    name: str | None = None
+    key: str | None = None
+    size: int = Field(default=0, ge=0)
+    reason: str = ""
+    #: Required for ``planned_delete``: what apply must find before deleting.
+    snapshot: ObjectSnapshot | None = None
+    #: The artifact's ``.idx`` sidecar, deleted with it (``None`` if it has none).
+    index_snapshot: ObjectSnapshot | None = None
+
+    @model_validator(mode="after")
+    def _planned_has_snapshot(self) -> PlanEntry:
+        if self.status == "planned_delete":
+            if self.snapshot is None or self.session_hash is None or self.name is None:
+                raise ValueError("a planned_delete entry needs a snapshot, a session and a name")
+            if self.object_kind == "artifact" and self.snapshot.sha256 is None:
+                raise ValueError("a planned artifact deletion needs the artifact's SHA-256")
+        return self
+
+
+class PlanFooter(Record):
+    """Last line: the entry count and a SHA-256 over every line before it (truncation check)."""
+
+    kind: Literal["cleanup_plan_footer"] = "cleanup_plan_footer"
+    plan_id: str
+    entries: int = Field(ge=0)
+    counts: dict[str, int]
+    bytes: dict[str, int]
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class ApplyItem(Record):
+    """What apply did with one planned object."""
+
+    kind: Literal["cleanup_apply_item"] = "cleanup_apply_item"
+    outcome: ApplyOutcome
+    session_hash: str | None
+    name: str | None
+    object_kind: ObjectKind
+    size: int = 0
+    reason: str = ""
+
+
+class CleanupReport(Record):
+    """The final JSON report of a plan or an apply: counts and bytes per status, requests."""
+
+    kind: Literal["cleanup_report"] = "cleanup_report"
+    phase: Literal["plan", "apply"]
+    plan_id: str
+    dry_run: bool
+    delete_method: DeleteMethod | None = None
+    started_at: datetime
+    duration_seconds: float
+    sessions: int = 0
+    counts: dict[str, int] = Field(default_factory=dict)
+    bytes: dict[str, int] = Field(default_factory=dict)
+    requests: dict[str, int] = Field(default_factory=dict)
+    #: Objects that were not deleted as planned, and every ``deleted`` one while there
+    #: are fewer than ``max_report_items`` (the counts above are always complete).
+    items: list[ApplyItem] = Field(default_factory=list)
+    items_truncated: bool = False
+    #: Condemnations left by an earlier, interrupted run that this run finished or lifted.
+    recovered: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def races(self) -> int:
+        return self.counts.get("race_detected", 0) + self.counts.get("retained_error", 0)

@@ -1,0 +1,26 @@
+"""Helpers shared by the GC tests: put artifacts where the artifact store would, age them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from s3spill import keys
+from s3spill.store.base import ObjectStore
+
+LATER = timedelta(days=3)
+
+
+def put_artifact(store: ObjectStore, session_id: str, body: bytes, *, tool: str = "bash",
+                 index: bool = True) -> str:
+    """Create one artifact (and its sidecar) at the layout's keys; returns its name."""
+    shash = keys.session_hash(session_id)
+    name = keys.new_artifact_name(tool)
+    store.put_if_absent(keys.artifact_key(shash, name), body)
+    if index:
+        store.put_if_absent(keys.index_key(shash, name), b'{"lines": []}')
+    return name
+
+
+def later(delta: timedelta = LATER) -> datetime:
+    """A clock far enough ahead that everything written now is past the default TTLs."""
+    return datetime.now(UTC) + delta
