@@ -1,21 +1,64 @@
 """Shared fixtures: every backend behind one ``store`` fixture.
 
-``store`` is parametrised over the backends so a test written once runs against each
-(the local directory today; the S3 backend through moto joins the list when it lands).
+``store`` is parametrised over the backends so a test written once runs against each:
+the local directory, and the S3 backend on in-process moto (``mock_aws``, fast).
+``server_store`` is the S3 backend over real HTTP against the session's ``moto_server``
+(an :class:`~s3spill.testing.EmbeddedS3` serving one request at a time), for
+concurrency, multi-process and HTTP-level fault tests; each test gets its own prefix.
 Use ``local_store`` only for behaviour that is local by nature.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from s3spill.config import MiB, TransferConfig
 from s3spill.store import ObjectStore
 from s3spill.store.local import LocalStore
+from s3spill.store.s3 import S3Store
+from s3spill.testing import EmbeddedS3
 
-BACKENDS = ["local"]
+BACKENDS = ["local", "moto"]
+TEST_BUCKET = "s3spill-test"
+VERSIONED_BUCKET = "s3spill-versioned"
+#: Small parts and short deadlines so multipart and retry paths run in seconds.
+TEST_CONFIG = TransferConfig(
+    multipart_threshold=5 * MiB, part_size=5 * MiB, deadline=5.0, backoff_base=0.01,
+    backoff_max=0.05, connect_timeout=1.0, read_timeout=10.0,
+)
+
+
+@pytest.fixture
+def moto_store() -> Iterator[S3Store]:
+    """The S3 backend on in-process moto, under a prefix of a fresh bucket."""
+    from moto import mock_aws
+
+    with mock_aws():
+        store = S3Store(TEST_BUCKET, "pfx", config=TEST_CONFIG)
+        store.client.create_bucket(Bucket=TEST_BUCKET)
+        yield store
+        store.close()
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[EmbeddedS3]:
+    """One serialized moto server over real HTTP for the whole run."""
+    with EmbeddedS3() as s3:
+        s3.create_bucket(TEST_BUCKET)
+        s3.create_bucket(VERSIONED_BUCKET, versioned=True)
+        yield s3
+
+
+@pytest.fixture
+def server_store(moto_server: EmbeddedS3) -> Iterator[S3Store]:
+    """The S3 backend over HTTP against ``moto_server``, under a prefix of its own."""
+    store: S3Store = moto_server.store(TEST_BUCKET, f"t/{uuid.uuid4().hex}", TEST_CONFIG)
+    yield store
+    store.close()
 
 
 @pytest.fixture
@@ -28,8 +71,10 @@ def local_store(tmp_path: Path) -> Iterator[LocalStore]:
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStore]:
     if request.param == "local":
-        s: ObjectStore = LocalStore(tmp_path / "store")
-    else:  # pragma: no cover - extended by the S3 backend
+        s: ObjectStore = LocalStore(tmp_path / "store", TEST_CONFIG)
+        yield s
+        s.close()
+    elif request.param == "moto":
+        yield request.getfixturevalue("moto_store")
+    else:  # pragma: no cover - a new backend must be wired here
         raise AssertionError(request.param)
-    yield s
-    s.close()

@@ -1,0 +1,87 @@
+"""What an S3 (or S3-compatible) failure *means*, independent of how it was spelled.
+
+S3, MinIO and moto disagree on status codes and error codes for the same outcome
+(``If-Match`` on a missing key is a 404 ``NoSuchKey``; HEAD errors have no body and so
+no code), so the store decides by meaning: precondition lost, not found, conditional
+conflict, transient, checksum refused, or something permanent.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from botocore.exceptions import (
+    ClientError,
+    ConnectionError,
+    HTTPClientError,
+    IncompleteReadError,
+)
+from urllib3.exceptions import HTTPError as Urllib3HTTPError
+
+_TRANSIENT_CODES = frozenset({
+    "SlowDown", "Throttling", "ThrottlingException", "ThrottledException",
+    "RequestThrottled", "RequestLimitExceeded", "TooManyRequestsException",
+    "RequestTimeout", "RequestTimeoutException", "InternalError", "ServiceUnavailable",
+    "OperationAborted", "PriorRequestNotComplete", "BandwidthLimitExceeded",
+})
+_NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchVersion", "404", "NotFound"})
+_DIGEST_CODES = frozenset({
+    "BadDigest", "InvalidDigest", "XAmzContentSHA256Mismatch", "InvalidChecksum",
+})
+
+
+class Kind(enum.Enum):
+    """The meaning of a failed request."""
+
+    PRECONDITION = "precondition"  # 412: If-Match / If-None-Match lost
+    NOT_FOUND = "not_found"  # 404 on a key or version
+    NO_SUCH_UPLOAD = "no_such_upload"  # 404 on a multipart upload id
+    NO_SUCH_BUCKET = "no_such_bucket"
+    CONFLICT = "conflict"  # 409 ConditionalRequestConflict: re-read and retry
+    TRANSIENT = "transient"  # retry with backoff
+    DIGEST = "digest"  # the store refused our checksum
+    INVALID_RANGE = "invalid_range"  # 416
+    OTHER = "other"  # permanent: access denied, bad request, ...
+
+
+def error_code(exc: BaseException) -> tuple[str, int]:
+    """``(code, http_status)`` of a ClientError; ``("", 0)`` for anything else."""
+    if not isinstance(exc, ClientError):
+        return "", 0
+    response: Any = exc.response
+    code = str(response.get("Error", {}).get("Code", ""))
+    status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    return code, status
+
+
+def classify(exc: BaseException) -> Kind:
+    if isinstance(exc, ClientError):
+        code, status = error_code(exc)
+        if code == "ConditionalRequestConflict" or (status == 409 and code in ("", "409")):
+            return Kind.CONFLICT
+        if status == 412 or code == "PreconditionFailed":
+            return Kind.PRECONDITION
+        if code == "NoSuchUpload":
+            return Kind.NO_SUCH_UPLOAD
+        if code == "NoSuchBucket":
+            return Kind.NO_SUCH_BUCKET
+        if code in _NOT_FOUND_CODES or status == 404:
+            return Kind.NOT_FOUND
+        if code in _DIGEST_CODES:
+            return Kind.DIGEST
+        if status == 416 or code == "InvalidRange":
+            return Kind.INVALID_RANGE
+        if code in _TRANSIENT_CODES or status >= 500 or status == 429:
+            return Kind.TRANSIENT
+        return Kind.OTHER
+    if isinstance(exc, (ConnectionError, HTTPClientError, IncompleteReadError, Urllib3HTTPError)):
+        return Kind.TRANSIENT
+    # Raised from inside a streaming body read by urllib3/http.client.
+    if isinstance(exc, (TimeoutError, ConnectionResetError, BrokenPipeError)):
+        return Kind.TRANSIENT
+    return Kind.OTHER
+
+
+def is_transient(exc: BaseException) -> bool:
+    return classify(exc) is Kind.TRANSIENT
