@@ -6,6 +6,18 @@ journal from a garbage collector that deletes only what nothing references.
 """
 
 from s3spill.config import TransferConfig
+from s3spill.context.pointer import (
+    DegradedFacts,
+    PointerFacts,
+    RenderedContext,
+    render_degraded,
+    render_pointer,
+    summarize,
+)
+from s3spill.context.policy import (
+    SpillPolicy,
+    ToolPolicy,
+)
 from s3spill.context.retention import (
     ItemRetainer,
     ItemStrategy,
@@ -18,6 +30,16 @@ from s3spill.context.retention import (
     TextStrategy,
     describe_omitted,
     format_retention_notice,
+)
+from s3spill.context.salient import (
+    SalientLine,
+    SalientScanner,
+)
+from s3spill.context.tokens import (
+    ContextBudget,
+    TokenCounter,
+    default_token_counter,
+    estimate_tokens,
 )
 from s3spill.errors import (
     AlreadyExists,
@@ -60,6 +82,8 @@ __all__ = [
     "CleanupRefused",
     "ConditionalConflict",
     "ConfigError",
+    "ContextBudget",
+    "DegradedFacts",
     "IntegrityError",
     "InvalidKey",
     "ItemRetainer",
@@ -71,24 +95,36 @@ __all__ = [
     "ObjectInfo",
     "ObjectStore",
     "Omitted",
+    "PointerFacts",
     "PreconditionFailed",
     "PushDecision",
     "PutResult",
+    "RenderedContext",
     "RetainedItems",
     "RetainedText",
     "RetentionNotice",
     "S3SpillError",
+    "SalientLine",
+    "SalientScanner",
     "SourceId",
     "SourceIdError",
+    "SpillPolicy",
     "StoreCapabilities",
     "StoreError",
     "StoreUnavailable",
     "TextRetainer",
     "TextStrategy",
+    "TokenCounter",
+    "ToolPolicy",
     "TransactionStateError",
     "TransferConfig",
     "UnsupportedOperation",
+    "default_token_counter",
     "describe_omitted",
+    "estimate_tokens",
     "format_retention_notice",
     "open_store",
+    "render_degraded",
+    "render_pointer",
+    "summarize",
 ]

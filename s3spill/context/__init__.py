@@ -6,6 +6,18 @@ through a :class:`TextRetainer` while the same chunks go to the artifact store, 
 then asks this package for the text to put in the model's context.
 """
 
+from s3spill.context.pointer import (
+    DegradedFacts,
+    PointerFacts,
+    RenderedContext,
+    render_degraded,
+    render_pointer,
+    summarize,
+)
+from s3spill.context.policy import (
+    SpillPolicy,
+    ToolPolicy,
+)
 from s3spill.context.retention import (
     ItemRetainer,
     ItemStrategy,
@@ -19,17 +31,41 @@ from s3spill.context.retention import (
     describe_omitted,
     format_retention_notice,
 )
+from s3spill.context.salient import (
+    SalientLine,
+    SalientScanner,
+)
+from s3spill.context.tokens import (
+    ContextBudget,
+    TokenCounter,
+    default_token_counter,
+    estimate_tokens,
+)
 
 __all__ = [
+    "ContextBudget",
+    "DegradedFacts",
     "ItemRetainer",
     "ItemStrategy",
     "Omitted",
+    "PointerFacts",
     "PushDecision",
+    "RenderedContext",
     "RetainedItems",
     "RetainedText",
     "RetentionNotice",
+    "SalientLine",
+    "SalientScanner",
+    "SpillPolicy",
     "TextRetainer",
     "TextStrategy",
+    "TokenCounter",
+    "ToolPolicy",
+    "default_token_counter",
     "describe_omitted",
+    "estimate_tokens",
     "format_retention_notice",
+    "render_degraded",
+    "render_pointer",
+    "summarize",
 ]
