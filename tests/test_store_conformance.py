@@ -16,7 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from s3spill.config import MiB
-from s3spill.errors import AlreadyExists, InvalidKey, NotFound, PreconditionFailed
+from s3spill.errors import (
+    AlreadyExists,
+    InvalidKey,
+    NotFound,
+    PreconditionFailed,
+    UnsupportedOperation,
+)
 from s3spill.store import ObjectStore
 from s3spill.store.base import META_PUT_ID, META_SHA256
 from s3spill.store.s3 import S3Store
@@ -152,8 +158,9 @@ def test_hostile_keys_never_escape_the_prefix(store: ObjectStore, key: str) -> N
         landed = True
     except InvalidKey:
         return
-    except AlreadyExists:
-        landed = False  # an earlier example took the name (locally: as a directory)
+    except (AlreadyExists, UnsupportedOperation):
+        # An earlier example took the name; locally, "a" and "a/b" cannot coexist.
+        landed = False
     if landed:
         assert key in {info.key for info in store.list()}
     if isinstance(store, S3Store):
@@ -163,3 +170,15 @@ def test_hostile_keys_never_escape_the_prefix(store: ObjectStore, key: str) -> N
         root = store.root  # type: ignore[attr-defined]
         outside = [p for p in root.parent.rglob("*") if p.is_file() and root not in p.parents]
         assert outside == []
+
+
+def test_key_under_an_existing_object(store: ObjectStore) -> None:
+    """A key below an existing object's key is stored on S3 and refused cleanly by the local store."""
+    store.put_if_absent("nest", b"outer")
+    try:
+        store.put_if_absent("nest/inner", b"inner")
+    except UnsupportedOperation:
+        assert store.kind == "local"
+    else:
+        assert store.kind == "s3" and store.get("nest/inner") == b"inner"
+    assert store.get("nest") == b"outer"

@@ -164,7 +164,13 @@ class LocalStore(ObjectStore):
         started = time.monotonic()
         tmp, trailer = self._write_temp(body, metadata, content_type)
         try:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                # S3 lets "a" and "a/b" coexist; a directory tree cannot.
+                raise UnsupportedOperation(
+                    f"{key}: a parent of this key is an object in the local store", key=key
+                ) from None
             with self._lock(key):
                 try:
                     os.link(tmp, path)
