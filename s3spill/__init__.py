@@ -6,6 +6,11 @@ journal from a garbage collector that deletes only what nothing references.
 """
 
 from s3spill.config import TransferConfig
+from s3spill.context.budget import (
+    TurnBudgetReport,
+    TurnResult,
+    enforce_turn_budget,
+)
 from s3spill.context.pointer import (
     DegradedFacts,
     PointerFacts,
@@ -118,9 +123,12 @@ __all__ = [
     "ToolPolicy",
     "TransactionStateError",
     "TransferConfig",
+    "TurnBudgetReport",
+    "TurnResult",
     "UnsupportedOperation",
     "default_token_counter",
     "describe_omitted",
+    "enforce_turn_budget",
     "estimate_tokens",
     "format_retention_notice",
     "open_store",

@@ -6,6 +6,11 @@ through a :class:`TextRetainer` while the same chunks go to the artifact store, 
 then asks this package for the text to put in the model's context.
 """
 
+from s3spill.context.budget import (
+    TurnBudgetReport,
+    TurnResult,
+    enforce_turn_budget,
+)
 from s3spill.context.pointer import (
     DegradedFacts,
     PointerFacts,
@@ -61,8 +66,11 @@ __all__ = [
     "TextStrategy",
     "TokenCounter",
     "ToolPolicy",
+    "TurnBudgetReport",
+    "TurnResult",
     "default_token_counter",
     "describe_omitted",
+    "enforce_turn_budget",
     "estimate_tokens",
     "format_retention_notice",
     "render_degraded",
