@@ -50,6 +50,7 @@ __all__ = [
     "free_port",
     "inject_http_errors",
     "record_operations",
+    "strip_request_header",
 ]
 
 FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
@@ -300,6 +301,24 @@ def break_response_body(client: Any, operation: str = "GetObject", *, after_read
             return real_read(*args, **kwargs)
 
         raw.read = read
+
+    faults.handler = handler
+    client.meta.events.register(faults.event, handler)
+    return faults
+
+
+def strip_request_header(client: Any, operation: str, header: str) -> HttpFaults:
+    """Drop ``header`` from every ``operation`` request, like a store that ignores it.
+
+    For example ``strip_request_header(client, "DeleteObject", "If-Match")`` turns moto
+    into a store with MinIO's gap: conditional deletes become unconditional.
+    """
+    faults = HttpFaults(client, f"before-send.s3.{operation}", lambda **_: None, 1 << 30)
+
+    def handler(request: Any, **_: Any) -> None:
+        if header in request.headers:
+            del request.headers[header]
+            faults.fired += 1
 
     faults.handler = handler
     client.meta.events.register(faults.event, handler)

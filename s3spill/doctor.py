@@ -1,0 +1,368 @@
+"""``s3spill doctor``: measure what the configured store really honours.
+
+Why probe instead of trusting documentation: S3-compatible stores differ in exactly the
+places our safety rests on, and the differences are silent — moto accepts a wrong
+``ChecksumSHA256`` on PUT and ignores per-object ETags in DeleteObjects and ``If-Match``
+on CompleteMultipartUpload; MinIO has ignored ``If-Match`` on DeleteObject. A store
+that ignores a condition simply does the unconditional thing, so every row below is a
+real request against a scratch key under the store's prefix, with the outcome read
+back; every scratch object (and version, and pending upload) is removed afterwards.
+
+GC needs a way to delete *only* what it planned to delete: a conditional delete, or a
+delete by version id on a versioned bucket. Without either, GC must refuse to run;
+:attr:`DoctorReport.gc_ok` says which, and the CLI exits non-zero.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from s3spill.errors import (
+    AlreadyExists,
+    NotFound,
+    PreconditionFailed,
+    S3SpillError,
+    UnsupportedOperation,
+)
+from s3spill.log import get_logger
+from s3spill.store.base import ObjectStore, StoreCapabilities
+from s3spill.store.payload import b64_sha256
+
+log = get_logger("s3spill.doctor")
+SCRATCH = "s3spill-doctor"
+Needed = Literal["gc", "all", "large", "integrity", "info"]
+
+
+class Probe(BaseModel):
+    """One guarantee and what the store did when asked to honour it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    title: str
+    #: True honoured, False not honoured, None not applicable / could not be probed.
+    honoured: bool | None
+    needed_by: Needed
+    detail: str
+
+
+class DoctorReport(BaseModel):
+    """Every probe of one store, and what GC may rely on."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    store_url: str
+    kind: Literal["s3", "local"]
+    probes: list[Probe]
+
+    def get(self, name: str) -> bool:
+        return any(p.name == name and p.honoured for p in self.probes)
+
+    @property
+    def gc_delete_mode(self) -> Literal["conditional", "versioned"] | None:
+        """How GC may delete safely here: by ETag, else by version id, else not at all."""
+        if self.get("conditional_delete"):
+            return "conditional"
+        if self.get("versioned_delete") and self.get("versioning"):
+            return "versioned"
+        return None
+
+    @property
+    def missing_required(self) -> list[str]:
+        """Guarantees without which s3spill must not run (create-once, CAS, a safe GC delete)."""
+        missing = [p.title for p in self.probes if p.needed_by == "all" and p.honoured is False]
+        if self.gc_delete_mode is None:
+            missing.append("conditional delete or delete by version id (needed by GC)")
+        return missing
+
+    @property
+    def gc_ok(self) -> bool:
+        return self.gc_delete_mode is not None
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing_required
+
+    def capabilities(self) -> StoreCapabilities:
+        return StoreCapabilities(
+            conditional_create=self.get("create_if_absent"),
+            conditional_put=self.get("if_match_put") and self.get("if_match_put_missing"),
+            conditional_delete=self.get("conditional_delete"),
+            versioned_delete=self.get("versioned_delete"),
+            batch_conditional_delete=self.get("batch_delete_etag"),
+            verifies_sha256_on_put=self.get("checksum_rejection"),
+            versioning=self.get("versioning"),
+        )
+
+
+def run_doctor(store: ObjectStore) -> DoctorReport:
+    """Probe ``store`` row by row; clean up every scratch object whatever happens."""
+    scratch = f"{SCRATCH}/{secrets.token_hex(8)}"
+    probes: list[Probe] = []
+    s3 = _s3_parts(store)
+    try:
+        for probe in _generic_probes(store, scratch):
+            probes.append(_run(probe))
+        if s3 is not None:
+            for probe in _s3_probes(store, s3, scratch):
+                probes.append(_run(probe))
+        else:
+            probes.extend(_local_rows())
+    finally:
+        _cleanup(store, s3, scratch)
+    return DoctorReport(store_url=store.url, kind=store.kind, probes=probes)
+
+
+ProbeFn = Callable[[], Probe]
+
+
+def _run(fn: ProbeFn) -> Probe:
+    try:
+        return fn()
+    except S3SpillError as exc:
+        name = getattr(fn, "probe_name", fn.__name__)
+        log.warning("doctor.probe_failed", probe=name, error=type(exc).__name__)
+        return Probe(name=name, title=name.replace("_", " "), honoured=None, needed_by="info",
+                     detail=f"could not probe: {type(exc).__name__}: {exc}")
+
+
+def _generic_probes(store: ObjectStore, scratch: str) -> list[ProbeFn]:
+    key = f"{scratch}/object"
+
+    def create_if_absent() -> Probe:
+        store.put_if_absent(key, b"first")
+        try:
+            store.put_if_absent(key, b"second")
+            ok, detail = False, "a second create-if-absent overwrote the object"
+        except AlreadyExists:
+            ok = store.get(key) == b"first"
+            detail = "second create refused (412), first bytes intact" if ok else "bytes changed"
+        return Probe(name="create_if_absent", title="create-if-absent (If-None-Match: *)",
+                     honoured=ok, needed_by="all", detail=detail)
+
+    def if_match_put() -> Probe:
+        current = store.head(key)
+        try:
+            store.put_if_match(key, b"stale", '"00000000000000000000000000000000"')
+            ok, detail = False, "a put with a wrong ETag replaced the object"
+        except PreconditionFailed:
+            ok = store.head(key).etag == current.etag
+            detail = "wrong ETag refused (412), object unchanged" if ok else "object changed"
+        if ok:
+            store.put_if_match(key, b"second", current.etag)
+            ok = store.get(key) == b"second"
+            detail += "; right ETag accepted" if ok else "; right ETag did not replace"
+        return Probe(name="if_match_put", title="If-Match put (compare-and-swap)", honoured=ok,
+                     needed_by="all", detail=detail)
+
+    def if_match_put_missing() -> Probe:
+        missing = f"{scratch}/missing"
+        try:
+            store.put_if_match(missing, b"x", '"00000000000000000000000000000000"')
+            ok, detail = False, "an If-Match put created a missing key"
+        except PreconditionFailed:
+            try:
+                store.head(missing)
+                ok, detail = False, "refused, yet the key now exists"
+            except NotFound:
+                ok, detail = True, "refused (404/412), nothing created"
+        return Probe(name="if_match_put_missing", title="If-Match put on a missing key",
+                     honoured=ok, needed_by="all", detail=detail)
+
+    def conditional_delete() -> Probe:
+        victim = f"{scratch}/delete"
+        created = store.put_if_absent(victim, b"x")
+        try:
+            store.delete_if_match(victim, '"00000000000000000000000000000000"')
+            ok, detail = False, "a delete with a wrong ETag removed the object"
+        except PreconditionFailed:
+            try:
+                store.head(victim)
+                ok, detail = True, "wrong ETag refused (412), object kept"
+            except NotFound:
+                ok, detail = False, "refused, yet the object is gone"
+        if ok:
+            store.delete_if_match(victim, created.etag)
+            try:
+                store.head(victim)
+                ok, detail = False, detail + "; right ETag did not delete"
+            except NotFound:
+                detail += "; right ETag deleted"
+        return Probe(name="conditional_delete", title="conditional delete (If-Match)",
+                     honoured=ok, needed_by="gc", detail=detail)
+
+    return [create_if_absent, if_match_put, if_match_put_missing, conditional_delete]
+
+
+def _local_rows() -> list[Probe]:
+    na = "not applicable: the local store is not versioned"
+    return [
+        Probe(name="versioned_delete", title="delete by version id", honoured=False,
+              needed_by="gc", detail=na),
+        Probe(name="checksum_rejection", title="SHA-256 checksum rejection", honoured=None,
+              needed_by="integrity", detail="not applicable: the local store computes digests"),
+        Probe(name="batch_delete_etag", title="batch delete with per-object ETag",
+              honoured=False, needed_by="info", detail="not applicable: no batch delete"),
+        Probe(name="versioning", title="versioning", honoured=False, needed_by="info",
+              detail=na),
+    ]
+
+
+# -- S3-only probes (raw requests, so the store's own checks cannot mask a gap) ---------
+
+
+def _s3_parts(store: ObjectStore) -> Any:
+    from s3spill.store.s3 import S3Store
+
+    return store if isinstance(store, S3Store) else None
+
+
+def _code(exc: Exception) -> str:
+    response: Any = getattr(exc, "response", {}) or {}
+    return str(response.get("Error", {}).get("Code", type(exc).__name__))
+
+
+def _s3_probes(store: ObjectStore, s3: Any, scratch: str) -> list[ProbeFn]:
+    from botocore.exceptions import ClientError
+
+    client, bucket = s3.client, s3.bucket
+
+    def versioning_status() -> str:
+        return str(client.get_bucket_versioning(Bucket=bucket).get("Status", "Disabled"))
+
+    def versioning() -> Probe:
+        status = versioning_status()
+        return Probe(name="versioning", title="versioning", honoured=status == "Enabled",
+                     needed_by="info", detail=f"bucket versioning: {status}")
+
+    def versioned_delete() -> Probe:
+        if versioning_status() != "Enabled":
+            return Probe(name="versioned_delete", title="delete by version id", honoured=False,
+                         needed_by="gc", detail="not probed: the bucket is not versioned")
+        key = f"{scratch}/versions"
+        first = store.put_if_absent(key, b"v1")
+        second = store.put_if_match(key, b"v2", first.etag)
+        if not (first.version_id and second.version_id):
+            return Probe(name="versioned_delete", title="delete by version id", honoured=False,
+                         needed_by="gc", detail="writes returned no version ids")
+        store.delete_version(key, second.version_id)
+        ok = store.get(key) == b"v1"
+        return Probe(name="versioned_delete", title="delete by version id", honoured=ok,
+                     needed_by="gc", detail="exactly one version removed" if ok
+                     else "deleting one version did not restore the previous one")
+
+    def checksum_rejection() -> Probe:
+        key = s3.full_key(f"{scratch}/badsum")
+        wrong = b64_sha256(b"not the body")
+        try:
+            client.put_object(Bucket=bucket, Key=key, Body=b"the body", ChecksumSHA256=wrong)
+            ok, detail = False, "a PUT with a wrong ChecksumSHA256 was stored (not verified)"
+        except ClientError as exc:
+            ok, detail = True, f"wrong ChecksumSHA256 refused ({_code(exc)})"
+        return Probe(name="checksum_rejection", title="SHA-256 checksum rejection", honoured=ok,
+                     needed_by="integrity", detail=detail)
+
+    def batch_delete_etag() -> Probe:
+        key = f"{scratch}/batch"
+        store.put_if_absent(key, b"x")
+        answer = client.delete_objects(Bucket=bucket, Delete={"Objects": [
+            {"Key": s3.full_key(key), "ETag": '"00000000000000000000000000000000"'}]})
+        try:
+            store.head(key)
+            kept = True
+        except NotFound:
+            kept = False
+        errors = [e.get("Code") for e in answer.get("Errors", [])]
+        ok = kept and bool(errors)
+        detail = (f"wrong ETag refused per object ({', '.join(map(str, errors))})" if ok
+                  else "DeleteObjects deleted an object despite a wrong per-object ETag")
+        return Probe(name="batch_delete_etag", title="batch DeleteObjects with per-object ETag",
+                     honoured=ok, needed_by="info", detail=detail)
+
+    def multipart(name: str, title: str, condition: dict[str, str], key: str) -> Probe:
+        full = s3.full_key(key)
+        upload = client.create_multipart_upload(Bucket=bucket, Key=full, ChecksumAlgorithm="SHA256")
+        upload_id = upload["UploadId"]
+        body = b"multipart probe"
+        try:
+            part = client.upload_part(Bucket=bucket, Key=full, UploadId=upload_id, PartNumber=1,
+                                      Body=body, ChecksumSHA256=b64_sha256(body))
+            parts = [{"PartNumber": 1, "ETag": part["ETag"], "ChecksumSHA256": b64_sha256(body)}]
+            client.complete_multipart_upload(Bucket=bucket, Key=full, UploadId=upload_id,
+                                             MultipartUpload={"Parts": parts}, **condition)
+            ok, detail = False, "completion ignored the condition and replaced the object"
+        except ClientError as exc:
+            ok, detail = _code(exc) in ("PreconditionFailed", "NoSuchKey", "412"), (
+                f"completion refused ({_code(exc)})")
+        finally:
+            # Completed, or already gone: then there is nothing pending to remove.
+            with contextlib.suppress(ClientError):
+                client.abort_multipart_upload(Bucket=bucket, Key=full, UploadId=upload_id)
+        return Probe(name=name, title=title, honoured=ok, needed_by="large", detail=detail)
+
+    def multipart_if_none_match() -> Probe:
+        key = f"{scratch}/mp-create"
+        store.put_if_absent(key, b"existing")
+        return multipart("multipart_if_none_match", "If-None-Match on multipart completion",
+                         {"IfNoneMatch": "*"}, key)
+
+    def multipart_if_match() -> Probe:
+        key = f"{scratch}/mp-replace"
+        store.put_if_absent(key, b"existing")
+        return multipart("multipart_if_match", "If-Match on multipart completion",
+                         {"IfMatch": '"00000000000000000000000000000000"'}, key)
+
+    return [versioned_delete, checksum_rejection, batch_delete_etag, multipart_if_none_match,
+            multipart_if_match, versioning]
+
+
+def _cleanup(store: ObjectStore, s3: Any, scratch: str) -> None:
+    """Remove every object, version and pending upload under the scratch prefix."""
+    try:
+        if s3 is None:
+            for info in list(store.list(scratch + "/")):
+                with contextlib.suppress(NotFound, PreconditionFailed, UnsupportedOperation):
+                    store.delete_if_match(info.key, info.etag)
+            return
+        client, bucket, prefix = s3.client, s3.bucket, s3.full_key(scratch) + "/"
+        for page in client.get_paginator("list_object_versions").paginate(
+                Bucket=bucket, Prefix=prefix):
+            for item in page.get("Versions", []) + page.get("DeleteMarkers", []):
+                client.delete_object(Bucket=bucket, Key=item["Key"], VersionId=item["VersionId"])
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                client.delete_object(Bucket=bucket, Key=item["Key"])
+        for page in client.get_paginator("list_multipart_uploads").paginate(
+                Bucket=bucket, Prefix=prefix):
+            for item in page.get("Uploads", []):
+                client.abort_multipart_upload(Bucket=bucket, Key=item["Key"],
+                                              UploadId=item["UploadId"])
+    except Exception as exc:  # noqa: BLE001 - a failed cleanup must not hide the report
+        log.warning("doctor.cleanup_failed", prefix=scratch, error=type(exc).__name__)
+
+
+def render(report: DoctorReport) -> str:
+    """The report as a plain-text table plus a verdict line."""
+    mark = {True: "yes", False: "NO", None: "n/a"}
+    rows = [(p.title, mark[p.honoured], p.needed_by, p.detail) for p in report.probes]
+    head = ("guarantee", "honoured", "needed by", "detail")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]
+    lines = [f"s3spill doctor: {report.store_url} ({report.kind})", ""]
+    for row in [head, *rows]:
+        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3]))
+                     + "  " + row[3])
+    lines.append("")
+    gaps = [p.title for p in report.probes if p.honoured is False and p.name != "versioning"]
+    if gaps:
+        lines.append("not honoured: " + "; ".join(gaps))
+    mode = report.gc_delete_mode
+    lines.append(f"GC delete mode: {mode}" if mode else "GC delete mode: NONE (GC will refuse)")
+    lines.append("verdict: OK" if report.ok else
+                 "verdict: MISSING " + "; ".join(report.missing_required))
+    return "\n".join(lines)
