@@ -11,6 +11,10 @@ from s3spill.context.budget import (
     TurnResult,
     enforce_turn_budget,
 )
+from s3spill.context.logcompress import (
+    CompressedLog,
+    compress_log,
+)
 from s3spill.context.pointer import (
     DegradedFacts,
     PointerFacts,
@@ -85,6 +89,7 @@ __all__ = [
     "ArtifactReference",
     "ArtifactRetentionClaim",
     "CleanupRefused",
+    "CompressedLog",
     "ConditionalConflict",
     "ConfigError",
     "ContextBudget",
@@ -126,6 +131,7 @@ __all__ = [
     "TurnBudgetReport",
     "TurnResult",
     "UnsupportedOperation",
+    "compress_log",
     "default_token_counter",
     "describe_omitted",
     "enforce_turn_budget",

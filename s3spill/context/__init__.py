@@ -11,6 +11,10 @@ from s3spill.context.budget import (
     TurnResult,
     enforce_turn_budget,
 )
+from s3spill.context.logcompress import (
+    CompressedLog,
+    compress_log,
+)
 from s3spill.context.pointer import (
     DegradedFacts,
     PointerFacts,
@@ -48,6 +52,7 @@ from s3spill.context.tokens import (
 )
 
 __all__ = [
+    "CompressedLog",
     "ContextBudget",
     "DegradedFacts",
     "ItemRetainer",
@@ -68,6 +73,7 @@ __all__ = [
     "ToolPolicy",
     "TurnBudgetReport",
     "TurnResult",
+    "compress_log",
     "default_token_counter",
     "describe_omitted",
     "enforce_turn_budget",
