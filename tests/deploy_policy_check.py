@@ -31,9 +31,7 @@ EXAMPLE_DIR = REPO / "terraform" / "examples" / "aws"
 BUCKET_ARN = "arn:aws:s3:::s3spill-test-bucket"
 KMS_ARN = "arn:aws:kms:eu-west-1:123456789012:key/test"
 
-_OPTIONS = SerializationOptions(
-    with_comments=False, explicit_blocks=False, strip_string_quotes=True
-)
+_OPTIONS = SerializationOptions(with_comments=False, explicit_blocks=False, strip_string_quotes=True)
 
 Module = dict[str, Any]
 
@@ -144,8 +142,7 @@ def statements(module: Module, document: str, root: str = "") -> list[Statement]
             for c in st.get("condition", [])
         )
         principals = tuple(
-            (p["type"], tuple(_as_list(p["identifiers"], module, root)))
-            for p in st.get("principals", [])
+            (p["type"], tuple(_as_list(p["identifiers"], module, root))) for p in st.get("principals", [])
         )
         out.append(
             Statement(
@@ -175,9 +172,7 @@ def _glob(pattern: str, value: str) -> bool:
     return fnmatch.fnmatchcase(value, pattern)
 
 
-def _condition_holds(
-    test: str, variable: str, values: tuple[str, ...], context: Mapping[str, str]
-) -> bool:
+def _condition_holds(test: str, variable: str, values: tuple[str, ...], context: Mapping[str, str]) -> bool:
     present = variable in context
     actual = context.get(variable)
     if test == "Null":
@@ -264,9 +259,7 @@ def bucket_policy_violations(module: Module, root: str = "") -> list[str]:
             out.append(f"deny statement {st.sid} does not apply to every principal")
 
     # Transport.
-    plain = Request(
-        "s3:GetObject", obj(LAYOUT_KEYS["artifact"], root), {"aws:SecureTransport": "false"}
-    )
+    plain = Request("s3:GetObject", obj(LAYOUT_KEYS["artifact"], root), {"aws:SecureTransport": "false"})
     if not denied_by(sts, plain):
         out.append("a request over plain HTTP (aws:SecureTransport=false) is not denied")
     if not denied_by(sts, Request("s3:ListBucket", BUCKET_ARN, {"aws:SecureTransport": "false"})):
@@ -306,9 +299,7 @@ def bucket_policy_violations(module: Module, root: str = "") -> list[str]:
             out.append(f"DeleteObject of a {kind} key without If-Match is not denied")
         if denied_by(sts, Request("s3:DeleteObject", obj(key, root), {**TLS, **IF_MATCH})):
             out.append(f"DeleteObject of a {kind} key with If-Match is denied")
-        if denied_by(
-            sts, Request("s3:DeleteObjectVersion", obj(key, root), {**TLS, "s3:versionid": "v1"})
-        ):
+        if denied_by(sts, Request("s3:DeleteObjectVersion", obj(key, root), {**TLS, "s3:versionid": "v1"})):
             out.append(f"a version-pinned delete of a {kind} key is denied by the bucket policy")
     return out
 
@@ -325,11 +316,7 @@ def role_violations(module: Module, root: str = "") -> list[str]:
         if st.effect != "Allow":
             continue
         for action in st.actions:
-            if (
-                action in {"*", "s3:*"}
-                or action.startswith("s3:Delete")
-                or action.startswith("s3:PutBucket")
-            ):
+            if action in {"*", "s3:*"} or action.startswith("s3:Delete") or action.startswith("s3:PutBucket"):
                 out.append(f"agent role statement {st.sid} allows {action}")
     for kind, key in LAYOUT_KEYS.items():
         for action in ("s3:DeleteObject", "s3:DeleteObjectVersion"):
@@ -393,9 +380,7 @@ def role_violations(module: Module, root: str = "") -> list[str]:
             >= {"sub", "aud"}
         ]
         if len(ok) != len(trust) or not ok:
-            out.append(
-                f"{name} trust policy is not IRSA pinned to service account subject and audience"
-            )
+            out.append(f"{name} trust policy is not IRSA pinned to service account subject and audience")
     return out
 
 
@@ -447,9 +432,7 @@ def bucket_violations(module: Module) -> list[str]:
     if not any(r.get("abort_incomplete_multipart_upload") for r in enabled):
         out.append("no enabled lifecycle rule aborts incomplete multipart uploads")
     noncurrent = [
-        r["noncurrent_version_expiration"][0]
-        for r in enabled
-        if r.get("noncurrent_version_expiration")
+        r["noncurrent_version_expiration"][0] for r in enabled if r.get("noncurrent_version_expiration")
     ]
     if not any(n.get("noncurrent_days") == "${var.undo_window_days}" for n in noncurrent):
         out.append("noncurrent versions do not expire after var.undo_window_days")
@@ -480,9 +463,7 @@ def cronjob_violations(module: Module) -> list[str]:
         "--all",
     ]:
         out.append("the container does not run `s3spill gc run --apply --all`")
-    if "Indexed" not in str(job_spec.get("completion_mode")) or "--shard" not in str(
-        local_values(module)
-    ):
+    if "Indexed" not in str(job_spec.get("completion_mode")) or "--shard" not in str(local_values(module)):
         out.append("sharded runs are not an indexed job passing --shard K/N")
     resources = container.get("resources", [{}])[0]
     if not resources.get("limits") or not resources.get("requests"):

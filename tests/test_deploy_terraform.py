@@ -116,9 +116,7 @@ def test_dropping_the_if_none_match_condition_in_the_parsed_module_fails_the_che
     assert "PutObject of a artifact key with If-None-Match is denied" in found
 
 
-_CREATION_OP = (
-    'variable = "s3:ObjectCreationOperation"\n      values   = ["{}"]\n    }}\n  }}\n\n  # Owner'
-)
+_CREATION_OP = 'variable = "s3:ObjectCreationOperation"\n      values   = ["{}"]\n    }}\n  }}\n\n  # Owner'
 
 _ONE_LINE_WEAKENINGS = {
     "tls": (
@@ -191,10 +189,7 @@ def test_version_pinned_delete_is_the_only_unconditional_delete_path(
     """DeleteObjectVersion (GC on MinIO) passes the bucket policy; a bare DeleteObject does not."""
     sts = statements(module, "bucket")
     key = obj(LAYOUT_KEYS["artifact"])
-    assert (
-        denied_by(sts, Request("s3:DeleteObjectVersion", key, {**TLS, "s3:versionid": "3HL4kqtJ"}))
-        == []
-    )
+    assert denied_by(sts, Request("s3:DeleteObjectVersion", key, {**TLS, "s3:versionid": "3HL4kqtJ"})) == []
     assert "DenyDeletesWithoutIfMatch" in denied_by(sts, Request("s3:DeleteObject", key, dict(TLS)))
 
 
