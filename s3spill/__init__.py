@@ -54,9 +54,11 @@ from s3spill.errors import (
     AlreadyExists,
     ArtifactCondemned,
     ArtifactPublicationRejected,
+    ArtifactReferenced,
     CleanupRefused,
     ConditionalConflict,
     ConfigError,
+    DanglingReference,
     IntegrityError,
     InvalidKey,
     JournalContention,
@@ -71,12 +73,16 @@ from s3spill.errors import (
     TransactionStateError,
     UnsupportedOperation,
 )
+from s3spill.journal import LeaseJournal, new_transaction_id
 from s3spill.keys import SourceId
 from s3spill.models import (
     ArtifactMemoryReference,
     ArtifactReference,
     ArtifactRetentionClaim,
 )
+from s3spill.owner import ArtifactReferenceOwner, OwnerObservation, S3ReferenceOwner
+from s3spill.reconcile import ReconciliationReport, reconcile_pending, reconcile_reference
+from s3spill.references import publish_memory_reference, remove_memory_reference
 from s3spill.store import ObjectInfo, ObjectStore, PutResult, StoreCapabilities, open_store
 
 __version__ = "0.1.0"
@@ -87,12 +93,15 @@ __all__ = [
     "ArtifactMemoryReference",
     "ArtifactPublicationRejected",
     "ArtifactReference",
+    "ArtifactReferenceOwner",
+    "ArtifactReferenced",
     "ArtifactRetentionClaim",
     "CleanupRefused",
     "CompressedLog",
     "ConditionalConflict",
     "ConfigError",
     "ContextBudget",
+    "DanglingReference",
     "DegradedFacts",
     "IntegrityError",
     "InvalidKey",
@@ -101,18 +110,22 @@ __all__ = [
     "JournalContention",
     "JournalCorrupt",
     "JournalError",
+    "LeaseJournal",
     "NotFound",
     "ObjectInfo",
     "ObjectStore",
     "Omitted",
+    "OwnerObservation",
     "PointerFacts",
     "PreconditionFailed",
     "PushDecision",
     "PutResult",
+    "ReconciliationReport",
     "RenderedContext",
     "RetainedItems",
     "RetainedText",
     "RetentionNotice",
+    "S3ReferenceOwner",
     "S3SpillError",
     "SalientLine",
     "SalientScanner",
@@ -137,7 +150,12 @@ __all__ = [
     "enforce_turn_budget",
     "estimate_tokens",
     "format_retention_notice",
+    "new_transaction_id",
     "open_store",
+    "publish_memory_reference",
+    "reconcile_pending",
+    "reconcile_reference",
+    "remove_memory_reference",
     "render_degraded",
     "render_pointer",
     "summarize",

@@ -41,3 +41,10 @@ class TransferConfig(BaseModel):
     #: botocore's request/response checksum behaviour; ``when_required`` for endpoints
     #: that reject the newer default checksum headers.
     checksum_mode: Literal["when_supported", "when_required"] = "when_supported"
+    #: Compare-and-swap attempts on a journal manifest before JournalContention; each
+    #: lost attempt re-reads, re-validates and re-applies after a jittered backoff.
+    journal_cas_attempts: int = Field(default=40, ge=1)
+    #: Chained records a manifest keeps inline; past this, the oldest
+    #: ``journal_segment_records`` move into an immutable history segment.
+    journal_max_recent_records: int = Field(default=256, ge=8)
+    journal_segment_records: int = Field(default=192, ge=4)

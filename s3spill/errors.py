@@ -25,7 +25,9 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   ├── JournalCorrupt           chain break, sequence gap, foreign record, rewritten intent
     │   ├── JournalContention        CAS attempts exhausted against concurrent writers
     │   ├── TransactionStateError    a transition the state machine forbids
-    │   └── ArtifactCondemned        GC has fenced the artifact; no new claim may land
+    │   ├── ArtifactCondemned        GC has fenced the artifact; no new claim may land
+    │   ├── ArtifactReferenced       a live or pending claim protects it; GC may not condemn
+    │   └── DanglingReference        the claimed artifact is missing or has another digest
     └── CleanupRefused               GC refuses to run (unsafe TTL, missing delete guarantee)
 """
 
@@ -97,7 +99,18 @@ class JournalError(S3SpillError):
 
 
 class JournalCorrupt(JournalError):
-    """The journal failed verification; GC must retain everything in the session."""
+    """The journal failed verification; GC must retain everything in the session.
+
+    ``reason`` is a stable code (``hash_mismatch``, ``chain_break``, ``sequence_gap``,
+    ``foreign_record``, ``rewritten_intent``, ``unparseable``, ``invalid_transition``,
+    ``view_mismatch``, ``segment_missing``, ``segment_mismatch``, ``generation``) for
+    reports and tests; the message says what was found where, in words.
+    """
+
+    def __init__(self, message: str, *, reason: str = "corrupt", session_hash: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.session_hash = session_hash
 
 
 class JournalContention(JournalError):
@@ -110,6 +123,14 @@ class TransactionStateError(JournalError):
 
 class ArtifactCondemned(JournalError):
     """GC has condemned the artifact; a new claim on it is refused."""
+
+
+class ArtifactReferenced(JournalError):
+    """A pending or unexpired claim protects the artifact; condemnation refused."""
+
+
+class DanglingReference(JournalError):
+    """A claim names an artifact that does not exist with the claimed digest; refused."""
 
 
 class CleanupRefused(S3SpillError):

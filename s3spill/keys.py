@@ -9,7 +9,7 @@ matches on, so changing it is a breaking change (bump ``LAYOUT_VERSION``)::
     <prefix>/v1/sessions/<session_hash>/artifacts/<name>         artifact body
     <prefix>/v1/sessions/<session_hash>/artifacts/<name>.idx     its sidecar index
     <prefix>/v1/sessions/<session_hash>/journal/manifest.json    lease manifest (CAS)
-    <prefix>/v1/sessions/<session_hash>/journal/segments/<from>-<to>.json  history
+    <prefix>/v1/sessions/<session_hash>/journal/segments/<from>-<to>-<sha16>.json  history
     <prefix>/v1/owner/<session_hash>/<txid_hash>.json            memory publication slot
 
 ``<prefix>`` is the store's own root (``s3://bucket/prefix``); keys here are
@@ -111,11 +111,24 @@ def manifest_key(shash: str) -> str:
     return validate_key(f"{SESSIONS}/{check_session_hash(shash)}/journal/manifest.json")
 
 
-def segment_key(shash: str, first_seq: int, last_seq: int) -> str:
+def segment_key(shash: str, first_seq: int, last_seq: int, content_sha256: str | None = None) -> str:
+    """A history segment's key: its sequence range, plus a content digest prefix when given.
+
+    The journal always passes the digest, which makes segments content-addressed: two
+    writers that compact the same range write byte-identical bodies to the same key, and
+    anything else (a leftover from an older incarnation of the manifest, a stray object)
+    lands on a different key instead of blocking or impersonating the real segment.
+    """
     if first_seq < 0 or last_seq < first_seq:
         raise InvalidKey("bad segment range")
+    suffix = ""
+    if content_sha256 is not None:
+        if not re.match(r"^[0-9a-f]{64}$", content_sha256):
+            raise InvalidKey("bad segment digest")
+        suffix = f"-{content_sha256[:16]}"
     return validate_key(
-        f"{SESSIONS}/{check_session_hash(shash)}/journal/segments/{first_seq:012d}-{last_seq:012d}.json"
+        f"{SESSIONS}/{check_session_hash(shash)}/journal/segments/"
+        f"{first_seq:012d}-{last_seq:012d}{suffix}.json"
     )
 
 
@@ -152,7 +165,7 @@ def parse_key(key: str) -> ParsedKey:
         and f"{parts[0]}/{parts[1]}" == SESSIONS
         and _HEX32.match(parts[2])
         and parts[3:5] == ["journal", "segments"]
-        and re.match(r"^[0-9]{12}-[0-9]{12}\.json$", parts[5])
+        and re.match(r"^[0-9]{12}-[0-9]{12}(-[0-9a-f]{16})?\.json$", parts[5])
     ):
         return ParsedKey("segment", parts[2])
     if (
