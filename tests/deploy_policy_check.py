@@ -23,6 +23,7 @@ import hcl2
 from hcl2 import SerializationOptions
 
 from s3spill import keys
+from s3spill.doctor import SCRATCH
 
 REPO = Path(__file__).resolve().parent.parent
 MODULE_DIR = REPO / "terraform" / "modules" / "s3spill"
@@ -81,10 +82,12 @@ _LOCAL_REF = re.compile(r"\$\{local\.([a-z_0-9]+)\}")
 def resolve(text: str, module: Module, root: str = "") -> str:
     """Expand ``${local.x}`` references into text, with the bucket ARN and store root filled in."""
     values = local_values(module)
+    probe_prefix = named(module, "variable").get("doctor_probe_prefix", {}).get("default", "")
     replacements = {
         "root": root,
         "bucket_arn": BUCKET_ARN,
         "kms_key_arn": KMS_ARN,
+        "doctor_root": str(probe_prefix).strip("/"),
     }
     for _ in range(10):
 
@@ -336,9 +339,23 @@ def role_violations(module: Module, root: str = "") -> list[str]:
     for kind in ("artifact", "index", "owner"):
         if identity_allows(gc, Request("s3:PutObject", obj(LAYOUT_KEYS[kind], root))):
             out.append(f"gc role may write a {kind} key (it only CASes manifests)")
-    for action in ("s3:ListBucket", "s3:ListBucketVersions"):
+    for action in (
+        "s3:ListBucket",
+        "s3:ListBucketVersions",
+        "s3:ListBucketMultipartUploads",
+        "s3:GetBucketVersioning",
+    ):
         if not identity_allows(gc, Request(action, BUCKET_ARN)):
             out.append(f"gc role cannot {action}")
+
+    # `s3spill doctor` (run by GC to pick its delete method) writes, reads and removes
+    # scratch objects under s3spill.doctor.SCRATCH; the bucket policy must let it clean up.
+    probe = obj(f"{SCRATCH}/0123456789abcdef/object", root)
+    for action in ("s3:PutObject", "s3:GetObject", "s3:DeleteObjectVersion", "s3:AbortMultipartUpload"):
+        if not identity_allows(gc, Request(action, probe)):
+            out.append(f"gc role cannot {action} the doctor's scratch objects")
+    if identity_allows(agent, Request("s3:PutObject", probe)):
+        out.append("agent role may write the doctor's scratch prefix")
     outside = f"{BUCKET_ARN}/someone-elses/data"
     for name, sts in (("agent", agent), ("gc", gc)):
         if identity_allows(sts, Request("s3:DeleteObject", outside)) or identity_allows(

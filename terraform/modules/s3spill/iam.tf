@@ -137,10 +137,16 @@ data "aws_iam_policy_document" "agent" {
 
 data "aws_iam_policy_document" "gc" {
   # GC lists the whole store root: objects that are not s3spill's are reported, never touched.
+  # The versioning status and pending uploads are read by the doctor's probes and cleanup.
   statement {
-    sid       = "ListBucketAndVersions"
-    effect    = "Allow"
-    actions   = ["s3:ListBucket", "s3:ListBucketVersions"]
+    sid    = "ListBucketAndVersions"
+    effect = "Allow"
+    actions = [
+      "s3:ListBucket",
+      "s3:ListBucketVersions",
+      "s3:ListBucketMultipartUploads",
+      "s3:GetBucketVersioning",
+    ]
     resources = [local.bucket_arn]
   }
 

@@ -24,7 +24,8 @@ locals {
   segment_objects    = "${aws_s3_bucket.this.arn}/${local.root}v1/sessions/*/journal/segments/*"
   manifest_objects   = "${aws_s3_bucket.this.arn}/${local.root}v1/sessions/*/journal/manifest.json"
   owner_objects      = "${aws_s3_bucket.this.arn}/${local.root}v1/owner/*"
-  probe_objects      = "${aws_s3_bucket.this.arn}/${local.root}${trim(var.doctor_probe_prefix, "/")}/*"
+  doctor_root        = trim(var.doctor_probe_prefix, "/")
+  probe_objects      = "${aws_s3_bucket.this.arn}/${local.root}${local.doctor_root}/*"
   store_url          = "s3://${aws_s3_bucket.this.id}${local.root == "" ? "" : "/${trim(local.root, "/")}"}"
   kms_key_arn        = var.kms_key_arn != null ? var.kms_key_arn : aws_kms_key.this[0].arn
   s3_via_service     = "s3.${data.aws_region.current.name}.amazonaws.com"

@@ -75,9 +75,9 @@ variable "access_log_prefix" {
 }
 
 variable "doctor_probe_prefix" {
-  description = "Key prefix (relative to key_prefix) where `s3spill doctor` writes and deletes its probe objects; only the GC role may use it."
+  description = "Key prefix (relative to key_prefix) where `s3spill doctor` writes and deletes its scratch objects (s3spill.doctor.SCRATCH); only the GC role may use it."
   type        = string
-  default     = "doctor/"
+  default     = "s3spill-doctor/"
 }
 
 variable "oidc_provider_arn" {
