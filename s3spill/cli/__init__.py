@@ -19,6 +19,7 @@ from s3spill.errors import S3SpillError
 #: Sub-command modules, in help order. Each defines ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.store_cmds",
+    "s3spill.cli.demo_cmds",
 )
 
 EXIT_ERROR = 2
