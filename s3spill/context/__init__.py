@@ -6,6 +6,15 @@ through a :class:`TextRetainer` while the same chunks go to the artifact store, 
 then asks this package for the text to put in the model's context.
 """
 
+from s3spill.context.blocks import (
+    BlockPlan,
+    ImageBlock,
+    TextBlock,
+    default_image_price,
+    full_text_chunks,
+    plan_blocks,
+    render_blocks,
+)
 from s3spill.context.budget import (
     TurnBudgetReport,
     TurnResult,
@@ -52,9 +61,11 @@ from s3spill.context.tokens import (
 )
 
 __all__ = [
+    "BlockPlan",
     "CompressedLog",
     "ContextBudget",
     "DegradedFacts",
+    "ImageBlock",
     "ItemRetainer",
     "ItemStrategy",
     "Omitted",
@@ -67,6 +78,7 @@ __all__ = [
     "SalientLine",
     "SalientScanner",
     "SpillPolicy",
+    "TextBlock",
     "TextRetainer",
     "TextStrategy",
     "TokenCounter",
@@ -74,11 +86,15 @@ __all__ = [
     "TurnBudgetReport",
     "TurnResult",
     "compress_log",
+    "default_image_price",
     "default_token_counter",
     "describe_omitted",
     "enforce_turn_budget",
     "estimate_tokens",
     "format_retention_notice",
+    "full_text_chunks",
+    "plan_blocks",
+    "render_blocks",
     "render_degraded",
     "render_pointer",
     "summarize",

@@ -143,7 +143,8 @@ def _gap_block(view: RetainedText, salient: Sequence[SalientLine], labelled: str
     return head + "; error lines among them:" + quoted + "\n…]\n"
 
 
-def _pointer_footer(facts: PointerFacts, view: RetainedText) -> str:
+def pointer_footer(facts: PointerFacts, view: RetainedText) -> str:
+    """The notice after the tail: locator, size, digest, summary, how to read, do not re-run."""
     sid = one_line(facts.source_id, 200)
     total = facts.total_bytes if facts.total_bytes is not None else view.total_bytes
     lines = facts.line_count if facts.line_count is not None else view.line_count
@@ -305,7 +306,7 @@ def render_pointer(
     """
 
     def footer(view: RetainedText) -> str:
-        return _pointer_footer(facts, view)
+        return pointer_footer(facts, view)
 
     label = facts.view
     return _render(retained, (head_bytes, tail_bytes), footer, label, budget, salient, "pointer")
