@@ -15,6 +15,21 @@ import structlog
 _configured = False
 
 
+class _CurrentStderr:
+    """Whatever ``sys.stderr`` is at write time, not at configure time.
+
+    Binding the stream once breaks every later log call after a test harness (or an
+    embedding application) swaps and closes the stream it had when the CLI configured
+    logging — ``ValueError: I/O operation on closed file`` deep inside GC.
+    """
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure(*, level: str = "WARNING", json: bool | None = None) -> None:
     """Configure structlog once for the process (the CLI calls this; libraries don't)."""
     global _configured
@@ -28,7 +43,7 @@ def configure(*, level: str = "WARNING", json: bool | None = None) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
     _configured = True
