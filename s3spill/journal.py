@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -72,6 +72,10 @@ FP_AFTER_PREPARED = declare("journal.after_prepared", "PREPARED durable; publish
 FP_BEFORE_COMMITTED = declare("journal.before_committed", "publisher returned; COMMITTED not appended")
 FP_AFTER_COMMITTED = declare("journal.after_committed", "COMMITTED durable; publish_reference not returned")
 FP_AFTER_REMOVER = declare("journal.after_remover", "remover succeeded; RELEASED not appended")
+
+
+#: ``(source_id, sha256, etag, size, version_id)``: an artifact and the snapshot GC validated.
+CondemnItem = tuple[str, str, str | None, int | None, str | None]
 
 
 def new_transaction_id() -> str:
@@ -346,6 +350,103 @@ class LeaseJournal(ManifestCas):
                           reason: str = "race_detected") -> TransitionResult:
         """CONDEMNED → LIFTED when GC decides not to delete after all."""
         return self._artifact_step(source_id, plan_id, "LIFTED", reason)
+
+    # -- GC's batched fence (one CAS for many artifacts of the session) ------------------
+
+    def condemn_batch(self, items: Sequence[CondemnItem], plan_id: str, *,
+                      active_within: timedelta | None = None,
+                      takeover: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Condemn many artifacts in one CAS; a verdict per source id, decided in that CAS.
+
+        ``items`` are ``(source_id, sha256, etag, size, version_id)`` — the artifact and the
+        snapshot GC validated. Verdicts: ``condemned`` (fenced by
+        ``plan_id``, also when it already was), ``claimed`` (a pending or unexpired claim
+        protects it; nothing appended), ``active`` (``last_active`` is within
+        ``active_within``: nothing is condemned at all), ``deleted`` (already DELETED),
+        ``held`` (another plan's condemnation stands). ``takeover`` maps a source id to the
+        plan whose leftover condemnation this one adopts — LIFTED for the old plan and
+        CONDEMNED for the new in the same write, so two GC runs never both think they
+        own it; if that condemnation changed meanwhile, the verdict is ``held``.
+        """
+        for item in items:
+            if SourceId.parse(item[0]).session_hash != self.session_hash:
+                raise SourceIdError(f"source id {item[0]} does not belong to this session")
+        handover = dict(takeover or {})
+        verdicts: dict[str, str] = {}
+
+        def plan(manifest: JournalManifest | None, fold: JournalFold) -> Write | TransitionResult:
+            verdicts.clear()
+            at = self.clock()
+            last = manifest.last_active if manifest is not None else None
+            if active_within is not None and last is not None and at - last < active_within:
+                verdicts.update({item[0]: "active" for item in items})
+                return self._noop("session_active", None)
+            specs: list[dict[str, Any]] = []
+            for source_id, sha256, etag, size, version_id in items:
+                art = fold.artifacts.get(source_id)
+                previous = handover.get(source_id)
+                if art is not None and art.state == "DELETED":
+                    verdicts[source_id] = "deleted"
+                    continue
+                if art is not None and art.state == "CONDEMNED":
+                    if art.plan_id == plan_id:
+                        verdicts[source_id] = "condemned"
+                        continue
+                    if art.plan_id != previous or art.sha256 != sha256:
+                        verdicts[source_id] = "held"
+                        continue
+                elif previous is not None:
+                    verdicts[source_id] = "held"  # the leftover was finished or lifted meanwhile
+                    continue
+                if fold.protecting(source_id, at):
+                    verdicts[source_id] = "claimed"
+                    continue
+                if previous is not None:
+                    specs.append({"event": "LIFTED", "source_id": source_id, "sha256": sha256,
+                                  "plan_id": previous, "reason": f"taken over by {plan_id}"[:200]})
+                specs.append({"event": "CONDEMNED", "source_id": source_id, "sha256": sha256,
+                              "plan_id": plan_id, "etag": etag, "size": size, "version_id": version_id})
+                verdicts[source_id] = "condemned"
+            if not specs:
+                return self._noop("nothing_to_condemn", None)
+            return Write(specs, "condemned", "CONDEMNED")
+
+        self._mutate(plan)
+        return dict(verdicts)
+
+    def finish_condemnations(self, deleted: Sequence[str], lifted: Sequence[str], plan_id: str, *,
+                             reason: str = "race_detected") -> dict[str, str]:
+        """DELETED / LIFTED for many of ``plan_id``'s condemnations in one CAS.
+
+        Idempotent: an artifact already in that state says ``already_deleted`` /
+        ``already_lifted``; one no longer condemned by ``plan_id`` (taken over by a later
+        run) says ``not_condemned`` and is left alone.
+        """
+        results: dict[str, str] = {}
+
+        def plan(manifest: JournalManifest | None, fold: JournalFold) -> Write | TransitionResult:
+            results.clear()
+            specs: list[dict[str, Any]] = []
+            for event, source_ids in (("DELETED", deleted), ("LIFTED", lifted)):
+                for source_id in source_ids:
+                    art = fold.artifacts.get(source_id)
+                    if art is not None and art.plan_id == plan_id and art.state == event:
+                        results[source_id] = f"already_{event.lower()}"
+                    elif art is None or art.state != "CONDEMNED" or art.plan_id != plan_id:
+                        results[source_id] = "not_condemned"
+                    else:
+                        spec: dict[str, Any] = {"event": event, "source_id": source_id,
+                                                "sha256": art.sha256, "plan_id": plan_id}
+                        if event == "LIFTED":
+                            spec["reason"] = reason[:200]
+                        specs.append(spec)
+                        results[source_id] = event.lower()
+            if not specs:
+                return self._noop("nothing_to_finish", None)
+            return Write(specs, "finished", None)
+
+        self._mutate(plan)
+        return dict(results)
 
     # -- liveness ------------------------------------------------------------------------
 
