@@ -82,6 +82,10 @@ from s3spill.errors import (
     TransactionStateError,
     UnsupportedOperation,
 )
+from s3spill.gc_apply import apply_cleanup
+from s3spill.gc_doc import CleanupPlan
+from s3spill.gc_models import CleanupPolicy, CleanupReport, CleanupScope
+from s3spill.gc_plan import plan_cleanup
 from s3spill.journal import LeaseJournal, new_transaction_id
 from s3spill.keys import SourceId
 from s3spill.models import (
@@ -106,7 +110,11 @@ __all__ = [
     "ArtifactReferenced",
     "ArtifactRetentionClaim",
     "BlockPlan",
+    "CleanupPlan",
+    "CleanupPolicy",
     "CleanupRefused",
+    "CleanupReport",
+    "CleanupScope",
     "CompressedLog",
     "ConditionalConflict",
     "ConfigError",
@@ -156,6 +164,7 @@ __all__ = [
     "TurnBudgetReport",
     "TurnResult",
     "UnsupportedOperation",
+    "apply_cleanup",
     "compress_log",
     "default_image_price",
     "default_token_counter",
@@ -167,6 +176,7 @@ __all__ = [
     "new_transaction_id",
     "open_store",
     "plan_blocks",
+    "plan_cleanup",
     "publish_memory_reference",
     "reconcile_pending",
     "reconcile_reference",

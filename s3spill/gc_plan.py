@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from s3spill.errors import CleanupRefused, JournalError, NotFound, StoreError
+from s3spill.errors import CleanupRefused, NotFound, S3SpillError
 from s3spill.gc_doc import CleanupPlan, PlanWriter
 from s3spill.gc_journal import SessionFacts, read_session_facts
 from s3spill.gc_models import (
@@ -43,7 +43,7 @@ from s3spill.store.base import ObjectInfo, ObjectStore
 
 log = get_logger("s3spill.gc")
 
-FactsReader = Callable[[ObjectStore, str], SessionFacts]
+FactsReader = Callable[[ObjectStore, str, Callable[[], datetime]], SessionFacts]
 GC_PLANS_PREFIX = "v1/gc/plans/"
 
 
@@ -146,8 +146,8 @@ class _Planner:
             self._emit("denied", kind, info, shash=shash,
                        reason="protocol object: GC never deletes journal or owner state")
         try:
-            facts = self.facts_reader(self.store, shash)
-        except (JournalError, StoreError, ValueError) as exc:
+            facts = self.facts_reader(self.store, shash, lambda: self.now)
+        except (S3SpillError, ValueError) as exc:
             reason = f"journal failed verification: {type(exc).__name__}: {exc}"[:300]
             log.warning("gc.plan.unverifiable", session_hash=shash, error=type(exc).__name__)
             for name, info in sorted(group.artifacts.items()):

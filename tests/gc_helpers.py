@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from s3spill import keys
+from s3spill.models import ArtifactRetentionClaim
 from s3spill.store.base import ObjectStore
 
 LATER = timedelta(days=3)
@@ -24,3 +25,11 @@ def put_artifact(store: ObjectStore, session_id: str, body: bytes, *, tool: str 
 def later(delta: timedelta = LATER) -> datetime:
     """A clock far enough ahead that everything written now is past the default TTLs."""
     return datetime.now(UTC) + delta
+
+
+def claim_for(store: ObjectStore, session_id: str, name: str) -> ArtifactRetentionClaim:
+    """A retention claim on an artifact as it is stored now (source id + full digest)."""
+    shash = keys.session_hash(session_id)
+    sha = store.head(keys.artifact_key(shash, name)).sha256
+    assert sha is not None
+    return ArtifactRetentionClaim(source_id=str(keys.SourceId(shash, name, sha[:16])), sha256=sha)

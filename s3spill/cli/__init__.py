@@ -20,6 +20,7 @@ from s3spill.errors import S3SpillError
 COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.store_cmds",
     "s3spill.cli.demo_cmds",
+    "s3spill.cli.gc_cmds",
 )
 
 EXIT_ERROR = 2

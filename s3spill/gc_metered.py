@@ -1,0 +1,119 @@
+"""A store wrapper that counts GC's requests by type and paces them.
+
+Why a wrapper rather than counters in GC: every request GC makes — its own HEADs and
+deletes, and the journal's GETs and CASes on its behalf — goes through one object, so
+"requests per deleted object" is measured, not estimated. Pacing is a token bucket
+shared by the worker threads; when the store still answers SlowDown after the store
+layer's own retries (:class:`StoreUnavailable`), the rate is halved (and creeps back
+up on success), so a batch job backs off instead of hammering a throttled prefix.
+Counts are of logical operations; the store layer's internal retries are not counted.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Literal, TypeVar
+
+from s3spill.errors import StoreUnavailable
+from s3spill.store.base import Body, ByteRange, ObjectInfo, ObjectStore, PutResult, StoreCapabilities
+
+T = TypeVar("T")
+
+
+class MeteredStore(ObjectStore):
+    """Delegates to ``inner``; counts each operation; optionally limits requests per second."""
+
+    def __init__(self, inner: ObjectStore, *, rate_limit: float | None = None,
+                 capabilities: StoreCapabilities | None = None) -> None:
+        self.inner = inner
+        self.kind: Literal["s3", "local"] = inner.kind
+        self.requests: Counter[str] = Counter()
+        self._caps = capabilities
+        self._lock = threading.Lock()
+        self._max_rate = rate_limit
+        self._rate = rate_limit
+        self._next = time.monotonic()
+        self.slowdowns = 0
+
+    @property
+    def url(self) -> str:
+        return self.inner.url
+
+    def _pace(self) -> None:
+        if self._rate is None:
+            return
+        with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next)
+            self._next = start + 1.0 / self._rate
+        delay = start - now
+        if delay > 0:
+            time.sleep(delay)
+
+    def _run(self, op: str, fn: Callable[[], T]) -> T:
+        self._pace()
+        with self._lock:
+            self.requests[op] += 1
+        try:
+            result = fn()
+        except StoreUnavailable:
+            with self._lock:
+                self.slowdowns += 1
+                if self._rate is not None:
+                    self._rate = max(1.0, self._rate / 2)
+            raise
+        if self._rate is not None and self._max_rate is not None and self._rate < self._max_rate:
+            with self._lock:
+                self._rate = min(self._max_rate, self._rate * 1.05)
+        return result
+
+    def put_if_absent(self, key: str, body: Body, *, metadata: dict[str, str] | None = None,
+                      content_type: str = "application/octet-stream") -> PutResult:
+        return self._run("put_if_absent", lambda: self.inner.put_if_absent(
+            key, body, metadata=metadata, content_type=content_type))
+
+    def put_if_match(self, key: str, body: Body, etag: str, *, metadata: dict[str, str] | None = None,
+                     content_type: str = "application/octet-stream") -> PutResult:
+        return self._run("put_if_match", lambda: self.inner.put_if_match(
+            key, body, etag, metadata=metadata, content_type=content_type))
+
+    def get(self, key: str, byte_range: ByteRange | None = None) -> bytes:
+        return self._run("get", lambda: self.inner.get(key, byte_range))
+
+    def iter_chunks(self, key: str, byte_range: ByteRange | None = None,
+                    chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
+        self._pace()
+        with self._lock:
+            self.requests["get"] += 1
+        return self.inner.iter_chunks(key, byte_range, chunk_size)
+
+    def head(self, key: str) -> ObjectInfo:
+        return self._run("head", lambda: self.inner.head(key))
+
+    def delete_if_match(self, key: str, etag: str) -> None:
+        self._run("delete_if_match", lambda: self.inner.delete_if_match(key, etag))
+
+    def delete_version(self, key: str, version_id: str) -> None:
+        self._run("delete_version", lambda: self.inner.delete_version(key, version_id))
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        # One count per page would need the backend's page size; count the call and
+        # every 1,000 keys (S3's page) so the figure tracks real LIST requests.
+        self._pace()
+        with self._lock:
+            self.requests["list"] += 1
+        for n, info in enumerate(self.inner.list(prefix), 1):
+            if n % 1000 == 0:
+                self._pace()
+                with self._lock:
+                    self.requests["list"] += 1
+            yield info
+
+    def capabilities(self) -> StoreCapabilities:
+        return self._caps if self._caps is not None else self.inner.capabilities()
+
+    def close(self) -> None:
+        self.inner.close()

@@ -1,0 +1,145 @@
+"""apply_cleanup: fenced by the journal, revalidated against the plan, conditional deletes only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from s3spill import keys
+from s3spill.errors import CleanupRefused, NotFound
+from s3spill.gc_apply import apply_cleanup, choose_delete_method
+from s3spill.gc_models import CleanupPolicy, CleanupScope
+from s3spill.gc_plan import plan_cleanup
+from s3spill.journal import LeaseJournal
+from s3spill.store.base import ObjectStore, StoreCapabilities
+from tests.gc_helpers import claim_for, later, put_artifact
+
+REAL = CleanupPolicy(dry_run=False)
+
+
+def _exists(store: ObjectStore, key: str) -> bool:
+    try:
+        store.head(key)
+        return True
+    except NotFound:
+        return False
+
+
+def test_orphan_deleted_and_referenced_kept(store: ObjectStore, tmp_path: Path) -> None:
+    """An expired orphan and its sidecar are deleted; a referenced artifact stays; journal records it."""
+    orphan = put_artifact(store, "s1", b"orphan\n" * 50)
+    kept = put_artifact(store, "s1", b"kept\n" * 50)
+    journal = LeaseJournal(store, "s1")
+    journal.publish_reference(claim_for(store, "s1", kept), lambda: None, transaction_id="tx-kept")
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    statuses = {e.name: e.status for e in plan.entries() if e.object_kind == "artifact"}
+    assert statuses == {orphan: "planned_delete", kept: "retained_referenced"}
+    report = apply_cleanup(store, plan, now=later)
+    assert report.counts["deleted"] == 1
+    shash = keys.session_hash("s1")
+    assert not _exists(store, keys.artifact_key(shash, orphan))
+    assert not _exists(store, keys.index_key(shash, orphan))
+    assert _exists(store, keys.artifact_key(shash, kept))
+    assert report.requests.get("delete_if_match", 0) + report.requests.get("delete_version", 0) == 2
+
+
+def test_reference_published_between_plan_and_apply_is_retained(store: ObjectStore, tmp_path: Path) -> None:
+    """A claim that lands after the plan keeps the artifact: retained_referenced, not deleted."""
+    name = put_artifact(store, "s1", b"late claim\n" * 20)
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    assert plan.footer.counts["planned_delete"] == 1
+    LeaseJournal(store, "s1").publish_reference(claim_for(store, "s1", name), lambda: None,
+                                                transaction_id="tx-late")
+    report = apply_cleanup(store, plan, now=later)
+    assert report.counts == {"retained_referenced": 1}
+    assert _exists(store, keys.artifact_key(keys.session_hash("s1"), name))
+
+
+def test_replaced_artifact_is_a_race_not_a_delete(store: ObjectStore, tmp_path: Path) -> None:
+    """An artifact overwritten after the plan is race_detected, kept, and its condemnation lifted."""
+    name = put_artifact(store, "s1", b"original\n")
+    key = keys.artifact_key(keys.session_hash("s1"), name)
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    etag = store.head(key).etag
+    store.put_if_match(key, b"replaced by someone\n", etag)  # a direct overwrite, as a rogue writer would
+    report = apply_cleanup(store, plan, now=later)
+    assert report.counts == {"race_detected": 1}
+    assert store.get(key) == b"replaced by someone\n"
+    facts_after = LeaseJournal(store, "s1")
+    claim = claim_for(store, "s1", name)  # the new content can be claimed again: lifted, not condemned
+    facts_after.publish_reference(claim, lambda: None, transaction_id="tx-after-race")
+
+
+def test_apply_twice_reports_already_missing(store: ObjectStore, tmp_path: Path) -> None:
+    """Applying the same plan again deletes nothing more and reports already_missing."""
+    put_artifact(store, "s1", b"x" * 100)
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    assert apply_cleanup(store, plan, now=later).counts == {"deleted": 1}
+    assert apply_cleanup(store, plan, now=later).counts == {"already_missing": 1}
+
+
+def test_foreign_objects_are_never_touched(store: ObjectStore, tmp_path: Path) -> None:
+    """Non-s3spill keys under the prefix and protocol objects survive an apply unchanged."""
+    put_artifact(store, "s1", b"x")
+    store.put_if_absent("other-app/data.bin", b"theirs")
+    store.put_if_absent(f"v1/sessions/{keys.session_hash('s1')}/artifacts/not-a-name", b"odd")
+    LeaseJournal(store, "s1").publish_reference(
+        claim_for(store, "s1", put_artifact(store, "s1", b"y")), lambda: None, transaction_id="t")
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    survivors = {i.key: i.etag for i in store.list("") if parse_kind(i.key) != "artifact"}
+    apply_cleanup(store, plan, now=later)
+    after = {i.key: i.etag for i in store.list("")}
+    for key, etag in survivors.items():
+        if parse_kind(key) == "index":
+            continue
+        if parse_kind(key) == "manifest":
+            assert key in after
+        else:
+            assert after.get(key) == etag, key
+
+
+def parse_kind(key: str) -> str:
+    return keys.parse_key(key).kind
+
+
+def test_unverifiable_journal_retains_everything(store: ObjectStore, tmp_path: Path) -> None:
+    """A session whose manifest fails verification has all artifacts retained_unverifiable."""
+    name = put_artifact(store, "s1", b"x")
+    LeaseJournal(store, "s1").publish_reference(claim_for(store, "s1", name), lambda: None,
+                                                transaction_id="t1")
+    orphan = put_artifact(store, "s1", b"orphan")
+    mkey = keys.manifest_key(keys.session_hash("s1"))
+    info = store.head(mkey)
+    body = store.get(mkey).replace(b"t1", b"t2")
+    store.put_if_match(mkey, body, info.etag)
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    statuses = {e.name: e.status for e in plan.entries() if e.object_kind == "artifact"}
+    assert statuses == {name: "retained_unverifiable", orphan: "retained_unverifiable"}
+    report = apply_cleanup(store, plan, now=later)
+    assert "deleted" not in report.counts
+    assert _exists(store, keys.artifact_key(keys.session_hash("s1"), orphan))
+
+
+def test_no_safe_delete_method_refuses(store: ObjectStore, tmp_path: Path) -> None:
+    """Without conditional deletes and without versioning, apply refuses and names the guarantee."""
+    put_artifact(store, "s1", b"x")
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    weak = StoreCapabilities(conditional_delete=False, versioned_delete=True, versioning=False)
+    with pytest.raises(CleanupRefused, match=r"conditional deletes.*versioning is off"):
+        apply_cleanup(store, plan, capabilities=weak, now=later)
+    assert choose_delete_method(weak, force_unverified=True) == "unconditional"
+    assert choose_delete_method(StoreCapabilities(conditional_delete=False, versioning=True,
+                                                  versioned_delete=True)) == "version_pinned"
+
+
+def test_dry_run_deletes_nothing(store: ObjectStore, tmp_path: Path) -> None:
+    """The default policy is a dry run: apply reports dry_run and the store is unchanged."""
+    put_artifact(store, "s1", b"x")
+    plan = plan_cleanup(store, CleanupScope(), CleanupPolicy(), out=tmp_path / "p", now=later())
+    before = {i.key for i in store.list("")}
+    report = apply_cleanup(store, plan, now=later)
+    assert report.counts == {"dry_run": 1} and report.dry_run
+    assert {i.key for i in store.list("")} == before
+
+

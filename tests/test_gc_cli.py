@@ -1,0 +1,67 @@
+"""The `s3spill gc` batch job: JSON reports, dry run by default, documented exit codes."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from s3spill.cli import main
+from s3spill.cli.gc_cmds import EXIT_REFUSED
+from s3spill.store.local import LocalStore
+from tests.gc_helpers import put_artifact
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object]]:
+    code = main(list(argv))
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else {}
+
+
+def test_run_is_a_dry_run_unless_apply(local_store: LocalStore, capsys: pytest.CaptureFixture[str]) -> None:
+    """`gc run` without --apply deletes nothing; young artifacts are retained_recent either way."""
+    put_artifact(local_store, "s1", b"fresh output")
+    before = sorted(i.key for i in local_store.list(""))
+    code, doc = _run(capsys, "--store", local_store.url, "gc", "run", "--all")
+    assert code == 0
+    assert doc["plan"]["counts"] == {"retained_recent": 1}  # type: ignore[index]
+    assert doc["apply"]["dry_run"] is True  # type: ignore[index]
+    assert sorted(i.key for i in local_store.list("")) == before
+
+
+def test_short_ttl_refused_with_exit_code_4(local_store: LocalStore,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A TTL under an hour exits 4 (refused) unless --allow-dangerously-short-ttl is given."""
+    code = main(["--store", local_store.url, "gc", "plan", "--all", "--orphan-ttl", "10m"])
+    assert code == EXIT_REFUSED
+    assert "allow-dangerously-short-ttl" in capsys.readouterr().err
+    code, doc = _run(capsys, "--store", local_store.url, "gc", "plan", "--all", "--orphan-ttl", "10m",
+                     "--allow-dangerously-short-ttl")
+    assert code == 0 and doc["phase"] == "plan"
+
+
+def test_plan_to_store_then_apply_by_id(local_store: LocalStore, capsys: pytest.CaptureFixture[str],
+                                        tmp_path: Path) -> None:
+    """A plan saved in the store is applied by id from another invocation; the orphan goes."""
+    put_artifact(local_store, "s1", b"old")
+    time.sleep(2.1)  # past the 1 s TTL and the name's 1 s timestamp resolution
+    code, doc = _run(capsys, "--store", local_store.url, "gc", "plan", "--session", "s1",
+                     "--orphan-ttl", "1s", "--session-ttl", "1s", "--allow-dangerously-short-ttl",
+                     "--out", "store")
+    assert code == 0
+    plan_id = str(doc["plan_id"])
+    code, report = _run(capsys, "--store", local_store.url, "gc", "apply", f"store:{plan_id}")
+    assert code == 0 and report["counts"] == {"deleted": 1}
+    assert [i.key for i in local_store.list("") if "/artifacts/" in i.key] == []
+    code = main(["--store", local_store.url, "gc", "apply", str(tmp_path / "missing.jsonl")])
+    assert code == EXIT_REFUSED
+
+
+def test_gc_without_scope_is_an_error(local_store: LocalStore, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gc plan` needs --session or --all (or $S3SPILL_SESSION); otherwise exit 2 with a message."""
+    monkeypatch.delenv("S3SPILL_SESSION", raising=False)
+    assert main(["--store", local_store.url, "gc", "plan"]) == 2
+    assert "--all" in capsys.readouterr().err
