@@ -53,6 +53,13 @@ from s3spill.context.salient import (
     SalientLine,
     SalientScanner,
 )
+from s3spill.context.tap import (
+    OutputTap,
+    TapResult,
+    inline_text,
+    render_spilled,
+    render_unsaved,
+)
 from s3spill.context.tokens import (
     ContextBudget,
     TokenCounter,
@@ -134,6 +141,7 @@ __all__ = [
     "ObjectInfo",
     "ObjectStore",
     "Omitted",
+    "OutputTap",
     "OwnerObservation",
     "PointerFacts",
     "PreconditionFailed",
@@ -154,6 +162,7 @@ __all__ = [
     "StoreCapabilities",
     "StoreError",
     "StoreUnavailable",
+    "TapResult",
     "TextBlock",
     "TextRetainer",
     "TextStrategy",
@@ -173,6 +182,7 @@ __all__ = [
     "estimate_tokens",
     "format_retention_notice",
     "full_text_chunks",
+    "inline_text",
     "new_transaction_id",
     "open_store",
     "plan_blocks",
@@ -184,5 +194,7 @@ __all__ = [
     "render_blocks",
     "render_degraded",
     "render_pointer",
+    "render_spilled",
+    "render_unsaved",
     "summarize",
 ]

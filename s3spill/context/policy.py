@@ -121,6 +121,9 @@ class SpillPolicy(BaseModel):
     #: Quote up to this many error/failure lines from the omitted middle (0: off).
     salient_lines: int = Field(default=5, ge=0, le=50)
     salient_line_bytes: int = Field(default=240, ge=40, le=2_000)
+    #: Look for salient lines in at most this many bytes after the head (the scan is
+    #: ~10x slower than hashing; 64 MiB bounds it to about a second).
+    salient_scan_bytes: int = Field(default=64 * 1024 * KiB, ge=0)
     #: Longest one-line summary put in the pointer and the artifact reference.
     summary_chars: int = Field(default=160, ge=40, le=500)
     #: Tool names the pointer tells the model to use to page and to search.

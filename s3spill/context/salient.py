@@ -95,8 +95,12 @@ class SalientScanner:
         max_lines: int = 5,
         max_line_bytes: int = 240,
         pattern: re.Pattern[bytes] = ERROR_ANCHOR,
+        max_scan_bytes: int | None = None,
     ) -> None:
         self.skip_bytes = max(0, skip_bytes)
+        #: Stop looking this many bytes past ``skip_bytes`` (bounds the added latency
+        #: on huge outputs; the scan runs at tens of MB/s, hashing at hundreds).
+        self.max_scan_bytes = max_scan_bytes
         self.max_lines = max(0, max_lines)
         self.cap = max(16, max_line_bytes)
         self.pattern = pattern
@@ -112,7 +116,9 @@ class SalientScanner:
 
     @property
     def done(self) -> bool:
-        return len(self._found) >= self.max_lines
+        if len(self._found) >= self.max_lines:
+            return True
+        return self.max_scan_bytes is not None and self._offset >= self.skip_bytes + self.max_scan_bytes
 
     def push(self, chunk: bytes | bytearray | memoryview) -> None:
         if self.done or not chunk:
