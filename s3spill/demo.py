@@ -135,6 +135,13 @@ def _doctor(ctx: DemoContext) -> None:
         ctx.say(line)
 
 
+@step("garbage collection: plan, then apply")
+def _gc(ctx: DemoContext) -> None:
+    from s3spill.gc_demo import gc_demo_step
+
+    gc_demo_step(ctx)
+
+
 def run_demo(out: TextIO = sys.stdout, *, config: TransferConfig | None = None) -> int:
     """Start an embedded S3, run every registered step in order, stop the server."""
     try:

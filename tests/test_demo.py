@@ -17,3 +17,4 @@ def test_demo_runs_every_step_and_reports_no_violation(capsys: pytest.CaptureFix
     assert "read back and re-hashed: match" in out
     assert "AlreadyExists" in out and "PreconditionFailed" in out
     assert "verdict: OK" in out and "!!" not in out
+    assert "orphan deleted: yes; referenced artifact kept: yes" in out

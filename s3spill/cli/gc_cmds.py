@@ -25,6 +25,7 @@ from s3spill.gc_models import CleanupPolicy, CleanupReport, CleanupScope, parse_
 from s3spill.gc_plan import plan_cleanup, plan_report
 from s3spill.keys import session_hash
 from s3spill.log import get_logger
+from s3spill.store.base import ObjectStore, StoreCapabilities
 
 EXIT_OK = 0
 EXIT_RACES = 3
@@ -53,6 +54,9 @@ def _apply_args(p: argparse.ArgumentParser) -> None:
                    help="sessions applied in parallel (default: TransferConfig.max_concurrency)")
     p.add_argument("--rate-limit", type=float, default=None, metavar="REQ_PER_S",
                    help="at most this many store requests per second (halved on SlowDown)")
+    p.add_argument("--no-probe", action="store_true",
+                   help="trust the backend's declared capabilities instead of probing the store "
+                   "with s3spill doctor first (S3-compatible stores often ignore If-Match on delete)")
     p.add_argument("--force-unverified-deletes", action="store_true",
                    help="DANGEROUS: delete even where the store honours neither conditional nor "
                    "version-pinned deletes (a replaced artifact could be lost)")
@@ -154,11 +158,23 @@ def _refused(exc: CleanupRefused) -> int:
     return EXIT_REFUSED
 
 
+def _capabilities(args: argparse.Namespace, store: ObjectStore) -> StoreCapabilities:
+    """What the store was seen to honour (``s3spill doctor``), unless --no-probe."""
+    if args.no_probe:
+        return store.capabilities()
+    from s3spill.doctor import run_doctor
+
+    report = run_doctor(store)
+    log.info("gc.apply.probed", delete_mode=report.gc_delete_mode, store=store.url)
+    return report.capabilities()
+
+
 def _apply(args: argparse.Namespace, plan: CleanupPlan, dry_run: bool) -> CleanupReport:
     store = store_from_args(args)
+    caps = None if dry_run else _capabilities(args, store)
     update, close = _progress(plan.footer.entries)
     try:
-        return apply_cleanup(store, plan, dry_run=dry_run, config=_config(args),
+        return apply_cleanup(store, plan, dry_run=dry_run, config=_config(args), capabilities=caps,
                              rate_limit=args.rate_limit,
                              force_unverified_deletes=args.force_unverified_deletes, progress=update)
     finally:
