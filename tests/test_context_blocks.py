@@ -120,13 +120,15 @@ def test_rendered_blocks_never_exceed_the_budget(
     try:
         plan = plan_blocks(blocks, budget, FACTS)
     except ValueError:
-        return  # the worst-case notice alone is over budget: the caller falls back
+        return  # the worst-case notice alone is over the hard cap: the caller clips
     locators = {i: ("a" * n) for (i, _), n in zip(plan.omitted_images, locator_lengths, strict=False)}
     out = render_blocks(plan, FACTS, locators)
     tokens, chars = price_of(out, budget)
     assert chars <= max_chars
-    if max_tokens is not None:
+    if max_tokens is not None and not plan.hard_cap:
         assert tokens <= max_tokens
+    if plan.hard_cap:
+        assert not any(isinstance(b, ImageBlock) for b in out)
     kept = sum(len(b.text.encode()) for b in plan.head + plan.tail if isinstance(b, TextBlock))
     assert kept + plan.omitted_text_bytes == plan.total_text_bytes
     kept_images = [b for b in plan.head + plan.tail if isinstance(b, ImageBlock)]
@@ -147,3 +149,13 @@ def test_a_long_text_block_keeps_its_start_and_end_with_exact_counts() -> None:
     assert len(out) == 1 and isinstance(out[0], TextBlock)
     assert f"[… {omitted} bytes of text omitted …]" in out[0].text
     assert estimate_tokens(out[0].text) <= 1_000 and len(out[0].text) <= 4_000
+
+
+def test_a_token_budget_too_small_for_the_notice_falls_back_to_the_hard_cap() -> None:
+    """If the worst-case notice is over the token budget, the character cap decides and images go."""
+    blocks: list[Block] = [TextBlock("a" * 5_000), ImageBlock(png(10, 10)), TextBlock("b" * 5_000)]
+    plan = plan_blocks(blocks, ContextBudget(3_000, max_tokens=50), FACTS)
+    assert plan.hard_cap and [i for i, _ in plan.omitted_images] == [1]
+    out = render_blocks(plan, FACTS, {1: IMG_SID})
+    assert len(out) == 1 and isinstance(out[0], TextBlock) and len(out[0].text) <= 3_000
+    assert out[0].text.startswith("a") and IMG_SID in out[0].text

@@ -107,6 +107,9 @@ class BlockPlan:
     total_text_bytes: int
     image_count: int
     inline: bool  # True: everything fits, nothing to store
+    #: True when even the worst-case notice was over the token budget: the hard
+    #: character cap alone decided, and no image was kept.
+    hard_cap: bool = False
 
     @property
     def omitted(self) -> bool:
@@ -162,8 +165,9 @@ def plan_blocks(
 
     The head may use half of what is left after the worst-case notice, the tail the
     rest. Images are kept or omitted whole; a text block at the edge is cut UTF-8
-    safely. Raises ``ValueError`` when even the worst-case notice is over the budget
-    (the caller then falls back to the hard cap, or degrades).
+    safely. When the worst-case notice is over the token budget, the hard character
+    cap alone decides and every image is omitted (``hard_cap``); ``ValueError`` only
+    when the notice is over the hard cap too (the caller then clips or degrades).
     """
     images = sum(isinstance(b, ImageBlock) for b in blocks)
     total_text = sum(len(to_bytes(b.text)) for b in blocks if isinstance(b, TextBlock))
@@ -175,13 +179,17 @@ def plan_blocks(
     notice = _worst_notice(blocks, facts)
     # +2: a separator before the gap marker may add a token to each seam it touches.
     reserve_t = budget.count_tokens(notice) + 2 if budget.max_tokens is not None else 0
-    if len(notice) > budget.max_chars or (budget.max_tokens is not None and reserve_t > budget.max_tokens):
-        raise ValueError("the worst-case notice does not fit the budget")
+    if len(notice) > budget.max_chars:
+        raise ValueError("the worst-case notice does not fit the hard character cap")
+    hard_cap = budget.max_tokens is not None and reserve_t > budget.max_tokens
+    if hard_cap:
+        budget = budget.chars_only()
     room_t = (budget.max_tokens - reserve_t) if budget.max_tokens is not None else None
     room_c = budget.max_chars - len(notice) - 1  # the separator before the gap marker
 
     n = len(blocks)
-    head = _take(blocks, range(n), budget, price_image, _half(room_t), room_c // 2)
+    allow_images = not hard_cap
+    head = _take(blocks, range(n), budget, price_image, _half(room_t), room_c // 2, allow_images)
     rest_t = None if room_t is None else room_t - head.tokens
     h = head.boundary
     tail_blocks = list(blocks)
@@ -189,14 +197,15 @@ def plan_blocks(
     if isinstance(edge, TextBlock):
         # The tail may take a suffix of the block the head cut; never the same bytes.
         tail_blocks[h] = TextBlock(to_bytes(edge.text)[head.cut_bytes :].decode("utf-8", "replace"))
-    tail = _take(tail_blocks, range(n - 1, h - 1, -1), budget, price_image, rest_t, room_c - head.chars)
+    tail = _take(tail_blocks, range(n - 1, h - 1, -1), budget, price_image, rest_t, room_c - head.chars,
+                 allow_images)
     omitted_images = tuple(
         (i, b) for i, b in enumerate(blocks) if isinstance(b, ImageBlock) and h <= i < tail.boundary
     )
     kept_text = head.text_bytes + tail.text_bytes
     return BlockPlan(
         head.kept, tuple(reversed(tail.kept)), total_text - kept_text, omitted_images, total_text, images,
-        inline=False,
+        inline=False, hard_cap=hard_cap,
     )
 
 
@@ -218,7 +227,7 @@ class _Taken:
 
 def _take(
     blocks: Sequence[Block], order: range, budget: ContextBudget, price_image: ImagePricer,
-    room_t: int | None, room_c: int,
+    room_t: int | None, room_c: int, allow_images: bool = True,
 ) -> _Taken:
     """Greedy whole blocks in ``order``; the first text block that does not fit is cut."""
     from_end = order.step < 0
@@ -228,7 +237,8 @@ def _take(
     for i in order:
         block = blocks[i]
         tok, ch = _price(block, budget, price_image)
-        if (room_t is None or used_t + tok <= room_t) and used_c + ch <= room_c:
+        fits = (room_t is None or used_t + tok <= room_t) and used_c + ch <= room_c
+        if fits and (allow_images or isinstance(block, TextBlock)):
             kept.append(block)
             used_t, used_c = used_t + tok, used_c + ch
             if isinstance(block, TextBlock):
