@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 import os
 import secrets
 import time
@@ -31,7 +30,7 @@ from urllib.parse import urlparse
 import boto3
 from botocore.client import BaseClient
 from botocore.config import Config
-from botocore.exceptions import ClientError, FlexibleChecksumError
+from botocore.exceptions import ClientError
 
 from s3spill.config import TransferConfig
 from s3spill.errors import (
@@ -60,6 +59,7 @@ from s3spill.store.payload import Payload, b64_sha256, prepare
 from s3spill.store.retry import Attempts, RetryPolicy
 from s3spill.store.s3_errors import Kind, classify, is_transient
 from s3spill.store.s3_multipart import upload_multipart
+from s3spill.store.s3_read import read_object
 
 T = TypeVar("T")
 log = get_logger("s3spill.store.s3")
@@ -325,67 +325,7 @@ class S3Store(ObjectStore):
         full = self.full_key(key)
         if byte_range is not None and (byte_range[0] < 0 or byte_range[1] < byte_range[0]):
             raise ValueError(f"bad byte range {byte_range}")
-        return self._iter(key, full, byte_range, chunk_size)
-
-    def _iter(self, key: str, full: str, byte_range: ByteRange | None,
-              chunk_size: int) -> Iterator[bytes]:
-        started = time.monotonic()
-        start, end = byte_range if byte_range is not None else (0, None)
-        if end is not None and end == start:
-            self.head(key)  # NotFound for a missing key, as for any other read
-            return
-        pos, etag, expected_sha, total = start, None, None, 0
-        digest = hashlib.sha256() if byte_range is None else None
-        pending: bytes | None = None
-        attempts = Attempts()
-        stream_failures = 0
-        while True:
-            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": full}
-            if byte_range is not None or pos > 0:
-                kwargs["Range"] = f"bytes={pos}-{'' if end is None else end - 1}"
-            else:
-                kwargs["ChecksumMode"] = "ENABLED"
-            if etag is not None:
-                kwargs["IfMatch"] = etag
-            try:
-                response = self._call("get", key, attempts=attempts,
-                                      fn=functools.partial(self.client.get_object, **kwargs))
-            except ClientError as exc:
-                kind = classify(exc)
-                if kind is Kind.INVALID_RANGE:
-                    self.head(key)
-                    return
-                if kind is Kind.PRECONDITION and etag is not None:
-                    raise IntegrityError(f"{key} changed while it was being read") from exc
-                raise self._translate(exc, key) from exc
-            etag = response["ETag"]
-            if expected_sha is None:
-                expected_sha = (response.get("Metadata") or {}).get(META_SHA256)
-            try:
-                for chunk in response["Body"].iter_chunks(chunk_size):
-                    pos += len(chunk)
-                    total += len(chunk)
-                    if digest is not None:
-                        digest.update(chunk)
-                    if pending is not None:
-                        yield pending
-                    pending = chunk
-                break
-            except FlexibleChecksumError as exc:
-                raise IntegrityError(f"{key}: checksum mismatch on read: {exc}") from exc
-            except Exception as exc:
-                if not is_transient(exc):
-                    raise
-                stream_failures += 1
-                if (stream_failures >= self.config.max_attempts
-                        or time.monotonic() - started > self.config.deadline):
-                    raise StoreUnavailable(f"reading {key} kept failing: {exc}", key=key) from exc
-                log.info("store.get.resume", key=key, offset=pos)
-        if digest is not None and expected_sha and digest.hexdigest() != expected_sha:
-            raise IntegrityError(f"{key}: content does not match its SHA-256")
-        if pending is not None:
-            yield pending
-        self._log("get", key, started, attempts, total)
+        return read_object(self, key, full, byte_range, chunk_size)
 
     # -- deletes and listings --------------------------------------------------------
 
@@ -445,19 +385,24 @@ class S3Store(ObjectStore):
 
     def _list(self, full_prefix: str) -> Iterator[ObjectInfo]:
         token: str | None = None
+        started = time.monotonic()
+        attempts = Attempts()
+        count = 0
         while True:
             kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": full_prefix}
             if token:
                 kwargs["ContinuationToken"] = token
             try:
-                page = self._call("list", full_prefix,
+                page = self._call("list", full_prefix, attempts=attempts,
                                   fn=functools.partial(self.client.list_objects_v2, **kwargs))
             except ClientError as exc:
                 raise self._translate(exc, full_prefix) from exc
             for item in page.get("Contents", []):
+                count += 1
                 yield ObjectInfo(key=self._relative(item["Key"]), size=int(item["Size"]),
                                  etag=str(item["ETag"]), last_modified=item["LastModified"])
             if not page.get("IsTruncated"):
+                self._log("list", full_prefix, started, attempts, objects=count)
                 return
             token = page["NextContinuationToken"]
 
