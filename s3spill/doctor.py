@@ -278,10 +278,29 @@ def _s3_probes(store: ObjectStore, s3: Any, scratch: str) -> list[ProbeFn]:
             kept = True
         except NotFound:
             kept = False
-        errors = [e.get("Code") for e in answer.get("Errors", [])]
-        ok = kept and bool(errors)
-        detail = (f"wrong ETag refused per object ({', '.join(map(str, errors))})" if ok
-                  else "DeleteObjects deleted an object despite a wrong per-object ETag")
+        errors = [str(e.get("Code")) for e in answer.get("Errors", [])]
+        # Only a precondition answer proves the ETag was checked: an AccessDenied (say,
+        # from a bucket policy) would also keep the object without proving anything.
+        refused = kept and any(code in {"PreconditionFailed", "412"} for code in errors)
+        # Positive control: the right ETag must delete, or the batch path is unusable.
+        deleted_with_right_etag = False
+        if refused:
+            right = store.head(key).etag
+            client.delete_objects(Bucket=bucket, Delete={"Objects": [
+                {"Key": s3.full_key(key), "ETag": right}]})
+            try:
+                store.head(key)
+            except NotFound:
+                deleted_with_right_etag = True
+        ok = refused and deleted_with_right_etag
+        if ok:
+            detail = f"wrong ETag refused per object ({', '.join(errors)}); right ETag deleted"
+        elif not kept:
+            detail = "DeleteObjects deleted an object despite a wrong per-object ETag"
+        elif not refused:
+            detail = f"object kept but not by a precondition ({', '.join(errors) or 'no error'})"
+        else:
+            detail = "a batch delete with the right ETag did not delete"
         return Probe(name="batch_delete_etag", title="batch DeleteObjects with per-object ETag",
                      honoured=ok, needed_by="info", detail=detail)
 
