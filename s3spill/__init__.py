@@ -5,6 +5,7 @@ through; the full output lives in S3 (or a local directory), protected by a leas
 journal from a garbage collector that deletes only what nothing references.
 """
 
+from s3spill.artifacts import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.context.blocks import (
     BlockPlan,
@@ -77,6 +78,7 @@ from s3spill.errors import (
     DanglingReference,
     IntegrityError,
     InvalidKey,
+    InvalidRequest,
     JournalContention,
     JournalCorrupt,
     JournalError,
@@ -93,6 +95,7 @@ from s3spill.gc_apply import apply_cleanup
 from s3spill.gc_doc import CleanupPlan
 from s3spill.gc_models import CleanupPolicy, CleanupReport, CleanupScope
 from s3spill.gc_plan import plan_cleanup
+from s3spill.index import ArtifactIndex
 from s3spill.journal import LeaseJournal, new_transaction_id
 from s3spill.keys import SourceId
 from s3spill.models import (
@@ -101,8 +104,10 @@ from s3spill.models import (
     ArtifactRetentionClaim,
 )
 from s3spill.owner import ArtifactReferenceOwner, OwnerObservation, S3ReferenceOwner
+from s3spill.paging import Page, PageLine
 from s3spill.reconcile import ReconciliationReport, reconcile_pending, reconcile_reference
 from s3spill.references import publish_memory_reference, remove_memory_reference
+from s3spill.search import GrepMatch, GrepResult
 from s3spill.store import ObjectInfo, ObjectStore, PutResult, StoreCapabilities, open_store
 
 __version__ = "0.1.0"
@@ -110,12 +115,14 @@ __version__ = "0.1.0"
 __all__ = [
     "AlreadyExists",
     "ArtifactCondemned",
+    "ArtifactIndex",
     "ArtifactMemoryReference",
     "ArtifactPublicationRejected",
     "ArtifactReference",
     "ArtifactReferenceOwner",
     "ArtifactReferenced",
     "ArtifactRetentionClaim",
+    "ArtifactStore",
     "BlockPlan",
     "CleanupPlan",
     "CleanupPolicy",
@@ -128,9 +135,12 @@ __all__ = [
     "ContextBudget",
     "DanglingReference",
     "DegradedFacts",
+    "GrepMatch",
+    "GrepResult",
     "ImageBlock",
     "IntegrityError",
     "InvalidKey",
+    "InvalidRequest",
     "ItemRetainer",
     "ItemStrategy",
     "JournalContention",
@@ -143,6 +153,8 @@ __all__ = [
     "Omitted",
     "OutputTap",
     "OwnerObservation",
+    "Page",
+    "PageLine",
     "PointerFacts",
     "PreconditionFailed",
     "PushDecision",

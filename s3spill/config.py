@@ -48,3 +48,6 @@ class TransferConfig(BaseModel):
     #: ``journal_segment_records`` move into an immutable history segment.
     journal_max_recent_records: int = Field(default=256, ge=8)
     journal_segment_records: int = Field(default=192, ge=4)
+    #: Verification unit of an artifact's sidecar index: a page read fetches and hashes
+    #: whole chunks, so it transfers at most its own bytes plus two chunks (and the index).
+    index_chunk_size: int = Field(default=1 * MiB, ge=16, le=64 * MiB)

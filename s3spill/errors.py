@@ -20,6 +20,7 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   └── UnsupportedOperation     the backend cannot honour a requested guarantee
     ├── IntegrityError               bytes or records that do not match their digest
     ├── SourceIdError                a source id that is malformed or names another session
+    ├── InvalidRequest               a page or search that cannot be served (offset past the end)
     ├── ArtifactPublicationRejected  the memory owner guarantees nothing was, or will be, written
     ├── JournalError                 the lease journal could not be used
     │   ├── JournalCorrupt           chain break, sequence gap, foreign record, rewritten intent
@@ -84,6 +85,10 @@ class IntegrityError(S3SpillError):
 
 class SourceIdError(S3SpillError):
     """A source id is malformed, path-like, or belongs to another session."""
+
+
+class InvalidRequest(S3SpillError, ValueError):
+    """A page or search request that cannot be served as asked (offset past the end, bad regex)."""
 
 
 class ArtifactPublicationRejected(S3SpillError):

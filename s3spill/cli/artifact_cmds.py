@@ -1,0 +1,108 @@
+"""``spill``, ``read`` and ``grep``: store a tool output, page through it, search it.
+
+The session comes from ``--session`` / ``$S3SPILL_SESSION`` (the harness), never from the
+source id. Output is written only after the library has verified every byte it prints, so
+an integrity failure prints nothing to stdout: just one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from s3spill.artifacts import ArtifactStore
+from s3spill.cli.common import session_from_args, store_from_args
+from s3spill.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
+from s3spill.search import DEFAULT_MAX_MATCHES
+
+
+def _out(text: str) -> None:
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.flush()
+
+
+def _artifacts(args: argparse.Namespace) -> tuple[ArtifactStore, str]:
+    session = session_from_args(args)
+    return ArtifactStore(store_from_args(args), session_id=session), session
+
+
+def cmd_spill(args: argparse.Namespace) -> int:
+    arts, session = _artifacts(args)
+    ref = arts.write(session, sys.stdin.buffer, args.tool, call_id=args.call_id, label=args.label)
+    if args.json:
+        _out(ref.model_dump_json() + "\n")
+    else:
+        _out(f"{ref.source_id}\n{ref.summary}\nsha256 {ref.sha256}\n")
+    return 0
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    arts, _ = _artifacts(args)
+    page = arts.read_page(
+        args.source_id,
+        offset=args.offset,
+        limit=args.limit,
+        char_offset=args.char_offset,
+        max_chars=args.max_chars,
+    )
+    _out(page.model_dump_json() + "\n" if args.json else page.render())
+    return 0
+
+
+def cmd_grep(args: argparse.Namespace) -> int:
+    arts, _ = _artifacts(args)
+    result = arts.grep(
+        args.source_id,
+        args.pattern,
+        context=args.context,
+        max_matches=args.max_matches,
+        ignore_case=args.ignore_case,
+    )
+    _out(result.model_dump_json() + "\n" if args.json else result.render())
+    return 0 if result.total_matches else 1
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("spill", help="store stdin as an immutable artifact and print its reference")
+    p.add_argument("--tool", default="stdin", help="tool that produced the output (default: stdin)")
+    p.add_argument("--call-id", help="the tool call's id, kept in the reference")
+    p.add_argument("--label", help="a short human title, kept in the reference")
+    p.add_argument("--json", action="store_true", help="print the full ArtifactReference as JSON")
+    p.set_defaults(func=cmd_spill)
+
+    p = sub.add_parser("read", help="print one verified page of an artifact")
+    p.add_argument("source_id", metavar="SOURCE_ID")
+    p.add_argument("--offset", type=int, default=0, help="lines to skip (0-based; default 0)")
+    p.add_argument(
+        "--limit", type=int, default=DEFAULT_LIMIT, help=f"lines (default {DEFAULT_LIMIT})"
+    )
+    p.add_argument(
+        "--char-offset",
+        type=int,
+        default=0,
+        help="continue a long line from this character (as the footer says)",
+    )
+    p.add_argument(
+        "--max-chars",
+        type=int,
+        default=DEFAULT_MAX_CHARS,
+        help=f"page size in characters, header and footer included (default {DEFAULT_MAX_CHARS})",
+    )
+    p.add_argument("--json", action="store_true", help="print the structured Page as JSON")
+    p.set_defaults(func=cmd_read)
+
+    p = sub.add_parser(
+        "grep", help="search an artifact with a regular expression (exit 1: no match)"
+    )
+    p.add_argument("source_id", metavar="SOURCE_ID")
+    p.add_argument("pattern", metavar="PATTERN", help="Python regular expression, matched per line")
+    p.add_argument(
+        "--max-matches",
+        type=int,
+        default=DEFAULT_MAX_MATCHES,
+        help=f"matching lines to show (default {DEFAULT_MAX_MATCHES}); the rest are counted",
+    )
+    p.add_argument("--context", type=int, default=0, help="lines of context around each match")
+    p.add_argument("-i", "--ignore-case", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the structured result as JSON")
+    p.set_defaults(func=cmd_grep)

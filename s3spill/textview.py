@@ -1,0 +1,108 @@
+"""How artifact text is shown to a model so that what it sees maps back to exact bytes.
+
+Tool output is not always UTF-8. A page must still be readable, and reading every page
+by following the footers must give back the original bytes exactly. The rule:
+
+* A line segment that is valid UTF-8 is shown **verbatim** (CR, tabs and backslashes
+  included); nothing is escaped, so ordinary output reads naturally.
+* A segment holding any byte that is not valid UTF-8 is marked ``!`` after its line
+  number and shown **escaped**: each such byte as ``\\xHH`` (lower-case hex, always
+  ``80``–``ff``), and each literal backslash as ``\\\\``. Everything else stays verbatim.
+
+:func:`unescape` inverts a segment exactly. Costs are counted in rendered characters
+(a bad byte costs 4, a backslash conservatively 2), so a page never exceeds its budget.
+
+Cuts inside a line fall on unit boundaries (never inside a UTF-8 sequence) and, where
+cheap, not inside a grapheme cluster: a cut is moved back over combining marks, variation
+selectors, emoji modifiers and zero-width joiners.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_BAD = re.compile("[\udc80-\udcff]")
+_ESCAPE = re.compile(r"\\\\|\\x([89a-f][0-9a-f])")
+_MAX_GRAPHEME_BACKOFF = 16
+
+
+def has_bad_bytes(text: str) -> bool:
+    return _BAD.search(text) is not None
+
+
+def escape(text: str) -> tuple[str, bool]:
+    """Display form of a decoded segment and whether it is escaped."""
+    if not has_bad_bytes(text):
+        return text, False
+    out = text.replace("\\", "\\\\")
+    out = _BAD.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", out)
+    return out, True
+
+
+def unescape(shown: str, escaped: bool) -> bytes:
+    """Exact bytes behind a displayed segment (the inverse of :func:`escape`)."""
+    if not escaped:
+        return shown.encode("utf-8")
+    out = bytearray()
+    pos = 0
+    for m in _ESCAPE.finditer(shown):
+        out += shown[pos : m.start()].encode("utf-8")
+        out += b"\\" if m.group(1) is None else bytes([int(m.group(1), 16)])
+        pos = m.end()
+    out += shown[pos:].encode("utf-8")
+    return bytes(out)
+
+
+def cost(text: str) -> int:
+    """Upper bound on the rendered length of ``text``."""
+    n = len(text) + text.count("\\")
+    if not text.isascii():
+        n += 3 * len(_BAD.findall(text))
+    return n
+
+
+def fit(text: str, budget: int) -> int:
+    """Largest ``k`` with ``cost(text[:k]) <= budget`` (a unit boundary by construction)."""
+    if cost(text) <= budget:
+        return len(text)
+    if text.isascii() and "\\" not in text:
+        return max(0, budget)
+    spent = 0
+    for i, ch in enumerate(text):
+        c = 2 if ch == "\\" else 4 if 0xDC80 <= ord(ch) <= 0xDCFF else 1
+        if spent + c > budget:
+            return i
+        spent += c
+    return len(text)
+
+
+def _extends(ch: str) -> bool:
+    """True for characters that attach to the one before them."""
+    o = ord(ch)
+    return (
+        o == 0x200D
+        or 0xFE00 <= o <= 0xFE0F
+        or 0x1F3FB <= o <= 0x1F3FF
+        or 0xE0020 <= o <= 0xE007F
+        or unicodedata.combining(ch) != 0
+        or unicodedata.category(ch) in ("Mn", "Me", "Mc")
+    )
+
+
+def grapheme_cut(text: str, k: int) -> int:
+    """Move a cut at ``k`` back to a grapheme edge when that is cheap; never below 1."""
+    if k <= 0 or k >= len(text):
+        return k
+    cut = k
+    for _ in range(_MAX_GRAPHEME_BACKOFF):
+        if cut > 1 and _joined(text, cut):
+            cut -= 1
+        else:
+            break
+    return k if _joined(text, cut) else cut
+
+
+def _joined(text: str, i: int) -> bool:
+    """True when a cut before ``text[i]`` would split a grapheme cluster."""
+    return _extends(text[i]) or text[i - 1] == "\u200d"
