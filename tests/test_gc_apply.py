@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -9,10 +10,12 @@ import pytest
 from s3spill import keys
 from s3spill.errors import CleanupRefused, NotFound
 from s3spill.gc_apply import apply_cleanup, choose_delete_method
-from s3spill.gc_models import CleanupPolicy, CleanupScope
+from s3spill.gc_doc import PlanWriter
+from s3spill.gc_models import CleanupPolicy, CleanupScope, PlanEntry
 from s3spill.gc_plan import plan_cleanup
 from s3spill.journal import LeaseJournal
 from s3spill.store.base import ObjectStore, StoreCapabilities
+from s3spill.store.s3 import S3Store
 from tests.gc_helpers import claim_for, later, put_artifact
 
 REAL = CleanupPolicy(dry_run=False)
@@ -143,3 +146,76 @@ def test_dry_run_deletes_nothing(store: ObjectStore, tmp_path: Path) -> None:
     assert {i.key for i in store.list("")} == before
 
 
+
+
+def test_dangling_claim_and_digest_conflict_are_reported(store: ObjectStore, tmp_path: Path) -> None:
+    """A claim on a vanished artifact is missing_referenced; one whose digest changed is retained_corrupt."""
+    gone = put_artifact(store, "s1", b"will vanish", index=False)
+    changed = put_artifact(store, "s1", b"will change", index=False)
+    journal = LeaseJournal(store, "s1")
+    for i, name in enumerate((gone, changed)):
+        journal.publish_reference(claim_for(store, "s1", name), lambda: None, transaction_id=f"t{i}")
+    shash = keys.session_hash("s1")
+    store.delete_if_match(keys.artifact_key(shash, gone), store.head(keys.artifact_key(shash, gone)).etag)
+    ckey = keys.artifact_key(shash, changed)
+    store.put_if_match(ckey, b"rogue overwrite", store.head(ckey).etag)
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    statuses = {e.name: e.status for e in plan.entries() if e.name}
+    assert statuses == {gone: "missing_referenced", changed: "retained_corrupt"}
+    assert "deleted" not in apply_cleanup(store, plan, now=later).counts
+    assert _exists(store, ckey)
+
+
+def test_active_session_and_expired_claims(store: ObjectStore, tmp_path: Path) -> None:
+    """A recently touched session keeps everything; an expired claim protects until orphan_ttl after it."""
+    name = put_artifact(store, "s1", b"x", index=False)
+    journal = LeaseJournal(store, "s1")
+    claim = claim_for(store, "s1", name).model_copy(update={"retain_until": later(timedelta(days=1))})
+    journal.publish_reference(claim, lambda: None, transaction_id="t-exp")
+    two_days = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "a", now=later(timedelta(hours=36)))
+    assert {e.name: e.status for e in two_days.entries() if e.name} == {name: "retained_recent"}
+    four_days = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "b", now=later(timedelta(hours=60)))
+    assert {e.name: e.status for e in four_days.entries() if e.name} == {name: "planned_delete"}
+    LeaseJournal(store, "s2", clock=lambda: later(timedelta(days=4))).touch()
+    other = put_artifact(store, "s2", b"y", index=False)
+    active = plan_cleanup(store, CleanupScope(session_hash=keys.session_hash("s2")), REAL,
+                          out=tmp_path / "c", now=later(timedelta(days=4, hours=1)))
+    assert {e.name: e.status for e in active.entries() if e.name} == {other: "retained_recent"}
+
+
+def test_orphan_sidecar_is_deleted_and_forged_keys_denied(store: ObjectStore, tmp_path: Path) -> None:
+    """A sidecar without its artifact is collected; a plan line with an edited key is denied, not deleted."""
+    shash = keys.session_hash("s1")
+    name = put_artifact(store, "s1", b"body")
+    akey = keys.artifact_key(shash, name)
+    store.delete_if_match(akey, store.head(akey).etag)
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    entries = {e.name: e for e in plan.entries() if e.name}
+    assert entries[name].object_kind == "index" and entries[name].status == "planned_delete"
+    report = apply_cleanup(store, plan, now=later)
+    assert report.counts.get("deleted") == 1
+    assert not _exists(store, keys.index_key(shash, name))
+    # Forge: a planned line for session s2 that points at s1's artifact.
+    keep = put_artifact(store, "s1", b"must stay", index=False)
+    forged = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "f", now=later())
+    lines = forged.path.read_text().splitlines()
+    other = keys.session_hash("s2")
+    lines = [ln.replace(f'"session_hash":"{shash}"', f'"session_hash":"{other}"') if keep in ln else ln
+             for ln in lines]
+    writer = PlanWriter(tmp_path / "forged.jsonl", forged.header)
+    for ln in lines[1:-1]:
+        writer.add(PlanEntry.model_validate_json(ln))
+    report = apply_cleanup(store, writer.close(), now=later)
+    assert report.counts.get("denied", 0) >= 1 and "deleted" not in report.counts
+    assert _exists(store, keys.artifact_key(shash, keep))
+
+
+def test_objects_outside_the_prefix_are_never_listed_or_touched(moto_store: S3Store, tmp_path: Path) -> None:
+    """Keys of the bucket outside the store's prefix never appear in a plan and survive an apply."""
+    client, bucket = moto_store.client, moto_store.bucket
+    client.put_object(Bucket=bucket, Key="elsewhere/v1/sessions/x", Body=b"not ours")
+    put_artifact(moto_store, "s1", b"old")
+    plan = plan_cleanup(moto_store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    assert all(not (e.key or "").startswith("elsewhere") for e in plan.entries())
+    apply_cleanup(moto_store, plan, now=later)
+    assert client.get_object(Bucket=bucket, Key="elsewhere/v1/sessions/x")["Body"].read() == b"not ours"
