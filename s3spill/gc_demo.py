@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from s3spill import keys
+from s3spill.artifacts import ArtifactStore
 from s3spill.errors import NotFound
 from s3spill.gc_apply import apply_cleanup
 from s3spill.gc_models import CleanupPolicy, CleanupScope
@@ -26,11 +27,10 @@ from s3spill.store.base import ObjectStore
 DEMO_SESSION = "demo-gc-session"
 
 
-def _write(store: ObjectStore, shash: str, tool: str, body: bytes) -> tuple[str, str]:
-    name = keys.new_artifact_name(tool)
-    put = store.put_if_absent(keys.artifact_key(shash, name), body, content_type="text/plain")
-    store.put_if_absent(keys.index_key(shash, name), b'{"lines":[]}', content_type="application/json")
-    return name, str(keys.SourceId(shash, name, put.sha256[:16]))
+def _write(store: ObjectStore, session_id: str, tool: str, body: bytes) -> tuple[str, str]:
+    """Spill one tool output through the artifact store (artifact + ``.idx`` sidecar)."""
+    ref = ArtifactStore(store).write(session_id, body, tool)
+    return ref.name, ref.source_id
 
 
 def _exists(store: ObjectStore, key: str) -> bool:
@@ -45,8 +45,8 @@ def gc_demo_step(ctx: Any) -> None:
     """Two tool outputs, one referenced from memory; GC a day later keeps exactly that one."""
     store: ObjectStore = ctx.store
     shash = keys.session_hash(DEMO_SESSION)
-    kept, kept_sid = _write(store, shash, "pytest", b"FAILED test_gc.py::test_race\n" * 400)
-    orphan, _ = _write(store, shash, "grep", b"src/x.py:1: TODO\n" * 400)
+    kept, kept_sid = _write(store, DEMO_SESSION, "pytest", b"FAILED test_gc.py::test_race\n" * 400)
+    orphan, _ = _write(store, DEMO_SESSION, "grep", b"src/x.py:1: TODO\n" * 400)
     journal = LeaseJournal(store, DEMO_SESSION)
     owner = S3ReferenceOwner(store, DEMO_SESSION)
     publish_memory_reference(journal, owner, memory_reference_for(store, kept_sid),

@@ -8,14 +8,17 @@ from pathlib import Path
 import pytest
 
 from s3spill import keys
-from s3spill.errors import CleanupRefused, NotFound
+from s3spill.errors import ArtifactCondemned, CleanupRefused, NotFound
 from s3spill.gc_apply import apply_cleanup, choose_delete_method
 from s3spill.gc_doc import PlanWriter
 from s3spill.gc_models import CleanupPolicy, CleanupScope, PlanEntry
 from s3spill.gc_plan import plan_cleanup
 from s3spill.journal import LeaseJournal
+from s3spill.keys import SourceId
+from s3spill.models import ArtifactRetentionClaim
 from s3spill.store.base import ObjectStore, StoreCapabilities
 from s3spill.store.s3 import S3Store
+from s3spill.testing import Fault, FaultyStore
 from tests.gc_helpers import claim_for, later, put_artifact
 
 REAL = CleanupPolicy(dry_run=False)
@@ -219,3 +222,24 @@ def test_objects_outside_the_prefix_are_never_listed_or_touched(moto_store: S3St
     assert all(not (e.key or "").startswith("elsewhere") for e in plan.entries())
     apply_cleanup(moto_store, plan, now=later)
     assert client.get_object(Bucket=bucket, Key="elsewhere/v1/sessions/x")["Body"].read() == b"not ours"
+
+
+def test_unknown_delete_outcome_stays_condemned_until_the_next_run(store: ObjectStore,
+                                                                   tmp_path: Path) -> None:
+    """A delete whose answer was lost is retained_error and stays condemned; the next run records it."""
+    name = put_artifact(store, "s1", b"lost answer", index=False)
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    faulty = FaultyStore(store)
+    faulty.add(Fault("delete_if_match", "drop_response"))
+    report = apply_cleanup(faulty, plan, now=later)
+    assert report.counts == {"retained_error": 1} and report.races == 1
+    view = LeaseJournal(store, "s1").view()
+    assert [SourceId.parse(c.source_id).name for c in view.condemned] == [name]
+    with pytest.raises(ArtifactCondemned):
+        LeaseJournal(store, "s1").publish_reference(
+            ArtifactRetentionClaim(source_id=view.condemned[0].source_id,
+                                   sha256=view.condemned[0].sha256),
+            lambda: None, transaction_id="tx-too-late")
+    again = apply_cleanup(store, plan, now=later)
+    assert again.counts == {"already_missing": 1} and again.recovered == {"already_missing": 1}
+    assert LeaseJournal(store, "s1").view().condemned == ()
