@@ -58,8 +58,8 @@ def test_pointer_template_verbatim() -> None:
         "[s3spill] Full output of bash (call c-7, exit code 3): 241 bytes, 30 lines, "
         f'SHA-256 89abcdef01234567, stored as source_id="{SID}".\n'
         'Summary: bash exit 3: "line 01"\n'
-        "Page it with read(source_id, offset=<first line>, limit=<number of lines>) - lines count "
-        "from 1; add char_offset=<n> to continue a very long line - or search it with "
+        "Page it with read(source_id, offset=<lines to skip>, limit=<number of lines>) - line N "
+        "is at offset=N-1; add char_offset=<n> to continue a very long line - or search it with "
         'grep(source_id, pattern="<regex>"). Do not re-run the command: its full output is already stored.'
     )
     assert out.mode == "pointer"

@@ -8,8 +8,8 @@ One template (tested verbatim)::
     [s3spill] Full output of bash (call c-7, exit code 3): 2097212 bytes, 40001 lines,
     SHA-256 0123456789abcdef, stored as source_id="<source id>".
     Summary: <one line>
-    Page it with read(source_id, offset=<first line>, limit=<number of lines>) - lines
-    count from 1; add char_offset=<n> ... - or search it with grep(source_id, ...).
+    Page it with read(source_id, offset=<lines to skip>, limit=<number of lines>) - line
+    N is at offset=N-1; add char_offset=<n> ... - or search it with grep(source_id, ...).
     Do not re-run the command: its full output is already stored.
 
 The context text starts with the output's first bytes and its tail section ends with
@@ -158,14 +158,15 @@ def pointer_footer(facts: PointerFacts, view: RetainedText) -> str:
         f'stored as source_id="{sid}".\n'
         f"Summary: {one_line(facts.summary, 500)}\n"
         f"{view_note}"
-        f"Page it with {read}(source_id, offset=<first line>, limit=<number of lines>) - lines count "
-        f"from 1; add char_offset=<n> to continue a very long line - or search it with "
+        f"Page it with {read}(source_id, offset=<lines to skip>, limit=<number of lines>) - line N "
+        f"is at offset=N-1; add char_offset=<n> to continue a very long line - or search it with "
         f'{grep}(source_id, pattern="<regex>"). '
         f"Do not re-run the command: its full output is already stored."
     )
 
 
-def _degraded_footer(facts: DegradedFacts, view: RetainedText) -> str:
+def degraded_footer(facts: DegradedFacts, view: RetainedText) -> str:
+    """The notice when nothing could be stored: no locator, the reason, what is shown."""
     total = view.total_bytes
     return (
         f"[s3spill] The output of {_who(facts.tool, facts.call_id, facts.exit_code)} was too large "
@@ -324,6 +325,6 @@ def render_degraded(
     """Hard-capped head/tail saying the full output could NOT be saved; never a locator."""
 
     def footer(view: RetainedText) -> str:
-        return _degraded_footer(facts, view)
+        return degraded_footer(facts, view)
 
     return _render(retained, (head_bytes, tail_bytes), footer, None, budget, salient, "degraded")
