@@ -108,6 +108,7 @@ from s3spill.paging import Page, PageLine
 from s3spill.reconcile import ReconciliationReport, reconcile_pending, reconcile_reference
 from s3spill.references import publish_memory_reference, remove_memory_reference
 from s3spill.search import GrepMatch, GrepResult
+from s3spill.spiller import Spiller, SpillResult
 from s3spill.store import ObjectInfo, ObjectStore, PutResult, StoreCapabilities, open_store
 
 __version__ = "0.1.0"
@@ -171,6 +172,8 @@ __all__ = [
     "SourceId",
     "SourceIdError",
     "SpillPolicy",
+    "SpillResult",
+    "Spiller",
     "StoreCapabilities",
     "StoreError",
     "StoreUnavailable",

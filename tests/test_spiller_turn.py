@@ -1,0 +1,62 @@
+"""The per-turn budget with the real Spiller spilling: largest first, never a file read."""
+
+from __future__ import annotations
+
+from s3spill.context.budget import TurnResult
+from s3spill.spiller import Spiller, SpillResult
+from s3spill.store.base import ObjectStore
+from s3spill.testing import Fault, FaultyStore
+
+SESSION = "session-turn"
+
+
+def _text(n: int, tag: str) -> str:
+    line = f"{tag} result line with some words in it\n"
+    return (line * (n // len(line) + 1))[:n]
+
+
+def test_only_the_largest_result_is_spilled(store: ObjectStore) -> None:
+    """60k + 30k + 30k + a 30k file read against a 100k turn: only the 60k result is stored."""
+    results = [
+        TurnResult(_text(30_000, "a"), tool="search", call_id="a"),
+        TurnResult(_text(60_000, "b"), tool="search", call_id="b"),
+        TurnResult(_text(30_000, "c"), tool="web_fetch", call_id="c"),
+        TurnResult(_text(30_000, "file"), tool="read", call_id="d", spillable=False),
+    ]
+    with Spiller(store, SESSION) as spiller:
+        report = spiller.enforce_turn_budget(results, turn_total=100_000)
+    assert report.spilled == [1] and report.failed == []
+    assert report.within_budget and report.total_after <= 100_000
+    spilled = report.results[1]
+    assert isinstance(spilled.extra, SpillResult) and spilled.extra.artifact is not None
+    assert spilled.extra.artifact.source_id in spilled.content and spilled.spilled
+    assert [r.content for i, r in enumerate(report.results) if i != 1] == \
+        [r.content for i, r in enumerate(results) if i != 1]
+    assert report.results[3].spillable is False
+
+
+def test_a_result_that_is_already_a_pointer_is_not_spilled_again(store: ObjectStore) -> None:
+    """A result marked spilled is never stored a second time, however large."""
+    results = [TurnResult(_text(150_000, "p"), tool="search", spilled=True),
+               TurnResult(_text(80_000, "q"), tool="search")]
+    with Spiller(store, SESSION) as spiller:
+        report = spiller.enforce_turn_budget(results, turn_total=100_000)
+    assert report.spilled == [1]
+    assert report.results[0].content == results[0].content and report.results[0].spillable
+
+
+def test_a_small_result_is_stored_when_the_turn_needs_it(store: ObjectStore) -> None:
+    """Under its own threshold but over the turn budget: stored anyway, largest first."""
+    results = [TurnResult(_text(20_000, "s"), tool="bash"), TurnResult(_text(25_000, "t"), tool="search")]
+    with Spiller(store, SESSION) as spiller:
+        report = spiller.enforce_turn_budget(results, turn_total=30_000)
+    assert report.spilled == [1] and report.total_after <= 30_000
+
+
+def test_when_the_store_fails_the_results_stay_inline(local_store: ObjectStore) -> None:
+    """Fail open: nothing stored, every result kept as it was, the failures listed."""
+    store = FaultyStore(local_store, [Fault("*", "unavailable", times=10**9)])
+    results = [TurnResult(_text(60_000, "x"), tool="search"), TurnResult(_text(50_000, "y"), tool="search")]
+    report = Spiller(store, SESSION).enforce_turn_budget(results, turn_total=50_000)
+    assert report.spilled == [] and sorted(report.failed) == [0, 1]
+    assert [r.content for r in report.results] == [r.content for r in results]
