@@ -1,0 +1,63 @@
+"""`s3spill run`: a command's merged output through the Spiller, the command's exit status."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from spiller_support import preview_part, source_id_of
+
+from s3spill.artifacts import ArtifactStore
+from s3spill.store.local import LocalStore
+from s3spill.testing import child_env
+
+SESSION = "cli-run-session"
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = child_env({"S3SPILL_STORE": (tmp_path / "store").as_uri(), "S3SPILL_SESSION": SESSION})
+    return subprocess.run([sys.executable, "-m", "s3spill", "run", *args], env=env, text=True,
+                          capture_output=True, timeout=120)
+
+
+def test_a_large_failing_command_prints_a_pointer_and_its_exit_status(tmp_path: Path) -> None:
+    """`run -- sh -c 'seq 1 2000000; exit 3'` prints a pointer to the exact output and exits 3."""
+    proc = _run(tmp_path, "--", "sh", "-c", "seq 1 2000000; exit 3")
+    assert proc.returncode == 3, proc.stderr
+    out = proc.stdout
+    expected = "".join(f"{i}\n" for i in range(1, 2_000_001)).encode()
+    assert out.startswith("1\n2\n3\n")
+    assert preview_part(out).endswith("1999999\n2000000\n")
+    assert f"{len(expected)} bytes, 2000000 lines" in out and "exit code 3" in out
+    stored = ArtifactStore(LocalStore(tmp_path / "store"), session_id=SESSION)
+    assert b"".join(stored.iter_verified(source_id_of(out))) == expected
+
+
+def test_stdout_and_stderr_are_interleaved_in_order(tmp_path: Path) -> None:
+    """Both streams share one pipe, so the printed text keeps the order the command wrote it in."""
+    proc = _run(tmp_path, "--", "sh", "-c", "echo one; echo two >&2; echo three; exit 0")
+    assert proc.returncode == 0
+    assert proc.stdout == "one\ntwo\nthree\n"
+
+
+def test_json_prints_the_spill_result(tmp_path: Path) -> None:
+    """--json prints the SpillResult, exit code included."""
+    proc = _run(tmp_path, "--json", "--tool", "bash", "--", "sh", "-c", "echo hi; exit 7")
+    assert proc.returncode == 7
+    result = json.loads(proc.stdout)
+    assert result["kind"] == "spill_result" and result["context_text"] == "hi\n"
+    assert result["exit_code"] == 7 and result["spilled"] is False
+
+
+def test_a_missing_command_exits_127(tmp_path: Path) -> None:
+    """A command that does not exist exits 127, as in a shell."""
+    proc = _run(tmp_path, "--", "no-such-command-s3spill")
+    assert proc.returncode == 127 and "not found" in proc.stderr
+
+
+def test_a_signal_becomes_128_plus_its_number(tmp_path: Path) -> None:
+    """A command killed by SIGTERM exits 143."""
+    proc = _run(tmp_path, "--", "sh", "-c", "kill -TERM $$")
+    assert proc.returncode == 143
