@@ -204,7 +204,8 @@ class SpillJob:
         if self.policy.salient_lines and view is None:
             self.scanner = SalientScanner(skip_bytes=self.rule.smallest_head(),
                                           max_lines=self.policy.salient_lines,
-                                          max_line_bytes=self.policy.salient_line_bytes)
+                                          max_line_bytes=self.policy.salient_line_bytes,
+                                          max_scan_bytes=self.policy.salient_scan_bytes)
 
         def write(chunks: Iterator[bytes]) -> ArtifactReference:
             return sp.artifacts.write(sp.session_id, chunks, self.tool, call_id=self.call_id,
