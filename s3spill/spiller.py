@@ -22,17 +22,19 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Literal, Protocol
 
 from s3spill.artifacts import ArtifactStore
+from s3spill.context.blocks import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_budget
 from s3spill.context.policy import SpillPolicy
 from s3spill.journal import LeaseJournal
 from s3spill.keys import session_hash
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
+from s3spill.spill_blocks import BlocksResult, externalize_blocks
 from s3spill.spill_job import ExitCode, SpillJob, SpillResult
 from s3spill.spill_source import Output
 from s3spill.spill_upload import BoundedUpload, describe_error
@@ -149,6 +151,37 @@ class Spiller:
         restored = [replace(new, spillable=old.spillable) for new, old in zip(report.results, results,
                                                                                strict=True)]
         return replace(report, results=restored)
+
+    def externalize_blocks(self, blocks: Sequence[Block], tool: str, call_id: str | None = None,
+                           exit_code: int | None = None) -> BlocksResult:
+        """The same for a result made of text and image blocks (see :mod:`s3spill.spill_blocks`).
+
+        Images are priced with the policy's ``image_pricer``; an omitted image is stored
+        as its own artifact and named in the notice by locator.
+        """
+        return externalize_blocks(self, blocks, tool, call_id, exit_code)
+
+    def store_blob(self, chunks: Iterable[bytes], tool: str, call_id: str | None = None,
+                   label: str | None = None) -> tuple[ArtifactReference | None, str | None]:
+        """Store chunks already in hand as one artifact, within the deadline: (reference, reason)."""
+
+        def write(stream: Iterator[bytes]) -> ArtifactReference:
+            return self.artifacts.write(self.session_id, stream, tool, call_id=call_id, label=label)
+
+        upload: BoundedUpload[ArtifactReference] = BoundedUpload(
+            write, stall_timeout=self.policy.store_deadline, depth=self.queue_depth)
+        total = 0
+        try:
+            for chunk in chunks:
+                total += len(chunk)
+                if not upload.feed(chunk):
+                    break
+        except Exception as exc:  # noqa: BLE001 - a failing source must not complete the upload
+            upload.abandon(f"reading the output failed: {describe_error(exc)}")
+        ref = upload.finish(self.deadline_for(total), after=self.after_spill)
+        if ref is not None:
+            self.track(upload)
+        return ref, upload.reason
 
     def deadline_for(self, total_bytes: int) -> float:
         """Seconds we wait for the store once the output has ended."""

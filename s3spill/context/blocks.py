@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from s3spill.context.pointer import PointerFacts, one_line, pointer_footer
+from s3spill.context.pointer import DegradedFacts, PointerFacts, degraded_footer, one_line, pointer_footer
 from s3spill.context.retention import RetainedText, safe_head_cut, safe_tail_start, to_bytes
 from s3spill.context.tokens import ContextBudget
 
@@ -301,8 +301,12 @@ def render_blocks(
     if plan.inline:
         return list(plan.head)
     gap = _gap_text(plan.omitted_text_bytes, plan.omitted_images, image_locators)
+    return _assemble(plan, gap, "\n" + _footer(facts))
+
+
+def _assemble(plan: BlockPlan, gap: str, notice: str) -> list[Block]:
     out: list[Block] = []
-    for block in [*plan.head, None, *plan.tail, TextBlock("\n" + _footer(facts))]:
+    for block in [*plan.head, None, *plan.tail, TextBlock(notice)]:
         if block is None:  # the gap marker starts on a line of its own
             prev = out[-1] if out else None
             sep = "\n" if isinstance(prev, TextBlock) and prev.text and not prev.text.endswith("\n") else ""
@@ -314,6 +318,22 @@ def render_blocks(
     return out
 
 
+def render_blocks_degraded(
+    plan: BlockPlan, facts: DegradedFacts, image_locators: Mapping[int, str | None], whole: RetainedText,
+) -> list[Block]:
+    """Like :func:`render_blocks` when the full text could NOT be stored: no text locator.
+
+    ``whole`` carries the size and line count of the full text (its bytes may be
+    empty). Images stored on their own are still named by locator. The degraded notice
+    is never longer than the pointer notice :func:`plan_blocks` reserved, for the same
+    tool, call id and exit code.
+    """
+    if plan.inline:
+        return list(plan.head)
+    gap = _gap_text(plan.omitted_text_bytes, plan.omitted_images, image_locators)
+    return _assemble(plan, gap, "\n" + degraded_footer(facts, whole))
+
+
 def full_text_chunks(blocks: Sequence[Block], image_locators: Mapping[int, str | None]) -> Iterator[bytes]:
     """The stored form of a block result: text as is, each image as one reference line."""
     for index, block in enumerate(blocks):
@@ -321,5 +341,10 @@ def full_text_chunks(blocks: Sequence[Block], image_locators: Mapping[int, str |
             yield to_bytes(block.text)
         else:
             loc = image_locators.get(index)
-            where = f"stored as {loc}" if loc else "shown inline, not stored"
+            if index not in image_locators:
+                where = "shown inline, not stored"
+            elif loc:
+                where = f"stored as {loc}"
+            else:
+                where = "omitted from the context and could NOT be saved"
             yield f"\n[{_image_label(index, block)}: {where}]\n".encode()
