@@ -10,6 +10,7 @@ add its step without editing the others. Everything runs against a moto server o
 from __future__ import annotations
 
 import hashlib
+import importlib
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -40,6 +41,8 @@ class DemoContext:
 
 DemoStep = Callable[[DemoContext], None]
 STEPS: list[tuple[str, DemoStep]] = []
+#: Modules that register their own steps when imported; run_demo imports them.
+STEP_MODULES: tuple[str, ...] = ("s3spill.demo_spill",)
 
 
 def register_step(title: str, step: DemoStep, *, before: str | None = None) -> DemoStep:
@@ -148,6 +151,8 @@ def run_demo(out: TextIO = sys.stdout, *, config: TransferConfig | None = None) 
         from s3spill.testing import EmbeddedS3
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ConfigError("the demo needs moto: pip install 's3spill[local]'") from exc
+    for module in STEP_MODULES:
+        importlib.import_module(module)
     print("s3spill demo: an embedded S3 (moto, one request at a time) on 127.0.0.1", file=out)
     with EmbeddedS3() as s3:
         s3.create_bucket(DEMO_BUCKET)

@@ -18,3 +18,5 @@ def test_demo_runs_every_step_and_reports_no_violation(capsys: pytest.CaptureFix
     assert "AlreadyExists" in out and "PreconditionFailed" in out
     assert "verdict: OK" in out and "!!" not in out
     assert "orphan deleted: yes; referenced artifact kept: yes" in out
+    assert "the page's bytes equal the original output at that place: yes" in out
+    assert "(pointer):" in out and "could NOT be saved" in out
