@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ from s3spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
 
 SESSION = "session-spiller-1"
+GAP = re.compile(r"bytes omitted \(lines (\d+)–(\d+)\)")
 Make = Callable[..., Spiller]
 
 
@@ -57,6 +59,11 @@ def test_two_megabyte_shell_output_becomes_a_followable_pointer(store: ObjectSto
 
     reader = ArtifactStore(store, session_id=SESSION)
     assert follow_pages(reader, sid) == data
+    gap = GAP.search(text)
+    assert gap, "no gap marker with a line range"
+    first = int(gap.group(1))
+    page = reader.read_page(sid, offset=first - 1, limit=1)  # "line N is at offset=N-1"
+    assert page.lines[0].number == first
 
 
 def test_output_under_the_threshold_is_inline_and_not_stored(store: ObjectStore, make: Make) -> None:
