@@ -79,7 +79,8 @@ def run_gc(endpoint: str, concurrency: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         meter = MeteredStore(store)
         t0 = time.monotonic()
-        plan = plan_cleanup(meter, CleanupScope(), policy, out=Path(tmp, "plan.jsonl"), now=later)
+        plan = plan_cleanup(meter, CleanupScope(), policy, out=Path(tmp, "plan.jsonl"), now=later,
+                            config=TransferConfig(max_concurrency=concurrency))
         plan_seconds = time.monotonic() - t0
         plan_requests = dict(meter.requests)
         rss_after_plan = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -18,12 +18,16 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused, NotFound, S3SpillError
 from s3spill.gc_doc import CleanupPlan, PlanWriter
 from s3spill.gc_journal import SessionFacts, read_session_facts
@@ -91,13 +95,47 @@ class _Planner:
         self.planned = 0
         self.sessions = 0
         self.heads = 0
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    # -- running: sessions on worker threads, writing in listing order on the caller's ---
+
+    def run_session(self, group: _SessionGroup) -> list[PlanEntry]:
+        self._local.out = []
+        with self._lock:
+            self.sessions += 1
+        self.session(group)
+        out: list[PlanEntry] = self._local.out
+        return out
+
+    def run_loose(self, info: ObjectInfo) -> list[PlanEntry]:
+        self._local.out = []
+        self.loose(info)
+        out: list[PlanEntry] = self._local.out
+        return out
+
+    def write(self, entry: PlanEntry) -> None:
+        """Enforce ``max_deletions`` in plan order (workers only pre-check it), then write."""
+        limit = self.policy.max_deletions
+        if entry.status == "planned_delete":
+            if limit is not None and self.planned >= limit:
+                entry = entry.model_copy(update={
+                    "status": "retained_limit", "snapshot": None,
+                    "reason": f"max_deletions={limit} reached"})
+            else:
+                self.planned += 1
+        self.writer.add(entry)
+
+    @property
+    def _full(self) -> bool:
+        return self.policy.max_deletions is not None and self.planned >= self.policy.max_deletions
 
     # -- helpers ---------------------------------------------------------------------
 
     def _emit(self, status: PlanStatus, kind: ObjectKind, info: ObjectInfo | None, *, shash: str | None,
               name: str | None = None, reason: str = "", snapshot: ObjectSnapshot | None = None,
               index: ObjectSnapshot | None = None, size: int | None = None) -> None:
-        self.writer.add(PlanEntry(
+        self._local.out.append(PlanEntry(
             status=status, object_kind=kind, session_hash=shash, name=name,
             key=info.key if info else None,
             size=size if size is not None else (info.size if info else 0),
@@ -105,7 +143,8 @@ class _Planner:
         ))
 
     def _head(self, key: str) -> ObjectInfo | None:
-        self.heads += 1
+        with self._lock:
+            self.heads += 1
         try:
             return self.store.head(key)
         except NotFound:
@@ -140,7 +179,6 @@ class _Planner:
                        reason="not an s3spill key (off-layout)")
 
     def session(self, group: _SessionGroup) -> None:
-        self.sessions += 1
         shash = group.shash
         for kind, info in group.protocol:
             self._emit("denied", kind, info, shash=shash,
@@ -202,7 +240,7 @@ class _Planner:
             self._emit("retained_recent", "artifact", info, shash=shash, name=name, size=size, reason=why,
                        index=idx)
             return
-        if self.policy.max_deletions is not None and self.planned >= self.policy.max_deletions:
+        if self._full:
             self._emit("retained_limit", "artifact", info, shash=shash, name=name, size=size, index=idx,
                        reason=f"max_deletions={self.policy.max_deletions} reached")
             return
@@ -213,7 +251,6 @@ class _Planner:
             self._emit("retained_unknown", "artifact", head, shash=shash, name=name, size=size, index=idx,
                        reason="no SHA-256 metadata: not written by s3spill's artifact store")
             return
-        self.planned += 1
         self._emit("planned_delete", "artifact", head, shash=shash, name=name, size=size,
                    reason="unclaimed and older than orphan_ttl", snapshot=snapshot_of(head),
                    index=idx)
@@ -227,11 +264,10 @@ class _Planner:
         if why:
             self._emit("retained_recent", "index", info, shash=shash, name=name, reason=why)
             return
-        if self.policy.max_deletions is not None and self.planned >= self.policy.max_deletions:
+        if self._full:
             self._emit("retained_limit", "index", info, shash=shash, name=name,
                        reason=f"max_deletions={self.policy.max_deletions} reached")
             return
-        self.planned += 1
         self._emit("planned_delete", "index", info, shash=shash, name=name,
                    reason="sidecar without its artifact, older than orphan_ttl", snapshot=snapshot_of(info))
 
@@ -283,12 +319,17 @@ def plan_cleanup(
     out: str | os.PathLike[str] | None = None,
     now: datetime | None = None,
     facts_reader: FactsReader = read_session_facts,
+    config: TransferConfig | None = None,
 ) -> CleanupPlan:
     """List the store, fold each session's journal, and write a plan; never writes to the store.
 
     ``out`` is the plan file (default: a private temporary file). ``now`` is injectable
-    so tests and the demo can age objects without sleeping.
+    so tests and the demo can age objects without sleeping. Sessions are planned on
+    ``config.max_concurrency`` threads (their HEADs and journal reads overlap) with a
+    bounded look-ahead; entries are written in listing order, so the plan is the same
+    whatever the concurrency, and ``max_deletions`` is enforced in that order.
     """
+    workers = (config or TransferConfig()).max_concurrency
     scope = scope or CleanupScope()
     policy = policy or CleanupPolicy()
     now = now or datetime.now(UTC)
@@ -303,12 +344,29 @@ def plan_cleanup(
     writer = PlanWriter(Path(out), header)
     planner = _Planner(store, scope, policy, writer, now, facts_reader)
     started = time.monotonic()
+    window: deque[Future[list[PlanEntry]] | list[PlanEntry]] = deque()
+
+    def drain(keep: int) -> None:
+        while len(window) > keep:
+            head = window.popleft()
+            for entry in head.result() if isinstance(head, Future) else head:
+                planner.write(entry)
+
     try:
-        for item in _grouped(store, scope):
-            if isinstance(item, _SessionGroup):
-                planner.session(item)
-            else:
-                planner.loose(item)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="s3spill-gc-plan") as pool:
+            try:
+                for item in _grouped(store, scope):
+                    if isinstance(item, _SessionGroup):
+                        window.append(pool.submit(planner.run_session, item))
+                    else:
+                        window.append(planner.run_loose(item))
+                    drain(2 * workers)
+                drain(0)
+            except BaseException:
+                for pending in window:
+                    if isinstance(pending, Future):
+                        pending.cancel()
+                raise
     except BaseException:
         writer.abort()
         raise

@@ -51,7 +51,8 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
 
 def _apply_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-concurrency", type=int, default=None,
-                   help="sessions applied in parallel (default: TransferConfig.max_concurrency)")
+                   help="sessions planned and applied in parallel "
+                   "(default: TransferConfig.max_concurrency)")
     p.add_argument("--rate-limit", type=float, default=None, metavar="REQ_PER_S",
                    help="at most this many store requests per second (halved on SlowDown)")
     p.add_argument("--no-probe", action="store_true",
@@ -70,6 +71,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _plan_args(plan)
     plan.add_argument("--out", metavar="FILE", help="write the plan here (JSON Lines); "
                       "'store' saves it in the store under v1/gc/plans/ (default: a temporary file)")
+    plan.add_argument("--max-concurrency", type=int, default=None,
+                      help="sessions planned in parallel (default: TransferConfig.max_concurrency)")
     plan.set_defaults(func=cmd_plan)
 
     apply = gcsub.add_parser("apply", help="apply a plan: condemn, revalidate, delete conditionally")
@@ -113,7 +116,7 @@ def _policy(args: argparse.Namespace, *, dry_run: bool) -> CleanupPolicy:
 
 
 def _config(args: argparse.Namespace) -> TransferConfig:
-    if args.max_concurrency:
+    if getattr(args, "max_concurrency", None):
         return TransferConfig(max_concurrency=args.max_concurrency)
     return TransferConfig()
 
@@ -187,7 +190,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         policy = _policy(args, dry_run=True)
         store = store_from_args(args)
         to_store = args.out == "store"
-        plan = plan_cleanup(store, scope, policy, out=None if to_store or not args.out else args.out)
+        plan = plan_cleanup(store, scope, policy, out=None if to_store or not args.out else args.out,
+                            config=_config(args))
         doc = plan_report(plan).model_dump(mode="json")
         doc["plan_path"] = str(plan.path)
         if to_store:
@@ -217,7 +221,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         scope = _scope(args)
         policy = _policy(args, dry_run=not args.apply)
         store = store_from_args(args)
-        plan = plan_cleanup(store, scope, policy, out=args.out)
+        plan = plan_cleanup(store, scope, policy, out=args.out, config=_config(args))
         report = _apply(args, plan, dry_run=not args.apply)
         _print({"plan": plan_report(plan).model_dump(mode="json") | {"plan_path": str(plan.path)},
                 "apply": report.model_dump(mode="json")})
