@@ -181,7 +181,7 @@ def build_page(
         prefix = max(6, len(str(line_no + 1))) + 3
         if terminated and prefix + cost(text) <= remaining:
             shown, escaped = escape(text)
-            lines.append(PageLine(number=line_no + 1, char_start=char_pos, text=shown,
+            lines.append(PageLine.model_construct(number=line_no + 1, char_start=char_pos, text=shown,
                                   escaped=escaped, complete=True, newline=newline))
             reader.consume(len(text) + (1 if newline else 0))
             remaining -= prefix + cost(text)
@@ -200,7 +200,7 @@ def build_page(
             return page(lines, False, (line_no, char_pos), start)
         k = max(1, grapheme_cut(text, fit(text, remaining - prefix)))
         shown, escaped = escape(text[:k])
-        lines.append(PageLine(number=line_no + 1, char_start=char_pos, text=shown,
+        lines.append(PageLine.model_construct(number=line_no + 1, char_start=char_pos, text=shown,
                               escaped=escaped, complete=False, newline=False))
         return page(lines, False, (line_no, char_pos + k), start)
 
@@ -220,10 +220,9 @@ class _ChunkCache:
 
 
 def _nth_newline(data: bytes, n: int) -> int:
-    pos = -1
-    for _ in range(n):
-        pos = data.index(b"\n", pos + 1)
-    return pos
+    """Position of the ``n``-th (1-based) newline in ``data``; the split runs in C."""
+    rest = data.split(b"\n", n)[-1]
+    return len(data) - len(rest) - 1
 
 
 def _locate(index: ArtifactIndex, chunk: _ChunkCache, offset: int, char_offset: int,

@@ -208,6 +208,9 @@ class Grep:
         self.before: deque[tuple[int, str]] = deque(maxlen=context)
         self.open: list[_Open] = []
         self.bytes = 0
+        #: The pattern for whole-block candidate search, when block and per-line matching
+        #: agree (see :func:`_block_pattern`); None means line by line.
+        self.fast = _block_pattern(pattern)
 
     def feed(self, chunk: bytes) -> None:
         self.bytes += len(chunk)
@@ -219,11 +222,12 @@ class Grep:
             self.long.feed(chunk[:j], final=True)
             self._finish_long(j)
             chunk = chunk[j + 1 :]
-        block = self.carry + chunk if self.carry else chunk
-        parts = block.split(b"\n")
-        for raw in parts[:-1]:
-            self._line(raw)
-        self.carry = parts[-1]
+        cut = chunk.rfind(b"\n") + 1
+        if cut:
+            self._block(self.carry + chunk[:cut] if self.carry else chunk[:cut])
+            self.carry = chunk[cut:]
+        else:
+            self.carry += chunk
         if len(self.carry) > self.long_line:
             self.long = _LongLine(self.pattern, self.long_line, self.overlap)
             self.long.feed(self.carry, final=False)
@@ -234,7 +238,7 @@ class Grep:
             self.long.feed(b"", final=True)
             self._finish_long(None)
         elif self.carry:
-            self._line(self.carry, newline=False)
+            self._line(self.carry.decode("utf-8", "surrogateescape"), newline=False)
             self.carry = b""
         if expected_lines is not None and self.line_no != expected_lines:
             raise IntegrityError(f"{self.source_id}: line count disagrees with its index")
@@ -251,8 +255,41 @@ class Grep:
 
     # -- per line ---------------------------------------------------------------------
 
-    def _line(self, raw: bytes, newline: bool = True) -> None:
+    def _block(self, raw: bytes) -> None:
+        """Complete lines (``raw`` ends with a newline): a regex pass over the whole block
+        finds candidate lines; only those (and after-context) are handled line by line."""
         text = raw.decode("utf-8", "surrogateescape")
+        ascii_only = raw.isascii()
+        pos, n = 0, len(text)
+        while pos < n:
+            if self.open or self.fast is None:
+                end = text.index("\n", pos)
+                self._line(text[pos:end], ascii_only)
+                pos = end + 1
+                continue
+            m = self.fast.search(text, pos)
+            start = n if m is None else max(pos, text.rfind("\n", pos, m.start()) + 1)
+            self._skip(text, pos, start, ascii_only)
+            if m is None:
+                return
+            end = text.index("\n", start)
+            self._line(text[start:end], ascii_only)
+            pos = end + 1
+
+    def _skip(self, text: str, pos: int, end: int, ascii_only: bool) -> None:
+        """Lines ``text[pos:end]`` are known not to match: count them, remember context."""
+        if end <= pos:
+            return
+        lines = text.count("\n", pos, end)
+        if self.context:
+            tail = text[pos : end - 1].rsplit("\n", self.context)[-min(lines, self.context):]
+            first = self.line_no + lines - len(tail) + 1
+            for i, line in enumerate(tail):
+                self.before.append((first + i, line[: EXCERPT_CHARS + 1]))
+        self.line_no += lines
+        self.line_start += (end - pos) if ascii_only else len(encode_units(text[pos:end]))
+
+    def _line(self, text: str, ascii_only: bool = False, newline: bool = True) -> None:
         number = self.line_no + 1
         if self.open:
             self._after(lambda: _excerpt(number, text))
@@ -261,11 +298,11 @@ class Grep:
             self.total += 1
             if self.kept < self.max_matches:
                 col = m.start()
-                self._keep(number, self.line_start + len(encode_units(text[:col])), col,
-                           _excerpt(number, text, col))
+                head = col if ascii_only else len(encode_units(text[:col]))
+                self._keep(number, self.line_start + head, col, _excerpt(number, text, col))
         if self.context:
-            self.before.append((number, text[:EXCERPT_CHARS + 1]))
-        self.line_start += len(raw) + (1 if newline else 0)
+            self.before.append((number, text[: EXCERPT_CHARS + 1]))
+        self.line_start += (len(text) if ascii_only else len(encode_units(text))) + int(newline)
         self.line_no += 1
 
     def _finish_long(self, newline_at: int | None) -> None:
@@ -308,6 +345,22 @@ class Grep:
             else:
                 still.append(o)
         self.open = still
+
+
+_LINE_SENSITIVE = re.compile(r"\(\?[<=!aiLmsux-]|\\[AZz]")
+
+
+def _block_pattern(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    """The pattern for searching many lines at once, or None when that could miss a match.
+
+    Searching a block finds every line whose own search would match, as long as nothing in
+    the pattern can tell a line's edges from a newline: lookarounds, inline flags and
+    ``\\A``/``\\Z`` can, so those patterns go line by line. A block match that spans lines is
+    only a candidate: its first line is searched again on its own.
+    """
+    if _LINE_SENSITIVE.search(pattern.pattern):
+        return None
+    return re.compile(pattern.pattern, pattern.flags | re.MULTILINE)
 
 
 def grep_chunks(chunks: Iterable[bytes], source_id: str, pattern: re.Pattern[str], *,
