@@ -1,8 +1,9 @@
 """Cost of the context side per byte of tool output, against a plain SHA-256 pass.
 
-The Spiller pushes every chunk through an OutputTap while the same chunk goes to the
-store (which hashes it), so the tap's throughput is compared with hashlib.sha256 over
-the same chunks: the floor any spill pays. Also prints peak RSS (the tap must stay
+The Spiller pushes every chunk through a TextRetainer and the error-line scanner while
+the same chunk goes to the store (which hashes it), so their throughput is compared with
+hashlib.sha256 over
+the same chunks: the floor any spill pays. Also prints peak RSS (the context half must stay
 bounded whatever the size), the pointer's render time, and log compression figures.
 
     python benchmarks/context_side_bench.py --mib 256
@@ -24,10 +25,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from test_context_logcompress import eslint_log, vitest_failure_log  # noqa: E402
 
 from s3spill.context.logcompress import compress_log  # noqa: E402
+from s3spill.context.pointer import PointerFacts, render_pointer  # noqa: E402
 from s3spill.context.policy import SpillPolicy  # noqa: E402
 from s3spill.context.retention import TextRetainer  # noqa: E402
 from s3spill.context.salient import SalientScanner  # noqa: E402
-from s3spill.context.tap import OutputTap, render_spilled  # noqa: E402
 from s3spill.context.tokens import estimate_tokens  # noqa: E402
 
 CHUNK = 1 << 20
@@ -75,35 +76,50 @@ def main() -> None:
             s.push(c)
         s.finish()
 
-    def tap() -> None:
-        t = OutputTap(policy, "bash")
+    def spiller_context_half() -> None:
+        # What the Spiller's one pass does on the context side: retain + capped error scan.
+        r = TextRetainer(rule.retention())
+        sc = SalientScanner(skip_bytes=rule.smallest_head(), max_scan_bytes=policy.salient_scan_bytes)
         for c in data():
-            t.push(c)
-        t.finish()
+            r.push(c)
+            sc.push(c)
+        r.finish()
+        sc.finish()
 
     rss0 = peak_rss_mib()
     floor = rate(mib, sha)
     print(f"output: {mib} MiB in 1 MiB chunks, log lines without errors")
     print(f"sha256 floor            {floor:8.0f} MiB/s  (1.00x)")
     for name, fn in [("TextRetainer", retainer), ("SalientScanner (no cap)", scanner),
-                     ("OutputTap (default)", tap)]:
+                     ("retainer + capped scan", spiller_context_half)]:
         r = rate(mib, fn)
         print(f"{name:<23} {r:8.0f} MiB/s  ({floor / r:.2f}x the sha256 time)")
     print(f"SalientScanner stops after {policy.salient_scan_bytes >> 20} MiB past the head by default")
     print(f"peak RSS {peak_rss_mib():.0f} MiB (interpreter + one 1 MiB chunk; {rss0:.0f} MiB before)")
 
-    t = OutputTap(policy, "bash")
+    r = TextRetainer(rule.retention())
+    sc = SalientScanner(skip_bytes=rule.smallest_head(), max_scan_bytes=policy.salient_scan_bytes)
     for c in data()[: min(mib, 64)]:
-        t.push(c)
-    result = t.finish()
+        r.push(c)
+        sc.push(c)
+    retained, salient = r.finish(), sc.finish()
+    head, tail = rule.preview(1)
+
+    def render(p: SpillPolicy):  # type: ignore[no-untyped-def]
+        facts = PointerFacts(source_id="artifact:x", tool="bash", sha256="0" * 64, summary="bench",
+                             call_id=None, exit_code=1, total_bytes=retained.total_bytes,
+                             line_count=retained.line_count, read_tool=p.read_tool, grep_tool=p.grep_tool)
+        return render_pointer(facts, retained, head_bytes=head, tail_bytes=tail, budget=p.budget(),
+                              salient=salient)
+
     start = time.perf_counter()
     for _ in range(20):
-        out = render_spilled(policy, "bash", result, source_id="artifact:x", sha256="0" * 64, exit_code=1)
+        out = render(policy)
     plain_ms = (time.perf_counter() - start) / 20 * 1000
     tight = SpillPolicy(max_inline_tokens=4_000, token_counter=estimate_tokens)
     start = time.perf_counter()
     for _ in range(20):
-        out = render_spilled(tight, "bash", result, source_id="artifact:x", sha256="0" * 64, exit_code=1)
+        out = render(tight)
     tight_ms = (time.perf_counter() - start) / 20 * 1000
     print(f"render pointer: {plain_ms:.2f} ms (fits at once), {tight_ms:.2f} ms (4,000-token budget, "
           f"{len(out.text)} chars)")

@@ -54,13 +54,6 @@ from s3spill.context.salient import (
     SalientLine,
     SalientScanner,
 )
-from s3spill.context.tap import (
-    OutputTap,
-    TapResult,
-    inline_text,
-    render_spilled,
-    render_unsaved,
-)
 from s3spill.context.tokens import (
     ContextBudget,
     TokenCounter,
@@ -152,7 +145,6 @@ __all__ = [
     "ObjectInfo",
     "ObjectStore",
     "Omitted",
-    "OutputTap",
     "OwnerObservation",
     "Page",
     "PageLine",
@@ -177,7 +169,6 @@ __all__ = [
     "StoreCapabilities",
     "StoreError",
     "StoreUnavailable",
-    "TapResult",
     "TextBlock",
     "TextRetainer",
     "TextStrategy",
@@ -197,7 +188,6 @@ __all__ = [
     "estimate_tokens",
     "format_retention_notice",
     "full_text_chunks",
-    "inline_text",
     "new_transaction_id",
     "open_store",
     "plan_blocks",
@@ -209,7 +199,5 @@ __all__ = [
     "render_blocks",
     "render_degraded",
     "render_pointer",
-    "render_spilled",
-    "render_unsaved",
     "summarize",
 ]

@@ -53,13 +53,6 @@ from s3spill.context.salient import (
     SalientLine,
     SalientScanner,
 )
-from s3spill.context.tap import (
-    OutputTap,
-    TapResult,
-    inline_text,
-    render_spilled,
-    render_unsaved,
-)
 from s3spill.context.tokens import (
     ContextBudget,
     TokenCounter,
@@ -76,7 +69,6 @@ __all__ = [
     "ItemRetainer",
     "ItemStrategy",
     "Omitted",
-    "OutputTap",
     "PointerFacts",
     "PushDecision",
     "RenderedContext",
@@ -86,7 +78,6 @@ __all__ = [
     "SalientLine",
     "SalientScanner",
     "SpillPolicy",
-    "TapResult",
     "TextBlock",
     "TextRetainer",
     "TextStrategy",
@@ -102,12 +93,9 @@ __all__ = [
     "estimate_tokens",
     "format_retention_notice",
     "full_text_chunks",
-    "inline_text",
     "plan_blocks",
     "render_blocks",
     "render_degraded",
     "render_pointer",
-    "render_spilled",
-    "render_unsaved",
     "summarize",
 ]
