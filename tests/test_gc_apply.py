@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from s3spill import keys
-from s3spill.errors import ArtifactCondemned, CleanupRefused, NotFound
+from s3spill.errors import ArtifactCondemned, CleanupRefused, NotFound, StoreUnavailable
 from s3spill.gc_apply import apply_cleanup, choose_delete_method
 from s3spill.gc_doc import PlanWriter
+from s3spill.gc_metered import MeteredStore
 from s3spill.gc_models import CleanupPolicy, CleanupScope, PlanEntry
 from s3spill.gc_plan import plan_cleanup
 from s3spill.journal import LeaseJournal
@@ -243,3 +244,15 @@ def test_unknown_delete_outcome_stays_condemned_until_the_next_run(store: Object
     again = apply_cleanup(store, plan, now=later)
     assert again.counts == {"already_missing": 1} and again.recovered == {"already_missing": 1}
     assert LeaseJournal(store, "s1").view().condemned == ()
+
+
+def test_metered_store_counts_requests_and_halves_its_rate_on_slowdown(local_store: ObjectStore) -> None:
+    """Requests are counted by type, and a request that still fails as unavailable halves the pace."""
+    faulty = FaultyStore(local_store)
+    faulty.add(Fault("head", "unavailable"))
+    meter = MeteredStore(faulty, rate_limit=200.0)
+    put_artifact(meter, "s1", b"x", index=False)
+    with pytest.raises(StoreUnavailable):
+        meter.head("v1/missing")
+    assert meter.slowdowns == 1 and meter._rate == 100.0
+    assert meter.requests == {"put_if_absent": 1, "head": 1}

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,7 @@ from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused, ConfigError
 from s3spill.gc_apply import apply_cleanup
 from s3spill.gc_doc import CleanupPlan, load_plan_from_store, save_plan_to_store
+from s3spill.gc_metered import MeteredStore
 from s3spill.gc_models import CleanupPolicy, CleanupReport, CleanupScope, parse_duration
 from s3spill.gc_plan import plan_cleanup, plan_report
 from s3spill.keys import session_hash
@@ -190,9 +192,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         policy = _policy(args, dry_run=True)
         store = store_from_args(args)
         to_store = args.out == "store"
-        plan = plan_cleanup(store, scope, policy, out=None if to_store or not args.out else args.out,
+        meter = MeteredStore(store)
+        started = time.monotonic()
+        plan = plan_cleanup(meter, scope, policy, out=None if to_store or not args.out else args.out,
                             config=_config(args))
-        doc = plan_report(plan).model_dump(mode="json")
+        doc = plan_report(plan, time.monotonic() - started, dict(meter.requests)).model_dump(mode="json")
         doc["plan_path"] = str(plan.path)
         if to_store:
             doc["plan_key"] = save_plan_to_store(store, plan)
@@ -221,9 +225,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         scope = _scope(args)
         policy = _policy(args, dry_run=not args.apply)
         store = store_from_args(args)
-        plan = plan_cleanup(store, scope, policy, out=args.out, config=_config(args))
+        meter = MeteredStore(store)
+        started = time.monotonic()
+        plan = plan_cleanup(meter, scope, policy, out=args.out, config=_config(args))
+        planned = plan_report(plan, time.monotonic() - started, dict(meter.requests))
         report = _apply(args, plan, dry_run=not args.apply)
-        _print({"plan": plan_report(plan).model_dump(mode="json") | {"plan_path": str(plan.path)},
+        _print({"plan": planned.model_dump(mode="json") | {"plan_path": str(plan.path)},
                 "apply": report.model_dump(mode="json")})
         return _exit_code(report)
     except CleanupRefused as exc:
