@@ -10,7 +10,8 @@ Memory stays bounded whatever the content: a line longer than ``long_line`` byte
 searched in windows of that size overlapping by ``overlap`` characters, and only a short
 excerpt of any line is kept. The one price is exactness: in such a line a match longer than
 the overlap could straddle two windows and be missed, so when a windowed line had no match
-the result says its count is a lower bound (``exact=False``) instead of pretending.
+the result says its count is a lower bound (``exact=False``) instead of pretending; and in
+such a line the offsets given are those of *a* match, normally but not always the first.
 """
 
 from __future__ import annotations
@@ -160,24 +161,30 @@ class _LongLine:
         if len(self.head) < EXCERPT_CHARS:
             self.head += text[: EXCERPT_CHARS - len(self.head)]
         if self.found is None:
-            window = self.tail + text
-            self.windows += 1
-            m = self.pattern.search(window)
-            if m is not None and (final or m.end() < len(window)):
-                base_units = self.decoded_units - len(self.tail)
-                base_bytes = self.decoded_bytes - self.tail_bytes
-                col = base_units + m.start()
-                byte = base_bytes + len(encode_units(window[: m.start()]))
-                lo = max(0, m.start() - EXCERPT_LEAD)
-                piece = window[lo : lo + EXCERPT_CHARS]
-                shown, escaped = escape(piece)
-                self.found = (byte, col, GrepLine(number=0, char_start=base_units + lo, text=shown,
-                                                  escaped=escaped, truncated=True))
-            else:
-                self.tail = window[-self.overlap :]
-                self.tail_bytes = len(encode_units(self.tail))
+            self._search(self.tail + text, final)
         self.decoded_bytes = self.fed - len(self.dec.getstate()[0])
         self.decoded_units += len(text)
+
+    def _search(self, window: str, final: bool) -> None:
+        """Search one window. Later windows start one character early and search from 1,
+        so ``^``/``\\A`` and lookbehinds see the real preceding text; a match must end at
+        least ``overlap`` characters before an artificial window end, so ``$``/``\\Z`` and
+        lookaheads do not see it either — the next window, which repeats the last
+        ``2 * overlap`` characters, gets such matches instead."""
+        self.windows += 1
+        start = 1 if self.tail else 0
+        m = self.pattern.search(window, start)
+        if m is not None and (final or m.end() <= len(window) - self.overlap):
+            base_units = self.decoded_units - len(self.tail)
+            base_bytes = self.decoded_bytes - self.tail_bytes
+            byte = base_bytes + len(encode_units(window[: m.start()]))
+            lo = max(0, m.start() - EXCERPT_LEAD)
+            shown, escaped = escape(window[lo : lo + EXCERPT_CHARS])
+            self.found = (byte, base_units + m.start(), GrepLine(
+                number=0, char_start=base_units + lo, text=shown, escaped=escaped, truncated=True))
+            return
+        self.tail = window[-2 * self.overlap :]
+        self.tail_bytes = len(encode_units(self.tail))
 
     def excerpt(self, number: int) -> GrepLine:
         shown, escaped = escape(self.head)

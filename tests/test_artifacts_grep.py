@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from s3spill.artifacts import ArtifactStore
 from s3spill.config import TransferConfig
@@ -15,9 +17,7 @@ from s3spill.store import ObjectStore
 
 def test_capped_grep_states_the_exact_omitted_count(store: ObjectStore) -> None:
     """A few MB with 50,000 matching lines and max_matches=50: 50 shown, 49,950 omitted, exactly."""
-    data = b"".join(
-        b"%07d ERROR boom\n" % i if i % 2 == 0 else b"%07d fine\n" % i for i in range(100_000)
-    )
+    data = b"".join(b"%07d ERROR boom\n" % i if i % 2 == 0 else b"%07d fine\n" % i for i in range(100_000))
     arts = ArtifactStore(store, TransferConfig(index_chunk_size=64 * 1024), session_id="S")
     ref = arts.write("S", data, "bash")
     result = arts.grep(ref.source_id, r"ERROR \w+", max_matches=50)
@@ -41,9 +41,7 @@ def test_context_lines_and_offsets_point_into_the_artifact(store: ObjectStore) -
     assert [ln.number for ln in result.matches[0].after] == [4]
     assert [ln.number for ln in result.matches[1].after] == []
     assert result.matches[1].line.escaped and result.matches[1].line.text == "\\xff needle"
-    page = arts.read_page(
-        ref.source_id, offset=2, char_offset=result.matches[0].char_offset, limit=1
-    )
+    page = arts.read_page(ref.source_id, offset=2, char_offset=result.matches[0].char_offset, limit=1)
     assert page.lines[0].text == "needle é"
     rendered = result.render()
     assert "     3:\tc needle é" in rendered and "     6:!\t\\xff needle" in rendered
@@ -74,3 +72,53 @@ def test_long_lines_are_searched_in_bounded_windows() -> None:
     assert data[long_match.byte_offset :].startswith(b"NEEDLE") and long_match.char_offset == 5000
     assert not result.exact  # the 9000-byte line without a match was only windowed
     assert "lower bound" in result.render()
+
+
+PATTERNS = ["a", "^a", "a$", r"\s", "[^a]b", "a.b", r"(?<!a)b", r"b(?!\n)", r"\Ab", r"b\Z", "x*", "é|\udcff"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.lists(
+        st.sampled_from([b"a", b"b", b" ", b"\n", b"\xc3\xa9", b"\xff", b"ab\n"]), max_size=300
+    ).map(b"".join),
+    pattern=st.sampled_from(PATTERNS),
+    cuts=st.lists(st.integers(1, 40), max_size=10),
+    context=st.integers(0, 2),
+    max_matches=st.integers(1, 5),
+)
+def test_grep_agrees_with_a_naive_per_line_search(
+    data: bytes, pattern: str, cuts: list[int], context: int, max_matches: int
+) -> None:
+    """Whatever the chunking, grep finds exactly the lines a per-line search finds, with exact offsets."""
+    compiled = re.compile(pattern)
+    lines = data.split(b"\n")
+    if data.endswith(b"\n") or not data:
+        lines = lines[:-1]
+    expected, offset = [], 0
+    for number, raw in enumerate(lines, 1):
+        text = raw.decode("utf-8", "surrogateescape")
+        m = compiled.search(text)
+        if m:
+            expected.append((number, offset + len(text[: m.start()].encode("utf-8", "surrogateescape"))))
+        offset += len(raw) + 1
+    g = Grep("artifact:t", compiled, context=context, max_matches=max_matches)
+    windowed = Grep("artifact:t", compiled, max_matches=1000, long_line=64, overlap=8)
+    pos = 0
+    for n in [*cuts, len(data)]:
+        g.feed(data[pos : pos + n])
+        windowed.feed(data[pos : pos + n])
+        pos += n
+    result = g.result(expected_lines=len(lines))
+    assert result.exact and result.lines_scanned == len(lines)
+    assert result.total_matches == len(expected)
+    assert [(m.line_number, m.byte_offset) for m in result.matches] == expected[:max_matches]
+    for m in result.matches:
+        assert [ln.number for ln in m.before] == list(range(max(1, m.line_number - context), m.line_number))
+        assert [ln.number for ln in m.after] == list(
+            range(m.line_number + 1, min(len(lines), m.line_number + context) + 1)
+        )
+    found = windowed.result(expected_lines=len(lines))
+    assert {m.line_number for m in found.matches} <= {n for n, _ in expected}
+    if found.exact:
+        assert found.total_matches == len(expected)
