@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from tenacity import (
+    RetryCallState,
     Retrying,
     retry_if_exception_type,
     stop_after_attempt,
@@ -35,6 +36,7 @@ from s3spill.errors import (
     JournalCorrupt,
     NotFound,
     PreconditionFailed,
+    S3SpillError,
     StoreUnavailable,
     TransactionStateError,
 )
@@ -130,7 +132,12 @@ class ManifestCas:
         self._write_id: str | None = None
         self._segments: list[SegmentRef] = []
         self._manifest: JournalManifest | None = None
+        self._etag: str | None = None
         self._manifest_bytes = 0
+        #: Try the first CAS on the state this process last saw, without re-reading;
+        #: switched off as soon as that loses (someone else is writing), back on after
+        #: an uncontended write. A stale guess only costs a failed conditional write.
+        self._optimistic = False
 
     def _read(self) -> tuple[JournalManifest | None, str | None]:
         """HEAD then GET: the body is at least as new as the ETag, so a CAS on a stale
@@ -151,7 +158,7 @@ class ManifestCas:
         self._manifest_bytes = len(body)
         return manifest, info.etag
 
-    def _sync(self, manifest: JournalManifest | None) -> JournalFold:
+    def _sync(self, manifest: JournalManifest | None, etag: str | None) -> JournalFold:
         """Verify ``manifest`` against what this process already verified and adopt it."""
         if manifest is None:
             if self._fold is not None:
@@ -163,6 +170,7 @@ class ManifestCas:
                 if manifest.write_id != self._write_id:
                     raise corrupt(self.session_hash, "generation",
                                   f"two different manifests carry generation {manifest.generation}")
+                self._etag = etag
                 return self._fold
             if manifest.generation < self._generation:
                 raise corrupt(self.session_hash, "generation", f"the manifest went back from generation "
@@ -172,12 +180,13 @@ class ManifestCas:
         else:
             fold = JournalFold(self.session_hash)
             self._walk(manifest, fold, 0)
-        self._adopt(manifest, fold)
+        self._adopt(manifest, fold, etag)
         return fold
 
-    def _adopt(self, manifest: JournalManifest, fold: JournalFold | None) -> None:
+    def _adopt(self, manifest: JournalManifest, fold: JournalFold | None, etag: str | None) -> None:
         if fold is None:
             return  # written without a fold (touch): verified on the next read, not trusted now
+        self._etag = etag
         self._fold = fold
         self._segments = list(manifest.segments)
         self._journal_id = manifest.journal_id
@@ -242,15 +251,25 @@ class ManifestCas:
     def _cas(self, build: Builder, *, verify: bool = True) -> TransitionResult:
         attempted: dict[str, Built] = {}
         cfg = self.config
+        backoff = wait_random_exponential(multiplier=cfg.backoff_base, max=cfg.backoff_max)
+        guessed = self._optimistic and self._manifest is not None and self._etag is not None \
+            and (self._fold is not None or not verify)
+
+        def wait(state: RetryCallState) -> float:
+            # A lost guess is not contention we saw yet: re-read at once.
+            return 0.0 if guessed and state.attempt_number == 1 else float(backoff(state))
+
         retrying = Retrying(
             stop=stop_after_attempt(cfg.journal_cas_attempts) | stop_after_delay(cfg.deadline),
-            wait=wait_random_exponential(multiplier=cfg.backoff_base / 4, max=cfg.backoff_max),
-            retry=retry_if_exception_type(_Retry), reraise=True,
+            wait=wait, retry=retry_if_exception_type(_Retry), reraise=True,
         )
         try:
             for attempt in retrying:
                 with attempt:
-                    return self._cas_once(build, attempted, verify)
+                    first = attempt.retry_state.attempt_number == 1
+                    result = self._cas_once(build, attempted, verify, guess=guessed and first)
+                    self._optimistic = first
+                    return result
         except _Retry as exc:
             if exc.unknown:
                 raise StoreUnavailable(f"journal write for session {self.session_hash} has an unknown "
@@ -259,21 +278,36 @@ class ManifestCas:
                                     f"{cfg.journal_cas_attempts} times to concurrent writers") from exc.cause
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _cas_once(self, build: Builder, attempted: dict[str, Built], verify: bool) -> TransitionResult:
-        try:
-            manifest, etag = self._read()
-            fold = self._sync(manifest) if verify else None
-            if attempted and manifest is not None:
-                landed = self._landed(manifest, fold, attempted)
-                if landed is not None:
-                    return landed
-            built = build(manifest, fold)
-        except StoreUnavailable as exc:
-            raise _Retry(exc, unknown=bool(attempted)) from exc
-        if isinstance(built, TransitionResult):
-            return built
+    def _cas_once(self, build: Builder, attempted: dict[str, Built], verify: bool,
+                  guess: bool = False) -> TransitionResult:
+        if guess:
+            # Only a write may be decided on the guessed state (the CAS then checks it);
+            # a no-op or a refusal is decided again on what the store holds now.
+            manifest, etag, fold = self._manifest, self._etag, self._fold
+            try:
+                built = build(manifest, fold)
+            except (S3SpillError, ValueError):
+                built = None
+            if not isinstance(built, Built):
+                return self._cas_once(build, attempted, verify)
+        else:
+            try:
+                manifest, etag = self._read()
+                fold = self._sync(manifest, etag) if verify else None
+                if attempted and manifest is not None:
+                    landed = self._landed(manifest, fold, attempted)
+                    if landed is not None:
+                        return landed
+                built = build(manifest, fold)
+            except StoreUnavailable as exc:
+                raise _Retry(exc, unknown=bool(attempted)) from exc
+            if isinstance(built, TransitionResult):
+                return built
         if built.segment is not None:
-            self._write_segment(*built.segment)
+            try:  # idempotent (content-addressed): an unknown outcome is simply written again
+                self._write_segment(*built.segment)
+            except StoreUnavailable as exc:
+                raise _Retry(exc, unknown=bool(attempted)) from exc
         failpoint(FP_BEFORE_CAS)
         body = built.manifest.body()
         try:
@@ -284,6 +318,7 @@ class ManifestCas:
                 put = self.store.put_if_match(self.key, body, etag, content_type=_JSON)
         except (AlreadyExists, PreconditionFailed, ConditionalConflict) as exc:
             self.stats.lost += 1
+            self._optimistic = False
             log.debug("journal.cas_lost", session=self.session_hash, generation=built.manifest.generation)
             raise _Retry(exc, unknown=bool(attempted)) from exc
         except StoreUnavailable as exc:
@@ -291,9 +326,8 @@ class ManifestCas:
             attempted[built.manifest.write_id] = built
             log.info("journal.cas_unknown", session=self.session_hash, generation=built.manifest.generation)
             raise _Retry(exc, unknown=True) from exc
-        del put
         self.stats.writes += 1
-        self._adopt(built.manifest, built.fold)
+        self._adopt(built.manifest, built.fold, put.etag)
         self._manifest_bytes = len(body)
         return built.result
 
@@ -393,6 +427,6 @@ class ManifestCas:
 
     def refresh(self) -> JournalFold:
         """Read and verify the current manifest (incrementally); the verified fold."""
-        manifest, _ = self._read()
-        return self._sync(manifest)
+        manifest, etag = self._read()
+        return self._sync(manifest, etag)
 
