@@ -5,6 +5,7 @@ through; the full output lives in S3 (or a local directory), protected by a leas
 journal from a garbage collector that deletes only what nothing references.
 """
 
+from s3spill.agent_tools import AgentTools, ToolOutcome
 from s3spill.artifacts import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.context.blocks import (
@@ -107,6 +108,7 @@ from s3spill.store import ObjectInfo, ObjectStore, PutResult, StoreCapabilities,
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentTools",
     "AlreadyExists",
     "ArtifactCondemned",
     "ArtifactIndex",
@@ -173,6 +175,7 @@ __all__ = [
     "TextRetainer",
     "TextStrategy",
     "TokenCounter",
+    "ToolOutcome",
     "ToolPolicy",
     "TransactionStateError",
     "TransferConfig",

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.gc_cmds",
     "s3spill.cli.artifact_cmds",
     "s3spill.cli.run_cmds",
+    "s3spill.cli.mcp_cmds",
 )
 
 EXIT_ERROR = 2

@@ -1,0 +1,53 @@
+"""``s3spill mcp``: serve read_artifact / grep_artifact (and externalize) over MCP.
+
+The store and the session come from ``--store`` and ``--session`` / ``$S3SPILL_SESSION``
+— the harness's configuration — so the model can only ever reach its own session.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from s3spill.cli.common import session_from_args, store_from_args
+from s3spill.errors import ConfigError
+from s3spill.mcp_config import check_bind, parse_http_address
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "mcp", help="serve the artifact tools to an agent over the Model Context Protocol",
+        description="Serve read_artifact and grep_artifact (and the harness-facing externalize) "
+        "over MCP, bound to the configured store and session. stdio by default; --http serves "
+        "the streamable HTTP transport at http://HOST:PORT/mcp.")
+    p.add_argument("--http", metavar="HOST:PORT",
+                   help="serve streamable HTTP instead of stdio (host defaults to 127.0.0.1)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow a non-loopback --http address (the endpoint has no authentication)")
+    p.add_argument("--no-externalize", action="store_true",
+                   help="do not offer the harness-facing externalize tool (model-facing tools only)")
+    p.set_defaults(func=cmd_mcp)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    # Configuration first: the SDK takes seconds to import, a refusal should not.
+    session = session_from_args(args)
+    address = parse_http_address(args.http) if args.http else None
+    if address is not None:
+        check_bind(address[0], allow_remote=args.allow_remote)
+    try:
+        from s3spill import mcp_server
+    except ImportError as exc:  # the optional extra is missing
+        raise ConfigError(f"s3spill mcp needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
+    from s3spill.agent_tools import AgentTools
+
+    store = store_from_args(args)
+    try:
+        tools = AgentTools(store, session)
+        server = mcp_server.build_server(tools)
+        if address is None:
+            mcp_server.serve_stdio(server)
+        else:
+            mcp_server.serve_http(server, *address, allow_remote=args.allow_remote)
+    finally:
+        store.close()
+    return 0
