@@ -39,6 +39,7 @@ from s3spill.agent_tools import (
 )
 from s3spill.log import get_logger
 from s3spill.mcp_config import check_bind
+from s3spill.spiller import Spiller
 
 log = get_logger("s3spill.mcp")
 
@@ -105,6 +106,16 @@ def build_server(tools: AgentTools, externalizer: Externalizer | None = None) ->
     return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
                   get_tool_input_schema=schemas.get, on_list_tools=list_tools,
                   on_call_tool=call_tool)
+
+
+def spiller_externalizer(spiller: Spiller) -> Externalizer:
+    """``externalize`` backed by a :class:`~s3spill.spiller.Spiller` (which never raises for
+    store failures: a degraded result says the output could not be saved)."""
+
+    def externalize(text: str, tool: str, call_id: str | None, exit_code: int | None) -> str:
+        return spiller.externalize(text, tool, call_id, exit_code).context_text
+
+    return externalize
 
 
 def _externalize(externalizer: Externalizer, arguments: Mapping[str, Any]) -> ToolOutcome:

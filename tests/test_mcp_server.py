@@ -92,7 +92,7 @@ async def _walk(client: Client, fx: Fixture) -> dict[str, str]:
     """The model's path through the server; returns the error lines it received."""
     listed = await client.list_tools()
     names = {tool.name for tool in listed.tools}
-    assert {"read_artifact", "grep_artifact"} <= names
+    assert names == {"read_artifact", "grep_artifact", "externalize"}
     read = next(t for t in listed.tools if t.name == "read_artifact")
     assert "do not re-run" in (read.description or "").lower()
     assert read.input_schema["required"] == ["source_id"]
@@ -143,11 +143,31 @@ async def _walk(client: Client, fx: Fixture) -> dict[str, str]:
     result = await client.call_tool("grep_artifact", {"source_id": fx.tampered, "pattern": "x"})
     assert result.is_error and _text(result).startswith("IntegrityError: ")
 
+    # The harness-facing tool: a large output comes back as a pointer the read tool follows.
+    big = "".join(f"step {i} done\n" for i in range(20_000)) + "FAILED: 1 test\n"
+    pointer = _text(await client.call_tool("externalize", {"text": big, "tool": "bash",
+                                                           "call_id": "c-1", "exit_code": 1}))
+    assert len(pointer) < 40_000 and pointer.rstrip().endswith("already stored.")
+    assert "read_artifact(source_id" in pointer and "grep_artifact(source_id" in pointer
+    stored = _need_sid(pointer)
+    tail = _text(await client.call_tool("read_artifact", {"source_id": stored, "offset": 20_000}))
+    assert "20001\tFAILED: 1 test" in tail and "[EOF" in tail
+    small = await client.call_tool("externalize", {"text": "ok\n", "tool": "bash"})
+    assert _text(small) == "ok\n" and not small.is_error
+    bad = await client.call_tool("externalize", {"text": 5, "tool": "bash"})
+    assert bad.is_error and _text(bad).startswith("InvalidRequest: externalize takes")
+
     assert errors["foreign"].startswith("SourceIdError: ") and "does not belong" in errors["foreign"]
     assert errors["tampered"].startswith("IntegrityError: ") and fx.tampered in errors["tampered"]
     assert errors["malformed"].startswith("SourceIdError: malformed source id")
     assert errors["bad_args"] == "InvalidRequest: offset must be an integer"
     return errors
+
+
+def _need_sid(pointer: str) -> str:
+    m = re.search(r'source_id="([^"]+)"', pointer)
+    assert m is not None, pointer[-400:]
+    return m.group(1)
 
 
 def _cli_error(fx: Fixture, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],

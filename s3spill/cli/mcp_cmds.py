@@ -39,15 +39,22 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ImportError as exc:  # the optional extra is missing
         raise ConfigError(f"s3spill mcp needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
     from s3spill.agent_tools import AgentTools
+    from s3spill.spiller import Spiller
 
     store = store_from_args(args)
+    spiller: Spiller | None = None
     try:
         tools = AgentTools(store, session)
-        server = mcp_server.build_server(tools)
+        if not args.no_externalize:
+            spiller = Spiller(store, session, tools.policy)
+        server = mcp_server.build_server(
+            tools, mcp_server.spiller_externalizer(spiller) if spiller is not None else None)
         if address is None:
             mcp_server.serve_stdio(server)
         else:
             mcp_server.serve_http(server, *address, allow_remote=args.allow_remote)
     finally:
+        if spiller is not None:
+            spiller.close()
         store.close()
     return 0
