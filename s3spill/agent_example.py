@@ -239,7 +239,7 @@ class Harness:
 
 def run_agent_example(store: ObjectStore, session_id: str, out: TextIO | None = None, *,
                       model: Callable[[list[Message], list[dict[str, Any]]], Message] | None = None,
-                      max_turns: int = 12) -> AgentRun:
+                      max_turns: int = 12, indent: str = "  ") -> AgentRun:
     """Run the loop to the model's final answer, printing each step with the context size."""
     command = f"{shlex.quote(sys.executable)} -m s3spill.agent_example --build-log"
     model = model or ScriptedModel(command)
@@ -249,7 +249,7 @@ def run_agent_example(store: ObjectStore, session_id: str, out: TextIO | None = 
 
     def say(text: str) -> None:
         if out is not None:
-            print(text, file=out)
+            print(indent + text.replace("\n", "\n" + indent), file=out)
 
     try:
         for _ in range(max_turns):
@@ -260,7 +260,7 @@ def run_agent_example(store: ObjectStore, session_id: str, out: TextIO | None = 
             if not calls:
                 run.answer = str(reply.get("content") or "")
                 run.steps.append(Step("answer", before, context_chars(messages)))
-                say(f"  answer: {run.answer}")
+                say(f"answer: {run.answer}")
                 break
             results = harness.execute(calls)
             messages.extend(results)
@@ -269,8 +269,8 @@ def run_agent_example(store: ObjectStore, session_id: str, out: TextIO | None = 
                 step = Step(_describe(call), before, after, len(result["content"]),
                             _first_line(result["content"]))
                 run.steps.append(step)
-                say(f"  {len(run.steps)}. {step.action}\n"
-                    f"     context {before:,} -> {after:,} chars "
+                say(f"{len(run.steps)}. {step.action}\n"
+                    f"   context {before:,} -> {after:,} chars "
                     f"(~{estimate_tokens(context_text(messages)):,} tokens); "
                     f"the result took {step.result_chars:,} chars: {step.note}")
         else:
@@ -278,7 +278,7 @@ def run_agent_example(store: ObjectStore, session_id: str, out: TextIO | None = 
     finally:
         harness.spiller.close()
     run.messages = messages
-    say(f"  without s3spill the command's output alone would have put {run.raw_output_bytes:,} bytes "
+    say(f"without s3spill the command's output alone would have put {run.raw_output_bytes:,} bytes "
         f"into the context; the whole conversation is {context_chars(messages):,} characters.")
     return run
 
