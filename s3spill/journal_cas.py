@@ -384,9 +384,11 @@ class ManifestCas:
         segments = list(manifest.segments) if manifest else []
         segment: tuple[str, bytes] | None = None
         cfg = self.config
-        if len(records) > cfg.journal_max_recent_records:
-            chunk = records[: cfg.journal_segment_records]
-            assert all(r["sequence"] < old_next for r in chunk)
+        if len(records) > cfg.journal_max_recent_records and records[0]["sequence"] < old_next:
+            # Only records already durable in the manifest we read move out: a segment must
+            # never hold a record whose own CAS may still lose (batched GC writes add many).
+            durable = sum(1 for r in records if r["sequence"] < old_next)
+            chunk = records[: min(cfg.journal_segment_records, durable)]
             first, last = chunk[0]["sequence"], chunk[-1]["sequence"]
             seg_body = canonical_json(JournalSegment(
                 session_hash=self.session_hash, journal_id=journal_id, first_sequence=first,

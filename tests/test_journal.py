@@ -237,3 +237,17 @@ def test_by_hash_journal_sees_the_same_view(store: ObjectStore) -> None:
     foreign, _ = put_artifact(store, session_id="someone-else")
     with pytest.raises(SourceIdError):
         by_hash.prepare(foreign, "tx-2")
+
+
+def test_a_batch_larger_than_the_bound_compacts_only_durable_records(store: ObjectStore) -> None:
+    """A single write that adds more records than the manifest keeps never moves its own
+    (not yet durable) records into a segment, and the history still verifies."""
+    j = journal(store)
+    claim, _ = put_artifact(store)
+    for n in range(5):
+        j.publish_reference(claim, lambda: None, f"tx-{n}")
+    orphans = [put_artifact(store)[0] for _ in range(20)]
+    verdicts = j.condemn_batch([(c.source_id, c.sha256, None, None, None) for c in orphans], "plan-1")
+    assert set(verdicts.values()) == {"condemned"}
+    report = LeaseJournal(store, SESSION, JCFG).verify()
+    assert report.records == 10 + 20 and report.condemned == 20 and report.segments == 1

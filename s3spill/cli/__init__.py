@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.artifact_cmds",
     "s3spill.cli.run_cmds",
     "s3spill.cli.mcp_cmds",
+    "s3spill.cli.journal_cmds",
 )
 
 EXIT_ERROR = 2
