@@ -46,7 +46,7 @@ class TransferConfig(BaseModel):
     journal_cas_attempts: int = Field(default=40, ge=1)
     #: Chained records a manifest keeps inline; past this, the oldest
     #: ``journal_segment_records`` move into an immutable history segment.
-    journal_max_recent_records: int = Field(default=256, ge=8)
+    journal_max_recent_records: int = Field(default=224, ge=8)
     journal_segment_records: int = Field(default=192, ge=4)
     #: Verification unit of an artifact's sidecar index: a page read fetches and hashes
     #: whole chunks, so it transfers at most its own bytes plus two chunks (and the index).

@@ -42,7 +42,7 @@ class DemoContext:
 DemoStep = Callable[[DemoContext], None]
 STEPS: list[tuple[str, DemoStep]] = []
 #: Modules that register their own steps when imported; run_demo imports them.
-STEP_MODULES: tuple[str, ...] = ("s3spill.demo_spill", "s3spill.demo_agent")
+STEP_MODULES: tuple[str, ...] = ("s3spill.demo_spill", "s3spill.demo_agent", "s3spill.demo_journal")
 
 
 def register_step(title: str, step: DemoStep, *, before: str | None = None) -> DemoStep:

@@ -124,7 +124,7 @@ class LeaseJournal(ManifestCas):
             session_hash=self.session_hash, exists=m is not None, generation=self._generation,
             journal_id=self._journal_id, last_active=m.last_active if m else None,
             next_sequence=fold.next_sequence, head_hash=fold.head_hash,
-            transactions=tuple(fold.live[t] for t in sorted(fold.live)),
+            transactions=tuple(fold.live_views().values()),
             pending_transaction_ids=tuple(fold.pending_ids()),
             condemned=tuple(fold.condemned_view().values()),
             segments=len(m.segments) if m else 0, recent_records=len(m.records) if m else 0,
@@ -133,7 +133,8 @@ class LeaseJournal(ManifestCas):
 
     def transaction(self, transaction_id: str) -> TxView | None:
         """The folded state of one transaction (terminal ones included), verified."""
-        return self.refresh().txs.get(transaction_id)
+        tx = self.refresh().txs.get(transaction_id)
+        return tx.view() if tx is not None else None
 
     def recent_records(self) -> list[dict[str, Any]]:
         self.refresh()

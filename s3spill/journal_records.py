@@ -15,12 +15,12 @@ history: editing, dropping or reordering any record is detected at the next one.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+import orjson
 from pydantic import Field, ValidationError, model_validator
 
 from s3spill.errors import JournalCorrupt
@@ -42,9 +42,9 @@ LIVE_STATES = frozenset({"PREPARED", "COMMITTED"})
 
 
 def canonical_json(obj: Any) -> bytes:
-    """The one serialisation used for hashing and for every journal object's body."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-                      allow_nan=False).encode("ascii")
+    """The one serialisation used for hashing and for every journal object's body:
+    compact UTF-8 JSON with sorted keys (orjson; no floats ever occur in a record)."""
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
 
 
 def compute_record_hash(raw: Mapping[str, Any]) -> str:
@@ -132,6 +132,25 @@ class TxView(Record):
     updated_sequence: int
 
 
+@dataclass(frozen=True, slots=True)
+class TxState:
+    """A transaction inside the fold: the same fields as :class:`TxView`, minus the model
+    overhead (a journal folds tens of thousands of these; only live ones become views)."""
+
+    transaction_id: str
+    state: TxEvent
+    claim: ArtifactRetentionClaim
+    intent_sha256: str
+    prepared_sequence: int
+    updated_sequence: int
+
+    def view(self) -> TxView:
+        return TxView.model_construct(
+            transaction_id=self.transaction_id, state=self.state, claim=self.claim,
+            intent_sha256=self.intent_sha256, prepared_sequence=self.prepared_sequence,
+            updated_sequence=self.updated_sequence)
+
+
 class CondemnationView(Record):
     """GC's fence on one artifact (the manifest keeps only the CONDEMNED ones)."""
 
@@ -199,6 +218,21 @@ def corrupt(shash: str, reason: str, message: str) -> JournalCorrupt:
                           session_hash=shash)
 
 
+class _Label:
+    """``<where>: record <n>``, formatted only if an error message needs it."""
+
+    __slots__ = ("sequence", "where")
+
+    def __init__(self, where: str, sequence: int) -> None:
+        self.where, self.sequence = where, sequence
+
+    def __str__(self) -> str:
+        return f"{self.where}: record {self.sequence}"
+
+    def __format__(self, spec: str) -> str:
+        return str(self)
+
+
 @dataclass
 class JournalFold:
     """Everything the whole history implies, built one verified record at a time.
@@ -213,10 +247,17 @@ class JournalFold:
     next_sequence: int = 0
     head_hash: str = GENESIS_HASH
     hashes: list[str] = field(default_factory=list)
-    txs: dict[str, TxView] = field(default_factory=dict)
-    live: dict[str, TxView] = field(default_factory=dict)
+    txs: dict[str, TxState] = field(default_factory=dict)
+    live: dict[str, TxState] = field(default_factory=dict)
     artifacts: dict[str, CondemnationView] = field(default_factory=dict)
     live_by_source: dict[str, set[str]] = field(default_factory=dict)
+    _views: dict[str, TxView] | None = None
+
+    def live_views(self) -> dict[str, TxView]:
+        """The live transactions as the manifest stores them (built lazily, then cached)."""
+        if self._views is None:
+            self._views = {t: self.live[t].view() for t in sorted(self.live)}
+        return self._views
 
     def clone(self) -> JournalFold:
         return JournalFold(
@@ -239,9 +280,27 @@ class JournalFold:
             raise self._bad("hash_mismatch", f"{where}: record {seq} differs from the history "
                             "already verified (the record was rewritten)")
 
-    def apply(self, raw: Any, where: str) -> JournalRecord:
+    def apply(self, raw: Any, where: str, validated: JournalRecord | None = None) -> JournalRecord:
         if not isinstance(raw, dict):
             raise self._bad("unparseable", f"{where}: a record is not a JSON object")
+        if (raw.get("session_hash") != self.session_hash or raw.get("sequence") != self.next_sequence
+                or raw.get("prev_hash") != self.head_hash):
+            self._misplaced(raw, where)
+        if compute_record_hash(raw) != raw.get("record_hash"):
+            raise self._bad("hash_mismatch", f"{where}: record {raw.get('sequence')}: content does not "
+                            "match its SHA-256 (the record was altered)")
+        try:
+            rec = validated if validated is not None else JournalRecord.model_validate(raw)
+        except ValidationError as exc:
+            raise self._bad("unparseable", f"{where}: record {raw.get('sequence')} is not a valid "
+                            f"record: {exc.errors()[0].get('msg', 'invalid')}") from None
+        self._transition(rec, raw, _Label(where, rec.sequence))
+        self.hashes.append(rec.record_hash)
+        self.head_hash = rec.record_hash
+        self.next_sequence += 1
+        return rec
+
+    def _misplaced(self, raw: dict[str, Any], where: str) -> None:
         label = f"{where}: record {raw.get('sequence', '?')}"
         if raw.get("session_hash") != self.session_hash:
             raise self._bad("foreign_record", f"{label} belongs to another session "
@@ -249,32 +308,17 @@ class JournalFold:
         if raw.get("sequence") != self.next_sequence:
             raise self._bad("sequence_gap", f"{label}: expected sequence {self.next_sequence}, "
                             f"found {raw.get('sequence')!r} (records are missing or reordered)")
-        if raw.get("prev_hash") != self.head_hash:
-            raise self._bad("chain_break", f"{label} does not link to its predecessor "
-                            "(hash chain broken)")
-        if compute_record_hash(raw) != raw.get("record_hash"):
-            raise self._bad("hash_mismatch", f"{label}: content does not match its SHA-256 "
-                            "(the record was altered)")
-        try:
-            rec = JournalRecord.model_validate(raw)
-        except ValidationError as exc:
-            raise self._bad("unparseable", f"{label} is not a valid record: "
-                            f"{exc.errors()[0].get('msg', 'invalid')}") from None
-        self._transition(rec, raw, label)
-        self.hashes.append(rec.record_hash)
-        self.head_hash = rec.record_hash
-        self.next_sequence += 1
-        return rec
+        raise self._bad("chain_break", f"{label} does not link to its predecessor (hash chain broken)")
 
     # -- the state machine -------------------------------------------------------------
 
-    def _transition(self, rec: JournalRecord, raw: dict[str, Any], label: str) -> None:
+    def _transition(self, rec: JournalRecord, raw: dict[str, Any], label: _Label) -> None:
         if rec.event in TX_EVENTS:
             self._tx_transition(rec, raw, label)
         else:
             self._artifact_transition(rec, label)
 
-    def _tx_transition(self, rec: JournalRecord, raw: dict[str, Any], label: str) -> None:
+    def _tx_transition(self, rec: JournalRecord, raw: dict[str, Any], label: _Label) -> None:
         txid = rec.transaction_id
         assert txid is not None and rec.intent_sha256 is not None
         existing = self.txs.get(txid)
@@ -283,7 +327,8 @@ class JournalFold:
             if intent_hash(raw["claim"]) != rec.intent_sha256:
                 raise self._bad("rewritten_intent", f"{label}: the claim of {txid} does not match "
                                 "its intent digest (intent rewritten)")
-            if SourceId.parse(rec.claim.source_id).session_hash != self.session_hash:
+            # the claim's own validator parsed the id: field 1 is its session hash
+            if rec.claim.source_id.split(":", 2)[1] != self.session_hash:
                 raise self._bad("foreign_record", f"{label}: claim of {txid} names another session")
             if existing is not None:
                 reason = ("rewritten_intent" if existing.intent_sha256 != rec.intent_sha256
@@ -293,10 +338,9 @@ class JournalFold:
             if art is not None and art.state in ("CONDEMNED", "DELETED"):
                 raise self._bad("invalid_transition", f"{label}: {txid} prepared on a "
                                 f"{art.state.lower()} artifact")
-            view = TxView(transaction_id=txid, state="PREPARED", claim=rec.claim,
-                          intent_sha256=rec.intent_sha256, prepared_sequence=rec.sequence,
-                          updated_sequence=rec.sequence)
-            self.txs[txid] = self.live[txid] = view
+            state = TxState(txid, "PREPARED", rec.claim, rec.intent_sha256, rec.sequence, rec.sequence)
+            self.txs[txid] = self.live[txid] = state
+            self._views = None
             self.live_by_source.setdefault(rec.claim.source_id, set()).add(txid)
             return
         if existing is None:
@@ -308,10 +352,14 @@ class JournalFold:
         if existing.state != allowed[rec.event]:
             raise self._bad("invalid_transition", f"{label}: {rec.event} after {existing.state} "
                             f"for {txid}")
-        view = existing.model_copy(update={"state": rec.event, "updated_sequence": rec.sequence})
-        self.txs[txid] = view
+        event: TxEvent = "COMMITTED" if rec.event == "COMMITTED" else (
+            "ABORTED" if rec.event == "ABORTED" else "RELEASED")
+        new = TxState(txid, event, existing.claim, existing.intent_sha256, existing.prepared_sequence,
+                      rec.sequence)
+        self.txs[txid] = new
+        self._views = None
         if rec.event == "COMMITTED":
-            self.live[txid] = view
+            self.live[txid] = new
         else:
             del self.live[txid]
             holders = self.live_by_source[existing.claim.source_id]
@@ -319,7 +367,7 @@ class JournalFold:
             if not holders:
                 del self.live_by_source[existing.claim.source_id]
 
-    def _artifact_transition(self, rec: JournalRecord, label: str) -> None:
+    def _artifact_transition(self, rec: JournalRecord, label: _Label) -> None:
         assert rec.source_id is not None and rec.sha256 is not None and rec.plan_id is not None
         if SourceId.parse(rec.source_id).session_hash != self.session_hash:
             raise self._bad("foreign_record", f"{label}: {rec.event} names another session's artifact")
@@ -340,7 +388,7 @@ class JournalFold:
 
     # -- questions ---------------------------------------------------------------------
 
-    def protecting(self, source_id: str, at: datetime) -> list[TxView]:
+    def protecting(self, source_id: str, at: datetime) -> list[TxState]:
         """Claims that protect ``source_id`` at ``at``: any PREPARED, any unexpired COMMITTED."""
         out = []
         for txid in sorted(self.live_by_source.get(source_id, ())):
@@ -360,9 +408,10 @@ class JournalFold:
         """The manifest's stored view must be exactly what the history folds to."""
         if manifest.next_sequence != self.next_sequence or manifest.head_hash != self.head_hash:
             raise self._bad("chain_break", "the manifest's chain head does not match its records")
-        if manifest.transactions != self.live:
-            names = sorted(set(manifest.transactions) | set(self.live))
-            name = next((n for n in names if manifest.transactions.get(n) != self.live.get(n)), "?")
+        views = self.live_views()
+        if manifest.transactions != views:
+            names = sorted(set(manifest.transactions) | set(views))
+            name = next((n for n in names if manifest.transactions.get(n) != views.get(n)), "?")
             raise self._bad("view_mismatch", f"the manifest's claim view disagrees with its history "
                             f"at transaction {name} (view edited or intent rewritten)")
         if manifest.pending_transaction_ids != self.pending_ids():

@@ -21,3 +21,5 @@ def test_demo_runs_every_step_and_reports_no_violation(capsys: pytest.CaptureFix
     assert "the page's bytes equal the original output at that place: yes" in out
     assert "(pointer):" in out and "could NOT be saved" in out
     assert "answer: The build fails at line 21337" in out and "is COMMITTED in the session's lease" in out
+    assert "reconcile demo-ref-landed: committed" in out and "reconcile demo-ref-lost: aborted" in out
+    assert "a late publish of demo-ref-lost is refused" in out

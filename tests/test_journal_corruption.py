@@ -171,3 +171,19 @@ def test_a_manifest_going_back_in_time_is_refused(store: ObjectStore) -> None:
     with pytest.raises(JournalCorrupt, match="went back from generation") as exc:
         j.view()
     assert exc.value.reason == "generation"
+
+
+def test_an_edited_segment_with_a_matching_digest_is_still_caught(store: ObjectStore) -> None:
+    """Rewriting a record inside a segment and re-pointing the manifest at the new bytes is
+    caught by the record's own hash, and the message names the record."""
+    populated(store, transactions=10)
+    doc = json.loads(store.get(MANIFEST))
+    ref = doc["segments"][0]
+    seg = json.loads(store.get(keys.segment_key(SHASH, ref["first_sequence"], ref["last_sequence"],
+                                                ref["sha256"])))
+    seg["records"][5]["event"] = "FORGOTTEN"
+    body = json.dumps(seg, sort_keys=True, separators=(",", ":")).encode()
+    digest = hashlib.sha256(body).hexdigest()
+    store.put_if_absent(keys.segment_key(SHASH, ref["first_sequence"], ref["last_sequence"], digest), body)
+    rewrite_manifest(store, lambda d: d["segments"][0].update(sha256=digest))
+    refused(store, "hash_mismatch", "segment 0-7: record 5: content does not match its SHA-256")
