@@ -9,9 +9,11 @@ and writes with the three-outcome discipline described in :mod:`s3spill.journal`
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -58,6 +60,20 @@ from s3spill.models import utcnow
 from s3spill.store.base import ObjectStore
 
 log = get_logger("s3spill.journal")
+
+
+@contextlib.contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause the cyclic collector while folding: a long history allocates tens of thousands
+    of acyclic objects, and the collector would re-walk all of them (~30% of verify time).
+    Reference counting still frees everything; the collector resumes right after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class _SegmentRecords(BaseModel):
@@ -206,6 +222,10 @@ class ManifestCas:
 
     def _walk(self, manifest: JournalManifest, fold: JournalFold, known_segments: int) -> None:
         """Apply every record of ``manifest`` not yet in ``fold``; re-check the ones that are."""
+        with _no_cyclic_gc():
+            self._walk_records(manifest, fold, known_segments)
+
+    def _walk_records(self, manifest: JournalManifest, fold: JournalFold, known_segments: int) -> None:
         if manifest.segments[:known_segments] != self._segments[:known_segments]:
             raise corrupt(self.session_hash, "segment_mismatch", "the manifest's segment index was rewritten")
         expected = manifest.segments[known_segments - 1].last_sequence + 1 if known_segments else 0
