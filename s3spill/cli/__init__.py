@@ -31,7 +31,11 @@ EXIT_ERROR = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="s3spill", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="s3spill",
+        description="Spill oversized tool output to immutable, checksummed objects, page it back "
+        "through verified reads, and delete only what no reference protects.",
+    )
     parser.add_argument("--store", help="store URL: s3://bucket/prefix or file:///path "
                         "(default: $S3SPILL_STORE, else a per-user state directory)")
     parser.add_argument("--session", help="session id (default: $S3SPILL_SESSION)")
