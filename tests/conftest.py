@@ -78,3 +78,18 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStor
         yield request.getfixturevalue("moto_store")
     else:  # pragma: no cover - a new backend must be wired here
         raise AssertionError(request.param)
+
+
+@pytest.fixture(params=["local", "moto_server"])
+def race_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStore]:
+    """A backend whose conditional checks are atomic, for tests that race threads.
+
+    In-process moto checks If-None-Match/If-Match non-atomically, so a thread race there
+    tests the emulator, not our code; the serialized server answers one request at a time.
+    """
+    if request.param == "local":
+        s: ObjectStore = LocalStore(tmp_path / "store", TEST_CONFIG)
+        yield s
+        s.close()
+    else:
+        yield request.getfixturevalue("server_store")

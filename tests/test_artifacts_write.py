@@ -110,25 +110,31 @@ def test_colliding_names_never_overwrite(
 
 
 def test_concurrent_writers_on_one_name_all_survive(
-    store: ObjectStore, monkeypatch: pytest.MonkeyPatch
+    race_store: ObjectStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Eight threads drawing one name: one keeps it; all eight artifacts are intact and distinct."""
+    store = race_store
     gen = _Repeating(times=8)
     monkeypatch.setattr(keys, "new_artifact_name", gen)
     arts = ArtifactStore(store, CONFIG, session_id="S")
     refs: list[ArtifactReference] = []
+    errors: list[BaseException] = []
     barrier = threading.Barrier(8)
 
     def writer(i: int) -> None:
         body = (b"writer %d\n" % i) * 500
         barrier.wait()
-        refs.append(arts.write("S", iter([body[:100], body[100:]]), "bash"))
+        try:
+            refs.append(arts.write("S", iter([body[:100], body[100:]]), "bash"))
+        except BaseException as exc:  # surfaced by the assertion below
+            errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert errors == []
     assert len(refs) == 8 and len({r.name for r in refs}) == 8
     assert sum(r.name == gen.fixed for r in refs) == 1
     for r in refs:

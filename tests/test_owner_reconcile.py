@@ -189,8 +189,9 @@ def test_reconcile_pending_takes_the_snapshot_and_reports_nothing_private(store:
     assert reconcile_pending(journal, owner) == []
 
 
-def test_concurrent_reconcilers_append_one_terminal_record(store: ObjectStore) -> None:
+def test_concurrent_reconcilers_append_one_terminal_record(race_store: ObjectStore) -> None:
     """Four reconcilers racing on the same pending transactions append one terminal record each."""
+    store = race_store  # atomic conditional checks: in-process moto's are not
     journal, owner = setup(store)
     claim, ref = put_artifact(store)
     txids = [f"tx-{n}" for n in range(4)]
