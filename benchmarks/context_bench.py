@@ -59,9 +59,9 @@ def child(size_mib: int, store_kind: str, endpoint: str | None, workdir: str) ->
     """One case, in this (fresh) process; prints one JSON line."""
     from s3spill.config import TransferConfig
     from s3spill.context.policy import SpillPolicy
-    from s3spill.spiller import Spiller
+    from s3spill.spill.spiller import Spiller
     from s3spill.store.local import LocalStore
-    from s3spill.store.s3 import S3Store
+    from s3spill.store.s3.store import S3Store
 
     data = block()
     started = time.perf_counter()

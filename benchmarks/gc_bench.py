@@ -29,11 +29,11 @@ sys.path.insert(0, str(ROOT))
 
 from s3spill import keys  # noqa: E402
 from s3spill.config import TransferConfig  # noqa: E402
-from s3spill.gc_apply import apply_cleanup  # noqa: E402
-from s3spill.gc_metered import MeteredStore  # noqa: E402
-from s3spill.gc_models import CleanupPolicy, CleanupScope  # noqa: E402
-from s3spill.gc_plan import plan_cleanup  # noqa: E402
-from s3spill.journal import LeaseJournal  # noqa: E402
+from s3spill.gc.apply import apply_cleanup  # noqa: E402
+from s3spill.gc.metered import MeteredStore  # noqa: E402
+from s3spill.gc.models import CleanupPolicy, CleanupScope  # noqa: E402
+from s3spill.gc.plan import plan_cleanup  # noqa: E402
+from s3spill.leases.journal import LeaseJournal  # noqa: E402
 from s3spill.models import ArtifactRetentionClaim  # noqa: E402
 from s3spill.testing import EmbeddedS3  # noqa: E402
 

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from s3spill import keys
 from s3spill.config import TransferConfig
-from s3spill.journal import LeaseJournal
 from s3spill.keys import SourceId
+from s3spill.leases.journal import LeaseJournal
 from s3spill.models import ArtifactRetentionClaim
 from s3spill.store.base import ObjectStore
 from s3spill.store.local import LocalStore
@@ -95,7 +95,7 @@ def timed_verify(store: ObjectStore, repeat: int) -> tuple[list[float], int]:
 def copy_to_s3(src: LocalStore) -> tuple[float, int]:
     from moto import mock_aws
 
-    from s3spill.store.s3 import S3Store
+    from s3spill.store.s3.store import S3Store
 
     with mock_aws():
         s3 = S3Store("journal-bench", "bench", config=TransferConfig())

@@ -2,7 +2,7 @@
 
 Spills one artifact (default 20 MB of log lines) to a local store, then times
 ``read_artifact`` at random offsets and ``grep_artifact`` over the whole artifact three
-ways: :class:`~s3spill.agent_tools.AgentTools` called in-process (the baseline),
+ways: :class:`~s3spill.agent.tools.AgentTools` called in-process (the baseline),
 ``s3spill mcp`` over stdio, and ``s3spill mcp --http`` on 127.0.0.1, each through the
 SDK's own client. Prints median and p95 latency and the ratio to the baseline.
 
@@ -27,8 +27,8 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from s3spill.agent_tools import AgentTools
-from s3spill.artifacts import ArtifactStore
+from s3spill.agent.tools import AgentTools
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import child_env, free_port
 

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from s3spill import keys  # noqa: E402
-from s3spill.artifacts import ArtifactStore  # noqa: E402
+from s3spill.artifacts.store import ArtifactStore  # noqa: E402
 from s3spill.store.base import ObjectStore  # noqa: E402
 from s3spill.store.local import LocalStore  # noqa: E402
 from s3spill.testing import EmbeddedS3  # noqa: E402

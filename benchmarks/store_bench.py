@@ -58,7 +58,7 @@ class PatternStream:
 
 def child(method: str, size: int, endpoint: str, key: str) -> None:
     """Upload one stream and print timing as JSON (RSS is read by the parent via wait4)."""
-    from s3spill.store.s3 import S3Store
+    from s3spill.store.s3.store import S3Store
     from s3spill.testing import EmbeddedS3
 
     client = EmbeddedS3().session().client("s3", endpoint_url=endpoint)  # throwaway credentials

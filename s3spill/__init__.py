@@ -5,8 +5,12 @@ through; the full output lives in S3 (or a local directory), protected by a leas
 journal from a garbage collector that deletes only what nothing references.
 """
 
-from s3spill.agent_tools import AgentTools, ToolOutcome
-from s3spill.artifacts import ArtifactStore
+from s3spill._version import __version__ as __version__
+from s3spill.agent.tools import AgentTools, ToolOutcome
+from s3spill.artifacts.index import ArtifactIndex
+from s3spill.artifacts.paging import Page, PageLine
+from s3spill.artifacts.search import GrepMatch, GrepResult
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.context.blocks import (
     BlockPlan,
@@ -85,27 +89,22 @@ from s3spill.errors import (
     TransactionStateError,
     UnsupportedOperation,
 )
-from s3spill.gc_apply import apply_cleanup
-from s3spill.gc_doc import CleanupPlan
-from s3spill.gc_models import CleanupPolicy, CleanupReport, CleanupScope
-from s3spill.gc_plan import plan_cleanup
-from s3spill.index import ArtifactIndex
-from s3spill.journal import LeaseJournal, new_transaction_id
+from s3spill.gc.apply import apply_cleanup
+from s3spill.gc.doc import CleanupPlan
+from s3spill.gc.models import CleanupPolicy, CleanupReport, CleanupScope
+from s3spill.gc.plan import plan_cleanup
 from s3spill.keys import SourceId
+from s3spill.leases.journal import LeaseJournal, new_transaction_id
+from s3spill.leases.owner import ArtifactReferenceOwner, OwnerObservation, S3ReferenceOwner
+from s3spill.leases.reconcile import ReconciliationReport, reconcile_pending, reconcile_reference
+from s3spill.leases.references import publish_memory_reference, remove_memory_reference
 from s3spill.models import (
     ArtifactMemoryReference,
     ArtifactReference,
     ArtifactRetentionClaim,
 )
-from s3spill.owner import ArtifactReferenceOwner, OwnerObservation, S3ReferenceOwner
-from s3spill.paging import Page, PageLine
-from s3spill.reconcile import ReconciliationReport, reconcile_pending, reconcile_reference
-from s3spill.references import publish_memory_reference, remove_memory_reference
-from s3spill.search import GrepMatch, GrepResult
-from s3spill.spiller import Spiller, SpillResult
+from s3spill.spill.spiller import Spiller, SpillResult
 from s3spill.store import ObjectInfo, ObjectStore, PutResult, StoreCapabilities, open_store
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AgentTools",

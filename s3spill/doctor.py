@@ -218,7 +218,7 @@ def _local_rows() -> list[Probe]:
 
 
 def _s3_parts(store: ObjectStore) -> Any:
-    from s3spill.store.s3 import S3Store
+    from s3spill.store.s3.store import S3Store
 
     return store if isinstance(store, S3Store) else None
 

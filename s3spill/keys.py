@@ -2,8 +2,9 @@
 
 Untrusted strings (session ids, tool names, transaction ids, source ids) never
 become raw key segments: a session id is hashed, a tool name is reduced to a short
-token from a fixed alphabet, and every key is checked against :func:`validate_key`
-before any store sees it. The layout below is also what the Terraform bucket policy
+token from a fixed alphabet, and every key is checked against
+:func:`~s3spill.store.base.validate_key` (the store layer's own rule, which every
+backend applies again) before any store sees it. The layout below is also what the Terraform bucket policy
 matches on, so changing it is a breaking change (bump ``LAYOUT_VERSION``)::
 
     <prefix>/v1/sessions/<session_hash>/artifacts/<name>         artifact body
@@ -11,6 +12,7 @@ matches on, so changing it is a breaking change (bump ``LAYOUT_VERSION``)::
     <prefix>/v1/sessions/<session_hash>/journal/manifest.json    lease manifest (CAS)
     <prefix>/v1/sessions/<session_hash>/journal/segments/<from>-<to>-<sha16>.json  history
     <prefix>/v1/owner/<session_hash>/<txid_hash>.json            memory publication slot
+    <prefix>/v1/gc/plans/<plan_id>.jsonl                         a cleanup plan kept in the store
 
 ``<prefix>`` is the store's own root (``s3://bucket/prefix``); keys here are
 relative to it.
@@ -25,39 +27,42 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from s3spill.errors import InvalidKey, SourceIdError
+from s3spill.store.base import validate_key, validate_prefix
+
+__all__ = [
+    "GC_PLANS",
+    "INDEX_SUFFIX",
+    "LAYOUT_VERSION",
+    "OWNER",
+    "SESSIONS",
+    "ParsedKey",
+    "SourceId",
+    "artifact_key",
+    "check_artifact_name",
+    "check_session_hash",
+    "gc_plan_key",
+    "index_key",
+    "manifest_key",
+    "new_artifact_name",
+    "owner_slot_key",
+    "parse_key",
+    "segment_key",
+    "session_hash",
+    "session_prefix",
+    "tool_token",
+    "validate_key",
+    "validate_prefix",
+]
 
 LAYOUT_VERSION = "v1"
 SESSIONS = f"{LAYOUT_VERSION}/sessions"
 OWNER = f"{LAYOUT_VERSION}/owner"
+GC_PLANS = f"{LAYOUT_VERSION}/gc/plans"
 INDEX_SUFFIX = ".idx"
 
-_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,127}$")
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
 _NAME = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-[a-z0-9_-]{1,24}$")
 _SHA_PREFIX = re.compile(r"^[0-9a-f]{16}$")
-MAX_KEY_LENGTH = 512
-
-
-def validate_key(key: str) -> str:
-    """Refuse any key that could address something outside the store's prefix.
-
-    The alphabet is deliberately tiny: no ``/`` at either end, no empty, ``.`` or
-    ``..`` segments, no percent escapes, no NUL, nothing non-ASCII.
-    """
-    if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH:
-        raise InvalidKey("key must be a non-empty string of at most 512 characters")
-    for segment in key.split("/"):
-        if not _SEGMENT.match(segment) or segment in {".", ".."} or ".." in segment:
-            raise InvalidKey(f"invalid key segment {segment[:40]!r}")
-    return key
-
-
-def validate_prefix(prefix: str) -> str:
-    """Check a store root prefix (may be empty); returns it without slashes at the ends."""
-    prefix = prefix.strip("/")
-    if prefix:
-        validate_key(prefix)
-    return prefix
 
 
 def session_hash(session_id: str) -> str:
@@ -138,11 +143,16 @@ def owner_slot_key(shash: str, transaction_id: str) -> str:
     return validate_key(f"{OWNER}/{check_session_hash(shash)}/{tx}.json")
 
 
+def gc_plan_key(plan_id: str) -> str:
+    """Where ``gc plan --out store`` keeps a plan; GC never deletes it."""
+    return validate_key(f"{GC_PLANS}/{plan_id}.jsonl")
+
+
 @dataclass(frozen=True)
 class ParsedKey:
     """What a listed key is, by layout; ``kind`` is ``unknown`` for anything else."""
 
-    kind: str  # artifact | index | manifest | segment | owner | unknown
+    kind: str  # artifact | index | manifest | segment | owner | gc_plan | unknown
     session_hash: str | None = None
     name: str | None = None
 
@@ -175,6 +185,8 @@ def parse_key(key: str) -> ParsedKey:
         and re.match(r"^[0-9a-f]{40}\.json$", parts[3])
     ):
         return ParsedKey("owner", parts[2])
+    if key.startswith(GC_PLANS + "/"):
+        return ParsedKey("gc_plan")
     return ParsedKey("unknown")
 
 

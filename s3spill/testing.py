@@ -134,8 +134,8 @@ class EmbeddedS3:
         return name
 
     def store(self, bucket: str, prefix: str = "", config: TransferConfig | None = None) -> Any:
-        """An :class:`~s3spill.store.s3.S3Store` talking to this server."""
-        from s3spill.store.s3 import S3Store
+        """An :class:`~s3spill.store.s3.store.S3Store` talking to this server."""
+        from s3spill.store.s3.store import S3Store
 
         return S3Store(bucket, prefix, config=config, endpoint_url=self.endpoint_url,
                        session=self.session())

@@ -6,8 +6,8 @@ import os
 import threading
 from collections.abc import Iterator
 
-from s3spill.artifacts import ArtifactStore
-from s3spill.paging import unrender
+from s3spill.artifacts.paging import unrender
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.store.base import (
     Body,
     ByteRange,

@@ -19,7 +19,7 @@ import pytest
 from s3spill.config import MiB, TransferConfig
 from s3spill.store import ObjectStore
 from s3spill.store.local import LocalStore
-from s3spill.store.s3 import S3Store
+from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3
 
 BACKENDS = ["local", "moto"]

@@ -7,7 +7,7 @@ import random
 import sys
 
 from s3spill.errors import ArtifactCondemned, DanglingReference, JournalContention
-from s3spill.journal import LeaseJournal
+from s3spill.leases.journal import LeaseJournal
 from s3spill.models import ArtifactRetentionClaim
 from s3spill.store import open_store
 

@@ -13,10 +13,10 @@ import sys
 from typing import Any
 
 from s3spill.config import TransferConfig
-from s3spill.journal import LeaseJournal
-from s3spill.owner import S3ReferenceOwner
-from s3spill.reconcile import reconcile_pending
-from s3spill.references import memory_reference_for, publish_memory_reference, remove_memory_reference
+from s3spill.leases.journal import LeaseJournal
+from s3spill.leases.owner import S3ReferenceOwner
+from s3spill.leases.reconcile import reconcile_pending
+from s3spill.leases.references import memory_reference_for, publish_memory_reference, remove_memory_reference
 from s3spill.store import open_store
 
 #: Small manifest bounds so compaction races happen under contention too.

@@ -9,8 +9,8 @@ from datetime import datetime
 from s3spill import keys
 from s3spill.config import TransferConfig
 from s3spill.keys import SourceId
+from s3spill.leases.references import memory_reference_for
 from s3spill.models import ArtifactMemoryReference, ArtifactRetentionClaim
-from s3spill.references import memory_reference_for
 from s3spill.store.base import ObjectStore
 from tests.conftest import TEST_CONFIG
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from s3spill.artifacts import ArtifactStore
-from s3spill.paging import unrender
+from s3spill.artifacts.paging import unrender
+from s3spill.artifacts.store import ArtifactStore
 
 SOURCE_ID = re.compile(r'source_id="(artifact:[^"]+)"')
 CONTINUE = re.compile(r"continue with offset=(\d+), char_offset=(\d+)\]\s*$")

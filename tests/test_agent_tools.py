@@ -8,11 +8,11 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from s3spill.agent_tools import AgentTools, ToolOutcome
-from s3spill.artifacts import ArtifactStore
+from s3spill.agent.mcp_server import build_server
+from s3spill.agent.tools import AgentTools, ToolOutcome
+from s3spill.artifacts.paging import unrender
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.policy import SpillPolicy, ToolPolicy
-from s3spill.mcp_server import build_server
-from s3spill.paging import unrender
 from s3spill.store import ObjectStore
 from s3spill.testing import Fault, FaultyStore
 from tests.conftest import TEST_CONFIG

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from s3spill import keys
-from s3spill.artifacts import ArtifactStore
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.store import ObjectStore
 from tests.artifact_support import CountingStore

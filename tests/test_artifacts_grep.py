@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3spill.artifacts import ArtifactStore
+from s3spill.artifacts.search import Grep
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.errors import InvalidRequest
-from s3spill.search import Grep
 from s3spill.store import ObjectStore
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from s3spill.artifacts import ArtifactStore
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.errors import InvalidRequest
 from s3spill.store import ObjectStore

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from s3spill import keys
-from s3spill.artifacts import ArtifactStore
+from s3spill.artifacts.index import META_INDEX_SHA256
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli import main
 from s3spill.config import TransferConfig
 from s3spill.errors import IntegrityError
-from s3spill.index import META_INDEX_SHA256
 from s3spill.models import ArtifactReference
-from s3spill.store.s3 import S3Store
+from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3
 from tests.artifact_support import overwrite
 

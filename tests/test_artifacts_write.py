@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 
 from s3spill import keys
-from s3spill.artifacts import ArtifactStore
+from s3spill.artifacts.index import META_INDEX_SHA256
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.errors import AlreadyExists
-from s3spill.index import META_INDEX_SHA256
 from s3spill.models import ArtifactReference
 from s3spill.store import ObjectStore
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from s3spill import keys
+from s3spill.artifacts.index import META_INDEX_SHA256
 from s3spill.cli import main
-from s3spill.index import META_INDEX_SHA256
 from s3spill.store import ObjectStore
 from tests.artifact_support import overwrite
 

@@ -8,8 +8,8 @@ import pytest
 
 from s3spill import keys
 from s3spill.cli import main
-from s3spill.journal import LeaseJournal
-from s3spill.owner import S3ReferenceOwner
+from s3spill.leases.journal import LeaseJournal
+from s3spill.leases.owner import S3ReferenceOwner
 from s3spill.store.base import ObjectStore
 from tests.journal_helpers import SESSION, put_artifact
 

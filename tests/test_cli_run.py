@@ -9,7 +9,7 @@ from pathlib import Path
 
 from spiller_support import preview_part, source_id_of
 
-from s3spill.artifacts import ArtifactStore
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import child_env
 

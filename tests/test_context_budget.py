@@ -1,4 +1,4 @@
-"""Per-turn budget: largest first, never copy a paged read, scale to the window (source 004)."""
+"""Per-turn budget: largest first, never copy a paged read, scale to the window."""
 
 from __future__ import annotations
 

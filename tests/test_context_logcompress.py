@@ -1,4 +1,4 @@
-"""Log compression keeps every failure and its stack and folds the noise (source 004)."""
+"""Log compression keeps every failure and its stack and folds the noise."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The model-facing pointer: one verbatim template, never over its budget (sources 000, 001, 004)."""
+"""The model-facing pointer: one verbatim template, never over its budget."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spill policy defaults, token counting and salient-line scanning (sources 000, 001, 004)."""
+"""Spill policy defaults, token counting and salient-line scanning."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Retention primitives: exact counts, UTF-8 safe cuts, bounded memory (source 003)."""
+"""Retention primitives: exact counts, UTF-8 safe cuts, bounded memory."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from s3spill.cli import main
-from s3spill.demo import STEPS
+from s3spill.demo.runner import STEPS
 
 
 def test_demo_runs_every_step_and_reports_no_violation(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,7 +10,7 @@ import pytest
 from s3spill.cli import main
 from s3spill.doctor import DoctorReport, render, run_doctor
 from s3spill.store.local import LocalStore
-from s3spill.store.s3 import S3Store
+from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3, strip_request_header
 from tests.conftest import TEST_BUCKET, TEST_CONFIG, VERSIONED_BUCKET
 

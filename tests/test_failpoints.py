@@ -35,7 +35,7 @@ def test_malformed_specs_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_protocol_steps_declare_their_failpoints() -> None:
     """Every protocol step of the journal, owner and reconciler has a declared failpoint."""
-    import s3spill.reconcile  # noqa: F401 - importing declares them
+    import s3spill.leases.reconcile  # noqa: F401 - importing declares them
 
     names = set(failpoints.declared())
     assert {"journal.after_prepared", "journal.before_committed", "journal.after_remover",

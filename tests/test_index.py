@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3spill.index import ArtifactIndex, IndexBuilder, build_stats, make_summary, unit_len
+from s3spill.artifacts.index import ArtifactIndex, IndexBuilder, build_stats, make_summary, unit_len
 
 PIECES = [
     b"a",

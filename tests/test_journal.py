@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -11,12 +12,11 @@ from s3spill import keys
 from s3spill.errors import (
     ArtifactCondemned,
     ArtifactPublicationRejected,
-    ArtifactReferenced,
     DanglingReference,
     SourceIdError,
     TransactionStateError,
 )
-from s3spill.journal import LeaseJournal
+from s3spill.leases.journal import CondemnItem, LeaseJournal
 from s3spill.models import ArtifactRetentionClaim
 from s3spill.store.base import ObjectStore
 from tests.journal_helpers import JCFG, SESSION, put_artifact
@@ -151,29 +151,34 @@ def test_condemnation_fences_prepare_and_claims_fence_condemnation(store: Object
     claimed, _ = put_artifact(store)
     orphan, _ = put_artifact(store)
     j.publish_reference(claimed, lambda: None, "tx-1")
-    with pytest.raises(ArtifactReferenced):
-        j.condemn(claimed.source_id, claimed.sha256, "plan-1")
-    assert j.condemn(orphan.source_id, orphan.sha256, "plan-1", etag='"e"', size=64).outcome == "condemned"
-    assert j.condemn(orphan.source_id, orphan.sha256, "plan-1").outcome == "already_condemned"
+
+    def condemn(claim: ArtifactRetentionClaim, plan_id: str, **snapshot: Any) -> str:
+        item = CondemnItem(claim.source_id, claim.sha256, **snapshot)
+        return j.condemn_batch([item], plan_id)[claim.source_id]
+
+    assert condemn(claimed, "plan-1") == "claimed"
+    assert condemn(orphan, "plan-1", etag='"e"', size=64) == "condemned"
+    assert condemn(orphan, "plan-1") == "condemned"  # idempotent for the same plan
+    assert condemn(orphan, "plan-other") == "held"
     with pytest.raises(ArtifactCondemned):
         j.prepare(orphan, "tx-late")
     [c] = j.view().condemned
     assert (c.source_id, c.etag, c.size, c.plan_id) == (orphan.source_id, '"e"', 64, "plan-1")
-    assert j.lift_condemnation(orphan.source_id, "plan-1").outcome == "lifted"
+    assert j.finish_condemnations([], [orphan.source_id], "plan-1") == {orphan.source_id: "lifted"}
     assert j.prepare(orphan, "tx-after-lift").outcome == "prepared"
-    with pytest.raises(ArtifactReferenced):
-        j.condemn(orphan.source_id, orphan.sha256, "plan-2")
+    assert condemn(orphan, "plan-2") == "claimed"
     # an expired committed claim no longer protects
     expired, _ = put_artifact(store, retain_until=datetime.now(UTC) - timedelta(seconds=1))
     j.publish_reference(expired, lambda: None, "tx-expired")
-    assert j.condemn(expired.source_id, expired.sha256, "plan-3").outcome == "condemned"
-    assert j.mark_deleted(expired.source_id, "plan-3").outcome == "deleted"
-    assert j.mark_deleted(expired.source_id, "plan-3").outcome == "already_deleted"
+    assert condemn(expired, "plan-3") == "condemned"
+    assert j.finish_condemnations([expired.source_id], [], "plan-3") == {expired.source_id: "deleted"}
+    assert j.finish_condemnations([expired.source_id], [], "plan-3") == {
+        expired.source_id: "already_deleted"}
     assert j.view().condemned == ()
     with pytest.raises(ArtifactCondemned):
         j.prepare(expired.model_copy(update={"reference_count": 3}), "tx-deleted")
-    with pytest.raises(TransactionStateError):
-        j.mark_deleted(claimed.source_id, "plan-9")
+    assert condemn(expired, "plan-4") == "deleted"
+    assert j.finish_condemnations([claimed.source_id], [], "plan-9") == {claimed.source_id: "not_condemned"}
     j.verify()
 
 
@@ -232,7 +237,7 @@ def test_by_hash_journal_sees_the_same_view(store: ObjectStore) -> None:
     j = journal(store)
     claim, _ = put_artifact(store)
     j.publish_reference(claim, lambda: None, "tx-1")
-    by_hash = LeaseJournal.for_session_hash(store, keys.session_hash(SESSION), JCFG)
+    by_hash = LeaseJournal(store, config=JCFG, session_hash=keys.session_hash(SESSION))
     assert by_hash.view() == j.view()
     foreign, _ = put_artifact(store, session_id="someone-else")
     with pytest.raises(SourceIdError):
@@ -247,7 +252,7 @@ def test_a_batch_larger_than_the_bound_compacts_only_durable_records(store: Obje
     for n in range(5):
         j.publish_reference(claim, lambda: None, f"tx-{n}")
     orphans = [put_artifact(store)[0] for _ in range(20)]
-    verdicts = j.condemn_batch([(c.source_id, c.sha256, None, None, None) for c in orphans], "plan-1")
+    verdicts = j.condemn_batch([CondemnItem(c.source_id, c.sha256) for c in orphans], "plan-1")
     assert set(verdicts.values()) == {"condemned"}
     report = LeaseJournal(store, SESSION, JCFG).verify()
     assert report.records == 10 + 20 and report.condemned == 20 and report.segments == 1

@@ -14,10 +14,10 @@ from collections import Counter
 
 import pytest
 
-from s3spill.journal import LeaseJournal
+from s3spill.leases.journal import LeaseJournal
 from s3spill.store.base import ObjectStore
 from s3spill.store.local import LocalStore
-from s3spill.store.s3 import S3Store
+from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3
 from tests.journal_child import run_cycles
 from tests.journal_helpers import JCFG, put_artifact

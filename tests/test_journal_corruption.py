@@ -11,8 +11,8 @@ import pytest
 
 from s3spill import keys
 from s3spill.errors import JournalCorrupt
-from s3spill.journal import LeaseJournal
-from s3spill.journal_records import compute_record_hash, intent_hash
+from s3spill.leases.journal import LeaseJournal
+from s3spill.leases.records import compute_record_hash, intent_hash
 from s3spill.store.base import ObjectStore
 from tests.journal_helpers import JCFG, SESSION, put_artifact
 
@@ -53,7 +53,7 @@ def refused(store: ObjectStore, reason: str, match: str) -> None:
     with pytest.raises(JournalCorrupt):
         LeaseJournal(store, SESSION, JCFG).recover()
     with pytest.raises(JournalCorrupt):
-        LeaseJournal.for_session_hash(store, SHASH, JCFG).commit("tx-0")
+        LeaseJournal(store, config=JCFG, session_hash=SHASH).commit("tx-0")
 
 
 def test_an_altered_record_fails_its_hash(store: ObjectStore) -> None:

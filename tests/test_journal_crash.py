@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from s3spill.errors import ArtifactPublicationRejected, ArtifactReferenced
+from s3spill.errors import ArtifactPublicationRejected
 from s3spill.failpoints import ENV_VAR, REACHED_MARKER
-from s3spill.journal import LeaseJournal
+from s3spill.leases.journal import CondemnItem, LeaseJournal
+from s3spill.leases.owner import S3ReferenceOwner
+from s3spill.leases.reconcile import reconcile_pending
+from s3spill.leases.references import publish_memory_reference
 from s3spill.models import ArtifactRetentionClaim
-from s3spill.owner import S3ReferenceOwner
-from s3spill.reconcile import reconcile_pending
-from s3spill.references import publish_memory_reference
 from s3spill.store.base import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import EmbeddedS3, child_env
@@ -83,11 +83,11 @@ def kill(proc: subprocess.Popen[str]) -> None:
 def protected(store: ObjectStore, claim: ArtifactRetentionClaim) -> bool:
     """What GC would find: can the artifact be condemned right now? (Lifted again if so.)"""
     journal = LeaseJournal(store, SESSION, JCFG)
-    try:
-        journal.condemn(claim.source_id, claim.sha256, "crash-probe")
-    except ArtifactReferenced:
+    verdict = journal.condemn_batch([CondemnItem(claim.source_id, claim.sha256)], "crash-probe")
+    if verdict[claim.source_id] == "claimed":
         return True
-    journal.lift_condemnation(claim.source_id, "crash-probe", "probe")
+    assert verdict[claim.source_id] == "condemned"
+    journal.finish_condemnations([], [claim.source_id], "crash-probe", reason="probe")
     return False
 
 

@@ -14,9 +14,9 @@ import pytest
 
 from s3spill import keys
 from s3spill.errors import StoreUnavailable
-from s3spill.journal import LeaseJournal
+from s3spill.leases.journal import LeaseJournal
 from s3spill.store.base import Body, ObjectStore, PutResult
-from s3spill.store.s3 import S3Store
+from s3spill.store.s3.store import S3Store
 from s3spill.testing import Fault, FaultyStore, drop_response_after_send, inject_http_errors
 from tests.journal_helpers import JCFG, SESSION, put_artifact
 

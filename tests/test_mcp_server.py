@@ -26,9 +26,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from s3spill import keys
-from s3spill.artifacts import ArtifactStore
+from s3spill.artifacts.index import META_INDEX_SHA256
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli import main as cli_main
-from s3spill.index import META_INDEX_SHA256
 from s3spill.store import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import EmbeddedS3, child_env, free_port
@@ -269,6 +269,6 @@ def test_refused_configurations(argv: list[str], message: str, tmp_path: Path,
 ])
 def test_http_address_defaults_to_loopback(value: str, expected: tuple[str, int]) -> None:
     """A bare port binds 127.0.0.1; explicit hosts and bracketed IPv6 are parsed as given."""
-    from s3spill.mcp_config import is_loopback, parse_http_address
+    from s3spill.agent.mcp_config import is_loopback, parse_http_address
 
     assert parse_http_address(value) == expected and is_loopback(expected[0])

@@ -9,11 +9,11 @@ import pytest
 
 from s3spill import keys
 from s3spill.errors import ArtifactPublicationRejected, IntegrityError
-from s3spill.journal import LeaseJournal
+from s3spill.leases.journal import LeaseJournal
+from s3spill.leases.owner import OwnerObservation, OwnerTransaction, S3ReferenceOwner, SealOutcome
+from s3spill.leases.reconcile import reconcile_pending, reconcile_reference
+from s3spill.leases.references import publish_memory_reference, remove_memory_reference
 from s3spill.models import ArtifactMemoryReference, ArtifactRetentionClaim
-from s3spill.owner import OwnerObservation, OwnerTransaction, S3ReferenceOwner, SealOutcome
-from s3spill.reconcile import reconcile_pending, reconcile_reference
-from s3spill.references import publish_memory_reference, remove_memory_reference
 from s3spill.store.base import ObjectStore
 from s3spill.testing import Fault, FaultyStore
 from tests.journal_helpers import JCFG, SESSION, put_artifact

@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from s3spill.spill_upload import BoundedUpload, UploadAbandoned
+from s3spill.spill.upload import BoundedUpload, UploadAbandoned
 
 
 def test_a_writer_that_takes_nothing_is_abandoned_after_the_stall_timeout() -> None:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from spiller_support import follow_pages, numbered_output, preview_part, source_id_of
 
-from s3spill.artifacts import ArtifactStore
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.policy import SpillPolicy, ToolPolicy
-from s3spill.spiller import Spiller
+from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
 
 SESSION = "session-spiller-1"
@@ -226,7 +226,7 @@ def test_a_spill_marks_the_session_alive_at_most_once_per_interval(
     local_store: ObjectStore, make: Make
 ) -> None:
     """Two spills in a row write last_active once; the mark is visible in the session's journal."""
-    from s3spill.journal import LeaseJournal
+    from s3spill.leases.journal import LeaseJournal
     from s3spill.testing import FaultyStore
 
     store = FaultyStore(local_store)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 import struct
 
-from s3spill.artifacts import ArtifactStore
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.blocks import ImageBlock, TextBlock, default_image_price
 from s3spill.context.policy import SpillPolicy
-from s3spill.spiller import Spiller
+from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import Fault, FaultyStore

@@ -11,10 +11,10 @@ from spiller_support import SOURCE_ID, numbered_output, preview_part
 
 from s3spill.config import TransferConfig
 from s3spill.context.policy import SpillPolicy
-from s3spill.spiller import Spiller, SpillResult
+from s3spill.spill.spiller import Spiller, SpillResult
 from s3spill.store.base import ObjectStore
 from s3spill.store.local import LocalStore
-from s3spill.store.s3 import S3Store
+from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3, Fault, FaultyStore, free_port, inject_http_errors
 
 SESSION = "session-degraded"
@@ -54,7 +54,7 @@ def test_dead_endpoint_degrades_within_the_deadline() -> None:
     spiller = Spiller(store, SESSION, policy)
     result, took = _timed(spiller, data)
     _assert_degraded(result, data, policy)
-    assert took < spiller.deadline_for(len(data)) + 1.0
+    assert took < spiller.sink.deadline_for(len(data)) + 1.0
 
 
 def test_every_request_503_degrades_within_the_deadline(server_store: S3Store) -> None:
@@ -69,7 +69,7 @@ def test_every_request_503_degrades_within_the_deadline(server_store: S3Store) -
     result, took = _timed(spiller, data)
     _assert_degraded(result, data, policy)
     assert faults.fired >= 1
-    assert took < spiller.deadline_for(len(data)) + 1.0
+    assert took < spiller.sink.deadline_for(len(data)) + 1.0
     faults.remove()
     assert list(store.list("")) == []
 
@@ -92,7 +92,7 @@ def test_a_late_artifact_is_never_pointed_to(local_store: LocalStore) -> None:
     spiller = Spiller(store, SESSION, policy)
     result, took = _timed(spiller, data)
     _assert_degraded(result, data, policy)
-    assert took < spiller.deadline_for(len(data)) + 1.0
+    assert took < spiller.sink.deadline_for(len(data)) + 1.0
     landed: list[str] = []
     for _ in range(100):  # the abandoned write is still running; let it land
         landed = [info.key for info in local_store.list("") if "/artifacts/" in info.key

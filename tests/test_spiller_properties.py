@@ -8,9 +8,9 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s3spill.artifacts import ArtifactStore
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.policy import SpillPolicy, ToolPolicy
-from s3spill.spiller import Spiller
+from s3spill.spill.spiller import Spiller
 from s3spill.store.local import LocalStore
 
 PIECES = [b"ok\n", b"line of log output\n", b"ERROR: it broke\n", "é✓漢字🙂\n".encode(), b"x" * 3000,

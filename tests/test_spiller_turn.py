@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from s3spill.context.budget import TurnResult
-from s3spill.spiller import Spiller, SpillResult
+from s3spill.spill.spiller import Spiller, SpillResult
 from s3spill.store.base import ObjectStore
 from s3spill.testing import Fault, FaultyStore
 

@@ -25,7 +25,7 @@ from s3spill.errors import (
 )
 from s3spill.store import ObjectStore
 from s3spill.store.base import META_PUT_ID, META_SHA256
-from s3spill.store.s3 import S3Store
+from s3spill.store.s3.store import S3Store
 
 
 def chunks(data: bytes, size: int = 256 * 1024) -> Iterator[bytes]:

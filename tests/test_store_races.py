@@ -17,7 +17,7 @@ import pytest
 from s3spill.errors import AlreadyExists
 from s3spill.store import ObjectStore, open_store
 from s3spill.store.local import LocalStore
-from s3spill.store.s3 import S3Store
+from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3
 
 WRITERS = 16

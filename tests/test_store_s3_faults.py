@@ -14,7 +14,7 @@ import pytest
 
 from s3spill.config import MiB, TransferConfig
 from s3spill.errors import AlreadyExists, PreconditionFailed, StoreUnavailable
-from s3spill.store.s3 import S3Store
+from s3spill.store.s3.store import S3Store
 from s3spill.testing import (
     EmbeddedS3,
     break_response_body,

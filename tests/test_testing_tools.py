@@ -9,7 +9,7 @@ import pytest
 from s3spill.config import TransferConfig
 from s3spill.errors import ConditionalConflict, NotFound, StoreUnavailable
 from s3spill.store.local import LocalStore
-from s3spill.store.s3 import S3Store
+from s3spill.store.s3.store import S3Store
 from s3spill.testing import Fault, FaultyStore
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from s3spill.artifacts import ArtifactStore
+from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
+from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
+from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli.common import session_from_args, store_from_args
-from s3spill.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
-from s3spill.search import DEFAULT_MAX_MATCHES
 
 
 def _out(text: str) -> None:

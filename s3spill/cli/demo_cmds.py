@@ -1,4 +1,4 @@
-"""``s3spill demo``: the library's tour against an embedded S3 (see :mod:`s3spill.demo`)."""
+"""``s3spill demo``: the library's tour against an embedded S3 (see :mod:`s3spill.demo.runner`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from s3spill.demo import run_demo
+    from s3spill.demo.runner import run_demo
 
     return run_demo(sys.stdout)

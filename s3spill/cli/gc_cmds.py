@@ -20,12 +20,12 @@ from typing import Any
 from s3spill.cli.common import store_from_args
 from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused, ConfigError
-from s3spill.gc_apply import apply_cleanup
-from s3spill.gc_doc import CleanupPlan, load_plan_from_store, save_plan_to_store
-from s3spill.gc_metered import MeteredStore
-from s3spill.gc_models import CleanupPolicy, CleanupReport, CleanupScope, parse_duration
-from s3spill.gc_plan import plan_cleanup, plan_report
-from s3spill.keys import session_hash
+from s3spill.gc.apply import apply_cleanup
+from s3spill.gc.doc import CleanupPlan, load_plan_from_store, save_plan_to_store
+from s3spill.gc.metered import MeteredStore
+from s3spill.gc.models import CleanupPolicy, CleanupReport, CleanupScope, parse_duration
+from s3spill.gc.plan import plan_cleanup, plan_report
+from s3spill.keys import GC_PLANS, session_hash
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore, StoreCapabilities
 
@@ -72,7 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     plan = gcsub.add_parser("plan", help="read-only: decide what could be deleted, write a plan")
     _plan_args(plan)
     plan.add_argument("--out", metavar="FILE", help="write the plan here (JSON Lines); "
-                      "'store' saves it in the store under v1/gc/plans/ (default: a temporary file)")
+                      f"'store' saves it in the store under {GC_PLANS}/ (default: a temporary file)")
     plan.add_argument("--max-concurrency", type=int, default=None,
                       help="sessions planned in parallel (default: TransferConfig.max_concurrency)")
     plan.set_defaults(func=cmd_plan)

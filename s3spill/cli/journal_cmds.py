@@ -1,7 +1,7 @@
 """``s3spill ref …``, ``s3spill journal …``, ``s3spill reconcile``: the lease journal by hand.
 
 A thin layer: references go through the built-in bucket owner
-(:class:`~s3spill.owner.S3ReferenceOwner`), the digest of a published artifact comes
+(:class:`~s3spill.leases.owner.S3ReferenceOwner`), the digest of a published artifact comes
 from the store's HEAD (never from the command line), and every output line carries
 transaction ids, states and generations — no keys, paths or reference content.
 """
@@ -16,11 +16,11 @@ from typing import Any
 
 from s3spill.cli.common import session_from_args, store_from_args
 from s3spill.errors import ConfigError, JournalCorrupt
-from s3spill.journal import LeaseJournal
 from s3spill.keys import SourceId
-from s3spill.owner import S3ReferenceOwner
-from s3spill.reconcile import reconcile_pending, reconcile_reference
-from s3spill.references import memory_reference_for, publish_memory_reference, remove_memory_reference
+from s3spill.leases.journal import LeaseJournal
+from s3spill.leases.owner import S3ReferenceOwner
+from s3spill.leases.reconcile import reconcile_pending, reconcile_reference
+from s3spill.leases.references import memory_reference_for, publish_memory_reference, remove_memory_reference
 
 #: Exit codes of ``journal verify`` and ``reconcile``.
 EXIT_CORRUPT = 3

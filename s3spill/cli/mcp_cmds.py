@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 
+from s3spill.agent.mcp_config import check_bind, parse_http_address
 from s3spill.cli.common import session_from_args, store_from_args
 from s3spill.errors import ConfigError
-from s3spill.mcp_config import check_bind, parse_http_address
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,11 +35,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if address is not None:
         check_bind(address[0], allow_remote=args.allow_remote)
     try:
-        from s3spill import mcp_server
+        from s3spill.agent import mcp_server
     except ImportError as exc:  # the optional extra is missing
         raise ConfigError(f"s3spill mcp needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
-    from s3spill.agent_tools import AgentTools
-    from s3spill.spiller import Spiller
+    from s3spill.agent.tools import AgentTools
+    from s3spill.spill.spiller import Spiller
 
     store = store_from_args(args)
     spiller: Spiller | None = None

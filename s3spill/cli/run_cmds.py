@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 
 from s3spill.cli.common import session_from_args, store_from_args
-from s3spill.spiller import Spiller
+from s3spill.spill.spiller import Spiller
 
 #: Exit status when the command cannot be started at all (as in a shell).
 EXIT_NOT_FOUND = 127

@@ -1,7 +1,7 @@
 """Tool results made of text and image blocks, priced against one token budget.
 
 An image can cost more than pages of text, so a result of a few kilobytes can still
-be over budget (source 001). Blocks are priced (text by the token counter, images by a
+be over budget. Blocks are priced (text by the token counter, images by a
 pluggable pricer), and when the total is over budget the result keeps blocks from
 its start and its end and omits the middle: text bytes counted exactly, whole images
 listed so that each can be stored as its own artifact and named in the notice.
@@ -84,7 +84,7 @@ def image_dimensions(data: bytes) -> tuple[int, int] | None:
 def default_image_price(image: ImageBlock) -> int:
     """Approximate vision pricing: about width*height/750 tokens after scaling the long
     edge to 1568 px, capped at 1600; unknown sizes pay the cap. Plug in the provider's
-    own calculator for exact prices (source 001 prices with the billing model's)."""
+    own calculator for exact prices (the billing model's, ideally)."""
     dims = image.dimensions()
     if not dims or dims[0] <= 0 or dims[1] <= 0:
         return UNKNOWN_IMAGE_TOKENS

@@ -1,4 +1,4 @@
-"""Per-turn budget: one tool call under its threshold each is not enough (source 004).
+"""Per-turn budget: one tool call under its threshold each is not enough (docs/design-notes.md).
 
 Ten 30 KB results are each fine and together blow the window. So there are two
 limits, per result and per turn, and spilling goes largest first: spilling one big

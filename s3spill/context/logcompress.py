@@ -1,4 +1,4 @@
-"""Importance-based compression of test and build logs (opt-in per tool; source 004).
+"""Importance-based compression of test and build logs (opt-in per tool; docs/design-notes.md).
 
 Most of a test log is noise (hundreds of "✓ passed" lines, progress, downloads);
 the signal is the error and failure lines, the summary, and the stack traces next to

@@ -12,16 +12,17 @@ One template (tested verbatim)::
     N is at offset=N-1; add char_offset=<n> ... - or search it with grep(source_id, ...).
     Do not re-run the command: its full output is already stored.
 
-The context text starts with the output's first bytes and its tail section ends with
-the output's last bytes; the notice says where the rest is, how big it is, how to
-page and search it, and not to re-run the command (sources 000, 001, 004).
+The context text starts with the output's first bytes and its tail section ends with the
+output's last bytes; the notice says where the rest is, how big it is, how to page and
+search it, and not to re-run the command (docs/design-notes.md).
 
-Budgeting follows source 001: before cutting, the worst-case notice (every number at
-its widest, every salient line) is priced and reserved, and only what is left goes to
-head and tail, so the final text, notice included, never exceeds the budget. If the
-token budget cannot hold even the worst-case notice, we fall back to the hard
-character cap alone; if that cannot hold it either, the text is clipped with a fixed
-marker. The renderer takes plain data only (no store, no I/O).
+Budgeting follows docs/design-notes.md, "Hard cap and soft budget": before cutting, the
+worst-case notice (every number at its widest, every salient line) is priced and
+reserved, and only what is left goes to head and tail, so the final text, notice
+included, never exceeds the budget. If the token budget cannot hold even the worst-case
+notice, we fall back to the hard character cap alone; if that cannot hold it either, the
+text is clipped with a fixed marker. The renderer takes plain data only (no store, no
+I/O).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def one_line(text: str, limit: int) -> str:
 def summarize(retained: RetainedText, tool: str, exit_code: int | None = None, limit: int = 160) -> str:
     """A deterministic one-line summary: first non-empty line (and last, on failure).
 
-    No model call, so it works offline and costs nothing (source 000); a caller with
+    No model call, so it works offline and costs nothing; a caller with
     a task-aware summariser can pass its own, it is capped the same way.
     """
     first = next((ln for ln in retained.head_text.splitlines() if ln.strip()), "")

@@ -1,12 +1,12 @@
 """When a tool's output leaves the context, and how much of it stays as a preview.
 
 Defaults come from the source documents: shell-like tools externalize above 30,000
-characters and keep head 6 KiB + tail 24 KiB (source 000; the tail is where
+characters and keep head 6 KiB + tail 24 KiB (docs/design-notes.md; the tail is where
 compiler errors, test summaries and exit statuses live); other tools externalize
 above 50 KiB and keep a 2 KiB head. A failed command (non-zero exit) shifts the
 same preview budget towards the tail. Every tool name can have its own rule.
 
-On top of the per-tool thresholds sit two budgets (source 001): an optional token
+On top of the per-tool thresholds sit two budgets: an optional token
 budget (``max_inline_tokens``, priced by a pluggable counter) and a hard character
 cap that always holds, whatever the counter says.
 """

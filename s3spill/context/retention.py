@@ -1,11 +1,11 @@
 """Bounded retention of tool output: what was kept, and exactly how much was not.
 
-Two retainers, because items and text have different resource shapes (source 003):
-:class:`ItemRetainer` counts logical units (paths, grep matches, search results) and
-:class:`TextRetainer` counts bytes of a stream and never cuts inside a UTF-8
-sequence. Both are pure (no I/O, no logging) and hold memory bounded by their limits
-whatever the input length, so a caller can push a 1 GiB stream through a retainer
-while the same chunks go to the artifact store.
+Two retainers, because items and text have different resource shapes
+(docs/design-notes.md, "Retention library"): :class:`ItemRetainer` counts logical units (paths, grep
+matches, search results) and :class:`TextRetainer` counts bytes of a stream and never
+cuts inside a UTF-8 sequence. Both are pure (no I/O, no logging) and hold memory bounded
+by their limits whatever the input length, so a caller can push a 1 GiB stream through a
+retainer while the same chunks go to the artifact store.
 
 Wording is not ours: a retainer reports a neutral :class:`RetentionNotice`, and each
 tool turns it into its own hint through :func:`format_retention_notice`.
@@ -274,7 +274,7 @@ def line_count(total_bytes: int, newlines: int, ends_with_newline: bool) -> int:
 
 @dataclass(frozen=True)
 class ItemStrategy:
-    """Item retention keeps a head window only (source 003); more kinds wait for a user."""
+    """Item retention keeps a head window only; more kinds wait for a user."""
 
     max_items: int
     kind: Literal["head"] = "head"
@@ -446,7 +446,7 @@ class TextRetainer:
 
 @dataclass(frozen=True)
 class RetentionNotice:
-    """Neutral facts about one retention; a tool words the hint (source 003)."""
+    """Neutral facts about one retention; a tool words the hint."""
 
     scope: str
     strategy: Strategy

@@ -1,7 +1,7 @@
 """Salient lines: the first error/failure lines of the part a preview leaves out.
 
 A head/tail preview hides the middle of a long output, and the middle is exactly
-where an early root-cause error sits (source 000's exercise: "line 40000: ERROR").
+where an early root-cause error sits (docs/design-notes.md, "Externalization as paging": "line 40000: ERROR").
 :class:`SalientScanner` watches the stream as it goes by and remembers the first few
 lines that look like an error, with their 1-based line numbers and byte offsets, so
 the pointer can quote them and the model can page straight to them.

@@ -1,9 +1,10 @@
 """Pricing text in tokens, and the budget a piece of context text must fit.
 
-The counter is pluggable because the only price that matters is the one the model
-is billed with (source 001 prices with the provider's own calculator). By default we
-use tiktoken when it happens to be installed and can load its encoding offline, and a
-fast, deliberately pessimistic estimate otherwise; tiktoken is never a dependency.
+The counter is pluggable because the only price that matters is the one the model is
+billed with (docs/design-notes.md, "Hard cap and soft budget": price with the provider's
+own calculator). By default we use tiktoken when it happens to be installed and can load
+its encoding offline, and a fast, deliberately pessimistic estimate otherwise; tiktoken
+is never a dependency.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class ContextBudget:
 
     ``max_chars`` is the hard cap and always holds. ``max_tokens`` is the optional
     soft budget priced by ``count_tokens``; when even the smallest notice cannot fit
-    it, renderers fall back to the hard cap alone (source 001).
+    it, renderers fall back to the hard cap alone.
     """
 
     max_chars: int

@@ -35,7 +35,7 @@ def open_store(url: str | None = None, config: TransferConfig | None = None) -> 
         import importlib
 
         # Imported lazily: boto3 costs ~100 ms at import and local users never need it.
-        s3_module = importlib.import_module("s3spill.store.s3")
+        s3_module = importlib.import_module("s3spill.store.s3.store")
         store: ObjectStore = s3_module.S3Store.from_url(url, config=config)
         return store
     if url.startswith("file://") or url.startswith("/"):

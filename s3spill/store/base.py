@@ -8,17 +8,47 @@ answers: a caller only ever sees success, :class:`~s3spill.errors.AlreadyExists`
 :class:`~s3spill.errors.PreconditionFailed` (a real loss), or
 :class:`~s3spill.errors.StoreUnavailable` (still unknown after the deadline).
 
-Keys are relative to the store's root and must pass :func:`s3spill.keys.validate_key`.
+Keys are relative to the store's root; every backend checks them with :func:`validate_key`
+itself, whoever built them, so no caller can address anything outside the root.
 """
 
 from __future__ import annotations
 
 import abc
 import hashlib
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import BinaryIO, Literal
+
+from s3spill.errors import InvalidKey
+
+_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,127}$")
+MAX_KEY_LENGTH = 512
+
+
+def validate_key(key: str) -> str:
+    """Refuse any key that could address something outside the store's prefix.
+
+    The alphabet is deliberately tiny: no ``/`` at either end, no empty, ``.`` or
+    ``..`` segments, no percent escapes, no NUL, nothing non-ASCII.
+    """
+    if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH:
+        raise InvalidKey("key must be a non-empty string of at most 512 characters")
+    for segment in key.split("/"):
+        if not _SEGMENT.match(segment) or segment in {".", ".."} or ".." in segment:
+            raise InvalidKey(f"invalid key segment {segment[:40]!r}")
+    return key
+
+
+def validate_prefix(prefix: str) -> str:
+    """Check a store root prefix (may be empty); returns it without slashes at the ends."""
+    prefix = prefix.strip("/")
+    if prefix:
+        validate_key(prefix)
+    return prefix
+
 
 Body = bytes | bytearray | memoryview | BinaryIO | Iterable[bytes]
 

@@ -38,7 +38,6 @@ from s3spill.errors import (
     PreconditionFailed,
     UnsupportedOperation,
 )
-from s3spill.keys import validate_key
 from s3spill.log import get_logger
 from s3spill.store.base import (
     META_PUT_ID,
@@ -50,6 +49,7 @@ from s3spill.store.base import (
     PutResult,
     StoreCapabilities,
     iter_body,
+    validate_key,
 )
 
 _MAGIC = b"S3SPOBJ1"

@@ -1,0 +1,159 @@
+"""``s3spill mcp``: the retrieval tools over the Model Context Protocol (official SDK, 2.x).
+
+Why the low-level ``Server`` and not ``MCPServer``: the tools already exist, transport-free,
+in :class:`~s3spill.agent.tools.AgentTools` — with their own JSON schemas, strict argument
+checks and one-line errors. The decorator API would derive a second schema from Python
+signatures and turn a wrong argument type into a multi-line pydantic report; with the
+low-level handlers the model sees the same schema and the same one-line message whether
+its harness speaks MCP or declares the tools to a chat API itself.
+
+What the server is bound to, and why it is not an argument: one store and one session,
+both from the server's configuration (``--store``, ``--session`` / ``S3SPILL_SESSION``).
+The model names an artifact only by its source id, and an id of another session is
+refused exactly as the CLI refuses it (:class:`~s3spill.errors.SourceIdError`).
+
+Every failure — an unknown or foreign id, a tampered artifact, an unreachable store, a
+bad argument — is an MCP *tool error* (``isError: true``) with one line of text; nothing
+a tool does can end the server. Tool bodies run on worker threads (the store is
+blocking I/O), so one slow read does not stall other requests on the HTTP transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from s3spill._version import __version__
+from s3spill.agent.mcp_config import check_bind
+from s3spill.agent.tools import (
+    EXTERNALIZE_DESCRIPTION,
+    GREP_DESCRIPTION,
+    READ_DESCRIPTION,
+    AgentTools,
+    ToolOutcome,
+    error_line,
+)
+from s3spill.log import get_logger
+from s3spill.spill.spiller import Spiller
+
+log = get_logger("s3spill.mcp")
+
+SERVER_NAME = "s3spill"
+INSTRUCTIONS = (
+    "Large tool outputs in this session are stored by s3spill; the model receives a preview "
+    'and a pointer with stored as source_id="artifact:…". Use read_artifact to page through a '
+    "stored output and grep_artifact to search it; never re-run a command just to see its output."
+)
+#: Harness-facing: takes a complete tool output and returns the model-facing text.
+EXTERNALIZE_TOOL = "externalize"
+#: ``externalize``'s text, tool, call_id, exit_code -> the model-facing text.
+Externalizer = Callable[[str, str, str | None, int | None], str]
+
+_EXTERNALIZE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string", "description": "The tool's complete output."},
+        "tool": {"type": "string", "description": "Name of the tool that produced it (e.g. bash)."},
+        "call_id": {"type": ["string", "null"], "description": "The tool call's id, if any."},
+        "exit_code": {"type": ["integer", "null"], "description": "The command's exit status, if any."},
+    },
+    "required": ["text", "tool"],
+}
+
+
+def build_server(tools: AgentTools, externalizer: Externalizer | None = None) -> Server[Any]:
+    """A low-level MCP server exposing ``tools`` (and ``externalize`` when given one)."""
+    declared = {spec["name"]: spec for spec in tools.specs("mcp")}
+    descriptions = {tools.read_name: READ_DESCRIPTION, tools.grep_name: GREP_DESCRIPTION}
+    listing = [
+        types.Tool(name=name, description=descriptions[name], input_schema=spec["inputSchema"],
+                   annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True,
+                                                     open_world_hint=False))
+        for name, spec in declared.items()
+    ]
+    if externalizer is not None:
+        listing.append(types.Tool(name=EXTERNALIZE_TOOL, description=EXTERNALIZE_DESCRIPTION,
+                                  input_schema=_EXTERNALIZE_SCHEMA,
+                                  annotations=types.ToolAnnotations(read_only_hint=False,
+                                                                    open_world_hint=False)))
+    schemas = {tool.name: tool.input_schema for tool in listing}
+
+    def run(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        if name == EXTERNALIZE_TOOL and externalizer is not None:
+            return _externalize(externalizer, arguments)
+        return tools.call(name, arguments)
+
+    async def list_tools(ctx: ServerRequestContext[Any, Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listing)
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any],
+                        params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        try:
+            outcome = await anyio.to_thread.run_sync(run, params.name, arguments)
+        except Exception as exc:  # a tool must never end the server; the model gets one line
+            log.exception("mcp.tool_crashed", tool=params.name)
+            outcome = ToolOutcome(f"internal error in {params.name}: {error_line(exc)}", is_error=True)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text)],
+                                    is_error=outcome.is_error)
+
+    return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
+                  get_tool_input_schema=schemas.get, on_list_tools=list_tools,
+                  on_call_tool=call_tool)
+
+
+def spiller_externalizer(spiller: Spiller) -> Externalizer:
+    """``externalize`` backed by a :class:`~s3spill.spill.spiller.Spiller` (which never raises for
+    store failures: a degraded result says the output could not be saved)."""
+
+    def externalize(text: str, tool: str, call_id: str | None, exit_code: int | None) -> str:
+        return spiller.externalize(text, tool, call_id, exit_code).context_text
+
+    return externalize
+
+
+def _externalize(externalizer: Externalizer, arguments: Mapping[str, Any]) -> ToolOutcome:
+    text, tool = arguments.get("text"), arguments.get("tool")
+    call_id, exit_code = arguments.get("call_id"), arguments.get("exit_code")
+    unknown = sorted(set(arguments) - set(_EXTERNALIZE_SCHEMA["properties"]))
+    if unknown or not isinstance(text, str) or not isinstance(tool, str) or not tool \
+            or not (call_id is None or isinstance(call_id, str)) \
+            or not (exit_code is None or (isinstance(exit_code, int) and not isinstance(exit_code, bool))):
+        return ToolOutcome("InvalidRequest: externalize takes text (string), tool (string), "
+                           "call_id (string or null), exit_code (integer or null)", is_error=True)
+    return ToolOutcome(externalizer(text, tool, call_id, exit_code))
+
+
+# -- transports --------------------------------------------------------------------------
+
+
+def serve_stdio(server: Server[Any]) -> None:
+    """Serve one client on stdin/stdout until it closes stdin."""
+    from mcp.server.stdio import stdio_server
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def serve_http(server: Server[Any], host: str, port: int, *, allow_remote: bool = False) -> None:
+    """Serve the streamable HTTP transport at ``http://HOST:PORT/mcp`` until interrupted.
+
+    There is no authentication, so a non-loopback address is refused unless the operator
+    says otherwise; on loopback the SDK's DNS-rebinding protection (Host/Origin checks) is on.
+    """
+    check_bind(host, allow_remote=allow_remote)
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    log.info("mcp.http_listening", host=host, port=port)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    anyio.run(uvicorn.Server(config).serve)

@@ -1,0 +1,325 @@
+"""One page of an artifact: locate it through the index, assemble it from verified chunks.
+
+:func:`build_page` is pure given a ``fetch(k)`` that returns chunk ``k`` *already
+verified* against the index (the artifact store supplies it). It fetches only the chunks
+the page touches: the chunk holding the line's start (unless the index alone locates it)
+and those covering the page's own bytes — at most the page's bytes plus two chunks.
+
+Conventions, all visible in the rendered page:
+
+* ``offset`` is 0-based (lines to skip); shown line numbers are 1-based, so a page
+  that ends after line 2000 says ``continue with offset=2000``.
+* ``char_offset`` counts units of the line (code points; an undecodable byte is one).
+* Every page states what comes next: ``EOF``, the next ``offset``, or — when a line is
+  longer than the budget — ``offset=N, char_offset=M`` to continue the same line.
+* The whole rendered page (header, rows, footer) never exceeds ``max_chars``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
+
+from pydantic import BaseModel, ConfigDict
+
+from s3spill.artifacts.index import ArtifactIndex, decode_units, encode_units
+from s3spill.artifacts.textview import cost, escape, fit, grapheme_cut, unescape
+from s3spill.errors import IntegrityError, InvalidRequest
+
+DEFAULT_LIMIT = 2000
+DEFAULT_MAX_CHARS = 40_000
+MIN_BODY_CHARS = 64
+#: Below this many characters left, a line that does not fit starts the next page instead.
+MIN_CUT_CHARS = 200
+LEGEND = ("[lines marked ! contain bytes that are not UTF-8, shown as \\xHH;"
+          " on those lines a backslash is shown as \\\\]")
+_ROW = re.compile(r"^ *(\d+)(!?)\t(.*)$", re.DOTALL)
+
+Fetch = Callable[[int], bytes]
+
+
+class PageLine(BaseModel):
+    """One shown segment of one line."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    number: int  #: 1-based line number
+    char_start: int  #: unit offset of this segment within its line
+    text: str  #: display form (see :mod:`s3spill.artifacts.textview`)
+    escaped: bool
+    complete: bool  #: the segment reaches the end of its line
+    newline: bool  #: a newline byte follows the segment in the artifact
+
+    def raw(self) -> bytes:
+        return unescape(self.text, self.escaped) + (b"\n" if self.newline else b"")
+
+    def render(self) -> str:
+        return f"{self.number:>6}{'!' if self.escaped else ''}\t{self.text}"
+
+
+class Page(BaseModel):
+    """A window of lines, with everything needed to continue or to stop."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source_id: str
+    offset: int
+    char_offset: int
+    total_lines: int
+    size_bytes: int
+    lines: tuple[PageLine, ...]
+    eof: bool
+    next_offset: int | None
+    next_char_offset: int | None
+    byte_start: int
+    byte_end: int
+    max_chars: int
+
+    def raw(self) -> bytes:
+        """The exact artifact bytes this page covers (``byte_start`` to ``byte_end``)."""
+        return b"".join(line.raw() for line in self.lines)
+
+    def render(self) -> str:
+        rows = [self.header()] + [line.render() for line in self.lines]
+        if any(line.escaped for line in self.lines):
+            rows.append(LEGEND)
+        rows.append(self.footer())
+        return "\n".join(rows) + "\n"
+
+    def header(self) -> str:
+        if not self.lines:
+            return f"[{self.source_id} | empty | {self.size_bytes:,} bytes]"
+        first, last = self.lines[0].number, self.lines[-1].number
+        start = f", line {first} from char {self.char_offset}" if self.char_offset else ""
+        return (f"[{self.source_id} | lines {first}-{last} of {self.total_lines:,}{start}"
+                f" | {self.size_bytes:,} bytes]")
+
+    def footer(self) -> str:
+        if self.eof:
+            if not self.lines:
+                return "[EOF: the artifact is empty]"
+            tail = "; no newline at end" if not self.lines[-1].newline else ""
+            return f"[EOF: line {self.total_lines} is the last line{tail}]"
+        if self.next_char_offset:
+            return (f"[line {self.next_offset + 1 if self.next_offset is not None else 0} is cut"
+                    f" at char {self.next_char_offset}; continue with offset={self.next_offset},"
+                    f" char_offset={self.next_char_offset}]")
+        return f"[more lines follow; continue with offset={self.next_offset}, char_offset=0]"
+
+
+def unrender(page_text: str) -> bytes:
+    """Exact bytes behind a rendered page: the rows, with the newlines the footer implies."""
+    rows = page_text.split("\n")
+    if rows and rows[-1] == "":
+        rows.pop()
+    footer = rows[-1] if rows else ""
+    segments: list[bytes] = []
+    for row in rows[1:-1]:
+        m = _ROW.match(row)
+        if m:
+            segments.append(unescape(m.group(3), m.group(2) == "!"))
+    open_end = " is cut at char " in footer or "no newline at end" in footer
+    out = bytearray()
+    for i, seg in enumerate(segments):
+        out += seg
+        if not (open_end and i == len(segments) - 1):
+            out += b"\n"
+    return bytes(out)
+
+
+def frame_reserve(source_id: str, index: ArtifactIndex) -> int:
+    """Characters that header, legend and footer can take at most, for this artifact."""
+    t, u = max(index.line_count, 1), index.units_before[-1]
+    header = (f"[{source_id} | lines {t}-{t} of {t:,}, line {t} from char {u}"
+              f" | {index.size_bytes:,} bytes]")
+    footers = (f"[line {t} is cut at char {u}; continue with offset={t}, char_offset={u}]",
+               f"[EOF: line {t} is the last line; no newline at end]",
+               f"[more lines follow; continue with offset={t}, char_offset=0]")
+    return len(header) + len(LEGEND) + max(map(len, footers)) + 4
+
+
+def build_page(
+    index: ArtifactIndex, fetch: Fetch, source_id: str, *, offset: int = 0,
+    limit: int = DEFAULT_LIMIT, char_offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS,
+) -> Page:
+    if offset < 0 or char_offset < 0 or limit < 1:
+        raise InvalidRequest("offset and char_offset must be >= 0 and limit >= 1")
+    body_budget = max_chars - frame_reserve(source_id, index)
+    if body_budget < MIN_BODY_CHARS:
+        raise InvalidRequest(f"max_chars={max_chars} is too small for a page of {source_id}")
+    total = index.line_count
+
+    def page(lines: list[PageLine], eof: bool, nxt: tuple[int, int] | None, start: int) -> Page:
+        end = start + sum(len(line.raw()) for line in lines)
+        return Page(
+            source_id=source_id, offset=offset, char_offset=char_offset, total_lines=total,
+            size_bytes=index.size_bytes, lines=tuple(lines), eof=eof,
+            next_offset=None if nxt is None else nxt[0],
+            next_char_offset=None if nxt is None else nxt[1],
+            byte_start=start, byte_end=end, max_chars=max_chars,
+        )
+
+    if total == 0:
+        if offset == 0 and char_offset == 0:
+            return page([], True, None, 0)
+        raise InvalidRequest(f"{source_id} is empty: only offset=0, char_offset=0 can be read")
+    if offset >= total:
+        raise InvalidRequest(
+            f"offset {offset} is beyond the end of {source_id}: it has {total} lines"
+            f" (offsets 0-{total - 1})"
+        )
+    chunks = _ChunkCache(index, fetch)
+    start = _locate(index, chunks, offset, char_offset, source_id)
+    reader = _TextReader(index, chunks, start)
+    lines: list[PageLine] = []
+    remaining = body_budget
+    line_no, char_pos = offset, char_offset
+    while True:
+        text, terminated, newline = reader.peek_line(body_budget)
+        prefix = max(6, len(str(line_no + 1))) + 3
+        if terminated and prefix + cost(text) <= remaining:
+            shown, escaped = escape(text)
+            lines.append(PageLine.model_construct(number=line_no + 1, char_start=char_pos, text=shown,
+                                  escaped=escaped, complete=True, newline=newline))
+            reader.consume(len(text) + (1 if newline else 0))
+            remaining -= prefix + cost(text)
+            if line_no == total - 1:
+                if newline and not reader.at_end():
+                    raise IntegrityError(f"{source_id}: content continues past its last line")
+                return page(lines, True, None, start)
+            if not newline:
+                raise IntegrityError(f"{source_id}: content ends before its line count")
+            line_no, char_pos = line_no + 1, 0
+            if len(lines) == limit:
+                return page(lines, False, (line_no, 0), start)
+            continue
+        fits_fresh = terminated and prefix + cost(text) <= body_budget
+        if lines and (fits_fresh or remaining - prefix < MIN_CUT_CHARS):
+            return page(lines, False, (line_no, char_pos), start)
+        k = max(1, grapheme_cut(text, fit(text, remaining - prefix)))
+        shown, escaped = escape(text[:k])
+        lines.append(PageLine.model_construct(number=line_no + 1, char_start=char_pos, text=shown,
+                              escaped=escaped, complete=False, newline=False))
+        return page(lines, False, (line_no, char_pos + k), start)
+
+
+class _ChunkCache:
+    """The verified chunks fetched for one page, each fetched at most once."""
+
+    def __init__(self, index: ArtifactIndex, fetch: Fetch) -> None:
+        self.index = index
+        self._fetch = fetch
+        self._got: dict[int, bytes] = {}
+
+    def __call__(self, k: int) -> bytes:
+        if k not in self._got:
+            self._got[k] = self._fetch(k)
+        return self._got[k]
+
+
+def _nth_newline(data: bytes, n: int) -> int:
+    """Position of the ``n``-th (1-based) newline in ``data``; the split runs in C."""
+    rest = data.split(b"\n", n)[-1]
+    return len(data) - len(rest) - 1
+
+
+def _locate(index: ArtifactIndex, chunk: _ChunkCache, offset: int, char_offset: int,
+            source_id: str) -> int:
+    """Byte position where the page starts (always a unit boundary)."""
+    c = index.chunk_size
+    nb, ub = index.newlines_before, index.units_before
+    s0: int | None = 0
+    u0 = 0
+    j = 0
+    if offset > 0:
+        j = bisect_left(nb, offset) - 1  # chunk holding the offset-th newline
+        spans = nb[j + 1] == offset  # ...and it is that chunk's last newline
+        if char_offset and spans:
+            s0, u0 = None, ub[j] + index.chunk_lastline_units[j]
+        else:
+            data = chunk(j)
+            s0 = j * c + _nth_newline(data, offset - nb[j]) + 1
+            if char_offset:
+                u0 = ub[j] + len(decode_units(data[index.chunk_carry[j] : s0 - j * c]))
+    if not char_offset:
+        assert s0 is not None
+        return s0
+    u = u0 + char_offset
+    beyond = InvalidRequest(f"char_offset {char_offset} is beyond the end of line {offset + 1}"
+                            f" of {source_id}")
+    if u >= ub[-1]:
+        raise beyond
+    t = bisect_right(ub, u) - 1
+    data = chunk(t)
+    carry = index.chunk_carry[t]
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    text = decoder.decode(data[carry:], final=t == index.chunk_count - 1)
+    r = u - ub[t]
+    head = encode_units(text[:r]) if r <= len(text) else encode_units(text)
+    p = t * c + carry + len(head) + max(0, r - len(text))
+    local = p - t * c
+    if nb[t] + data[:local].count(b"\n") != offset or data[local : local + 1] == b"\n":
+        raise beyond
+    return p
+
+
+class _TextReader:
+    """Decoded text from a unit boundary onward, pulled one verified chunk at a time."""
+
+    def __init__(self, index: ArtifactIndex, chunk: _ChunkCache, start: int) -> None:
+        self._pieces = self._decode(index, chunk, start)
+        self._buf = ""
+        self._pos = 0
+        self._eof = False
+
+    @staticmethod
+    def _decode(index: ArtifactIndex, chunk: _ChunkCache, start: int) -> Iterator[str]:
+        c = index.chunk_size
+        decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        k = start // c
+        data = chunk(k)[start - k * c :]
+        while True:
+            k += 1
+            last = k >= index.chunk_count
+            yield decoder.decode(data, final=last)
+            if last:
+                return
+            data = chunk(k)
+
+    def _more(self) -> bool:
+        for piece in self._pieces:
+            self._buf = self._buf[self._pos :] + piece
+            self._pos = 0
+            return True
+        self._eof = True
+        return False
+
+    def peek_line(self, scan_limit: int) -> tuple[str, bool, bool]:
+        """The current line's text: (text, terminated, followed by newline).
+
+        Stops scanning an unterminated line once its cost exceeds ``scan_limit``.
+        """
+        while True:
+            j = self._buf.find("\n", self._pos)
+            if j >= 0:
+                return self._buf[self._pos : j], True, True
+            rest = self._buf[self._pos :]
+            if self._eof:
+                return rest, True, False
+            if cost(rest) > scan_limit:
+                return rest, False, False
+            self._more()
+
+    def consume(self, n: int) -> None:
+        self._pos += n
+
+    def at_end(self) -> bool:
+        return self._pos >= len(self._buf) and (self._eof or not self._more_nonempty())
+
+    def _more_nonempty(self) -> bool:
+        while self._more():
+            if self._pos < len(self._buf):
+                return True
+        return False

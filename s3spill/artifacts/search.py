@@ -1,0 +1,379 @@
+"""``grep`` over an artifact: a regex streamed over verified chunks, with bounded memory.
+
+A *match* is a line, as with ``grep``: a line that contains at least one match of the
+pattern counts once, carries its 1-based line number, the byte offset of the line and of
+its first match, and the match's ``char_offset`` in the line (hand it to ``read_page`` to
+read around it). Only the first ``max_matches`` lines are kept; every later matching line
+is still counted, so a capped result states exactly how many were omitted.
+
+Memory stays bounded whatever the content: a line longer than ``long_line`` bytes is
+searched in windows of that size overlapping by ``overlap`` characters, and only a short
+excerpt of any line is kept. The one price is exactness: in such a line a match longer than
+the overlap could straddle two windows and be missed, so when a windowed line had no match
+the result says its count is a lower bound (``exact=False``) instead of pretending; and in
+such a line the offsets given are those of *a* match, normally but not always the first.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
+
+from s3spill.artifacts.index import encode_units
+from s3spill.artifacts.textview import escape
+from s3spill.errors import IntegrityError, InvalidRequest
+
+DEFAULT_MAX_MATCHES = 100
+MAX_CONTEXT = 20
+MAX_PATTERN_CHARS = 1000
+EXCERPT_CHARS = 240
+EXCERPT_LEAD = 60
+LONG_LINE_BYTES = 4 * 1024 * 1024
+OVERLAP_CHARS = 64 * 1024
+
+
+class GrepLine(BaseModel):
+    """An excerpt of one line (display form, see :mod:`s3spill.artifacts.textview`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    number: int
+    char_start: int
+    text: str
+    escaped: bool
+    truncated: bool
+
+
+class GrepMatch(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    line_number: int
+    line_byte_offset: int
+    byte_offset: int
+    char_offset: int
+    line: GrepLine
+    before: tuple[GrepLine, ...] = ()
+    after: tuple[GrepLine, ...] = ()
+
+
+class GrepResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source_id: str
+    pattern: str
+    context: int
+    max_matches: int
+    matches: tuple[GrepMatch, ...]
+    total_matches: int
+    omitted: int
+    #: False when ``total_matches``/``omitted`` are lower bounds (see module docstring).
+    exact: bool
+    lines_scanned: int
+    bytes_scanned: int
+
+    def render(self) -> str:
+        rows = [f"[{self.source_id} | grep {self.pattern!r} | {self.lines_scanned:,} lines]"]
+        shown: set[int] = set()
+        hits = {m.line_number: m.line for m in self.matches}
+        last = 0
+        for m in self.matches:
+            group = [hits.get(ln.number, ln) for ln in (*m.before, m.line, *m.after)]
+            group = [ln for ln in group if ln.number not in shown]
+            if group and last and group[0].number > last + 1:
+                rows.append("--")
+            for ln in group:
+                mark = ":" if ln.number in hits else "-"
+                flag = "!" if ln.escaped else ""
+                lead = "…" if ln.char_start else ""
+                tail = "…" if ln.truncated and (ln.char_start or len(ln.text)) else ""
+                rows.append(f"{ln.number:>6}{mark}{flag}\t{lead}{ln.text}{tail}")
+                shown.add(ln.number)
+                last = max(last, ln.number)
+        rows.append(self.footer())
+        return "\n".join(rows) + "\n"
+
+    def footer(self) -> str:
+        if not self.total_matches:
+            return "[no matching lines]" if self.exact else (
+                "[no matching lines found; lines over 4 MiB were searched in windows and a"
+                " very long match could be missed]")
+        n = len(self.matches)
+        if self.omitted == 0 and self.exact:
+            plural = "s" if n != 1 else ""
+            return f"[{n:,} matching line{plural}; read around one with offset=LINE-1]"
+        count = f"{self.omitted:,} more omitted" if self.exact else (
+            f"at least {self.omitted:,} more omitted (a lower bound: lines over 4 MiB were"
+            " searched in windows)")
+        return (f"[{n:,} of {self.total_matches:,}{'' if self.exact else '+'} matching lines"
+                f" shown; {count}; narrow the pattern or raise max_matches]")
+
+
+def compile_pattern(pattern: str, *, ignore_case: bool = False) -> re.Pattern[str]:
+    if not isinstance(pattern, str) or not pattern or len(pattern) > MAX_PATTERN_CHARS:
+        raise InvalidRequest(f"pattern must be 1-{MAX_PATTERN_CHARS} characters")
+    try:
+        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except re.error as exc:
+        raise InvalidRequest(f"invalid regular expression {pattern[:80]!r}: {exc}") from None
+
+
+def _excerpt(number: int, text: str, col: int = 0) -> GrepLine:
+    start = max(0, col - EXCERPT_LEAD) if len(text) > EXCERPT_CHARS else 0
+    piece = text[start : start + EXCERPT_CHARS]
+    shown, escaped = escape(piece)
+    return GrepLine(number=number, char_start=start, text=shown, escaped=escaped,
+                    truncated=start > 0 or start + len(piece) < len(text))
+
+
+@dataclass
+class _Open:
+    """A kept match still collecting lines of after-context."""
+
+    match: GrepMatch
+    after: list[GrepLine]
+    want: int
+
+
+class _LongLine:
+    """Windowed search through one line too long to hold (see module docstring)."""
+
+    def __init__(self, pattern: re.Pattern[str], long_line: int, overlap: int) -> None:
+        self.pattern = pattern
+        self.dec = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        self.tail = ""
+        self.tail_bytes = 0
+        self.fed = 0  # bytes of the line seen so far
+        self.decoded_bytes = 0  # ...of which decoded (the rest is a pending partial character)
+        self.decoded_units = 0
+        self.head = ""  # the line's first characters, for excerpts and context
+        self.found: tuple[int, int, GrepLine] | None = None  # (byte off, char off, excerpt)
+        self.overlap = overlap
+        self.windows = 0
+
+    def feed(self, data: bytes, final: bool) -> None:
+        text = self.dec.decode(data, final=final)
+        self.fed += len(data)
+        if len(self.head) < EXCERPT_CHARS:
+            self.head += text[: EXCERPT_CHARS - len(self.head)]
+        if self.found is None:
+            self._search(self.tail + text, final)
+        self.decoded_bytes = self.fed - len(self.dec.getstate()[0])
+        self.decoded_units += len(text)
+
+    def _search(self, window: str, final: bool) -> None:
+        """Search one window. Later windows start one character early and search from 1,
+        so ``^``/``\\A`` and lookbehinds see the real preceding text; a match must end at
+        least ``overlap`` characters before an artificial window end, so ``$``/``\\Z`` and
+        lookaheads do not see it either — the next window, which repeats the last
+        ``2 * overlap`` characters, gets such matches instead."""
+        self.windows += 1
+        start = 1 if self.tail else 0
+        m = self.pattern.search(window, start)
+        if m is not None and (final or m.end() <= len(window) - self.overlap):
+            base_units = self.decoded_units - len(self.tail)
+            base_bytes = self.decoded_bytes - self.tail_bytes
+            byte = base_bytes + len(encode_units(window[: m.start()]))
+            lo = max(0, m.start() - EXCERPT_LEAD)
+            shown, escaped = escape(window[lo : lo + EXCERPT_CHARS])
+            self.found = (byte, base_units + m.start(), GrepLine(
+                number=0, char_start=base_units + lo, text=shown, escaped=escaped, truncated=True))
+            return
+        self.tail = window[-2 * self.overlap :]
+        self.tail_bytes = len(encode_units(self.tail))
+
+    def excerpt(self, number: int) -> GrepLine:
+        shown, escaped = escape(self.head)
+        return GrepLine(number=number, char_start=0, text=shown, escaped=escaped, truncated=True)
+
+
+class Grep:
+    """Feed verified chunks in order, then :meth:`result`."""
+
+    def __init__(self, source_id: str, pattern: re.Pattern[str], *, context: int = 0,
+                 max_matches: int = DEFAULT_MAX_MATCHES, long_line: int = LONG_LINE_BYTES,
+                 overlap: int = OVERLAP_CHARS) -> None:
+        if not 0 <= context <= MAX_CONTEXT:
+            raise InvalidRequest(f"context must be 0-{MAX_CONTEXT}")
+        if max_matches < 1:
+            raise InvalidRequest("max_matches must be >= 1")
+        self.source_id, self.pattern = source_id, pattern
+        self.context, self.max_matches = context, max_matches
+        self.long_line, self.overlap = long_line, overlap
+        self.matches: list[GrepMatch] = []
+        self.kept = 0
+        self.total = 0
+        self.inexact_lines = 0
+        self.line_no = 0  # 0-based index of the line being read
+        self.line_start = 0
+        self.carry = b""
+        self.long: _LongLine | None = None
+        self.before: deque[tuple[int, str]] = deque(maxlen=context)
+        self.open: list[_Open] = []
+        self.bytes = 0
+        #: The pattern for whole-block candidate search, when block and per-line matching
+        #: agree (see :func:`_block_pattern`); None means line by line.
+        self.fast = _block_pattern(pattern)
+
+    def feed(self, chunk: bytes) -> None:
+        self.bytes += len(chunk)
+        if self.long is not None:
+            j = chunk.find(b"\n")
+            if j < 0:
+                self.long.feed(chunk, final=False)
+                return
+            self.long.feed(chunk[:j], final=True)
+            self._finish_long(j)
+            chunk = chunk[j + 1 :]
+        cut = chunk.rfind(b"\n") + 1
+        if cut:
+            self._block(self.carry + chunk[:cut] if self.carry else chunk[:cut])
+            self.carry = chunk[cut:]
+        else:
+            self.carry += chunk
+        if len(self.carry) > self.long_line:
+            self.long = _LongLine(self.pattern, self.long_line, self.overlap)
+            self.long.feed(self.carry, final=False)
+            self.carry = b""
+
+    def result(self, *, expected_lines: int | None = None) -> GrepResult:
+        if self.long is not None:
+            self.long.feed(b"", final=True)
+            self._finish_long(None)
+        elif self.carry:
+            self._line(self.carry.decode("utf-8", "surrogateescape"), newline=False)
+            self.carry = b""
+        if expected_lines is not None and self.line_no != expected_lines:
+            raise IntegrityError(f"{self.source_id}: line count disagrees with its index")
+        matches = [o.match.model_copy(update={"after": tuple(o.after)}) for o in self.open]
+        done = {m.line_number for m in matches}
+        kept = [m for m in self.matches if m.line_number not in done] + matches
+        kept.sort(key=lambda m: m.line_number)
+        return GrepResult(
+            source_id=self.source_id, pattern=self.pattern.pattern, context=self.context,
+            max_matches=self.max_matches, matches=tuple(kept), total_matches=self.total,
+            omitted=self.total - len(kept), exact=self.inexact_lines == 0,
+            lines_scanned=self.line_no, bytes_scanned=self.bytes,
+        )
+
+    # -- per line ---------------------------------------------------------------------
+
+    def _block(self, raw: bytes) -> None:
+        """Complete lines (``raw`` ends with a newline): a regex pass over the whole block
+        finds candidate lines; only those (and after-context) are handled line by line."""
+        text = raw.decode("utf-8", "surrogateescape")
+        ascii_only = raw.isascii()
+        pos, n = 0, len(text)
+        while pos < n:
+            if self.open or self.fast is None:
+                end = text.index("\n", pos)
+                self._line(text[pos:end], ascii_only)
+                pos = end + 1
+                continue
+            m = self.fast.search(text, pos)
+            start = n if m is None else max(pos, text.rfind("\n", pos, m.start()) + 1)
+            self._skip(text, pos, start, ascii_only)
+            if m is None:
+                return
+            end = text.index("\n", start)
+            self._line(text[start:end], ascii_only)
+            pos = end + 1
+
+    def _skip(self, text: str, pos: int, end: int, ascii_only: bool) -> None:
+        """Lines ``text[pos:end]`` are known not to match: count them, remember context."""
+        if end <= pos:
+            return
+        lines = text.count("\n", pos, end)
+        if self.context:
+            tail = text[pos : end - 1].rsplit("\n", self.context)[-min(lines, self.context):]
+            first = self.line_no + lines - len(tail) + 1
+            for i, line in enumerate(tail):
+                self.before.append((first + i, line[: EXCERPT_CHARS + 1]))
+        self.line_no += lines
+        self.line_start += (end - pos) if ascii_only else len(encode_units(text[pos:end]))
+
+    def _line(self, text: str, ascii_only: bool = False, newline: bool = True) -> None:
+        number = self.line_no + 1
+        if self.open:
+            self._after(lambda: _excerpt(number, text))
+        m = self.pattern.search(text)
+        if m is not None:
+            self.total += 1
+            if self.kept < self.max_matches:
+                col = m.start()
+                head = col if ascii_only else len(encode_units(text[:col]))
+                self._keep(number, self.line_start + head, col, _excerpt(number, text, col))
+        if self.context:
+            self.before.append((number, text[: EXCERPT_CHARS + 1]))
+        self.line_start += (len(text) if ascii_only else len(encode_units(text))) + int(newline)
+        self.line_no += 1
+
+    def _finish_long(self, newline_at: int | None) -> None:
+        long = self.long
+        assert long is not None
+        self.long = None
+        number = self.line_no + 1
+        if self.open:
+            self._after(lambda: long.excerpt(number))
+        if long.found is not None:
+            self.total += 1
+            if self.kept < self.max_matches:
+                byte, col, excerpt = long.found
+                self._keep(number, self.line_start + byte, col,
+                           excerpt.model_copy(update={"number": number}))
+        elif long.windows > 1:
+            self.inexact_lines += 1
+        if self.context:
+            self.before.append((number, long.head))
+        self.line_start += long.fed + (1 if newline_at is not None else 0)
+        self.line_no += 1
+
+    def _keep(self, number: int, byte: int, col: int, line: GrepLine) -> None:
+        self.kept += 1
+        before = tuple(_excerpt(n, t) for n, t in self.before)
+        match = GrepMatch(line_number=number, line_byte_offset=self.line_start, byte_offset=byte,
+                          char_offset=col, line=line, before=before)
+        if self.context:
+            self.open.append(_Open(match, [], self.context))
+        else:
+            self.matches.append(match)
+
+    def _after(self, make: Callable[[], GrepLine]) -> None:
+        line = make()
+        still: list[_Open] = []
+        for o in self.open:
+            o.after.append(line)
+            if len(o.after) >= o.want:
+                self.matches.append(o.match.model_copy(update={"after": tuple(o.after)}))
+            else:
+                still.append(o)
+        self.open = still
+
+
+_LINE_SENSITIVE = re.compile(r"\(\?[<=!aiLmsux-]|\\[AZz]")
+
+
+def _block_pattern(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    """The pattern for searching many lines at once, or None when that could miss a match.
+
+    Searching a block finds every line whose own search would match, as long as nothing in
+    the pattern can tell a line's edges from a newline: lookarounds, inline flags and
+    ``\\A``/``\\Z`` can, so those patterns go line by line. A block match that spans lines is
+    only a candidate: its first line is searched again on its own.
+    """
+    if _LINE_SENSITIVE.search(pattern.pattern):
+        return None
+    return re.compile(pattern.pattern, pattern.flags | re.MULTILINE)
+
+
+def grep_chunks(chunks: Iterable[bytes], source_id: str, pattern: re.Pattern[str], *,
+                context: int = 0, max_matches: int = DEFAULT_MAX_MATCHES,
+                expected_lines: int | None = None) -> GrepResult:
+    g = Grep(source_id, pattern, context=context, max_matches=max_matches)
+    for chunk in chunks:
+        g.feed(chunk)
+    return g.result(expected_lines=expected_lines)

@@ -1,0 +1,131 @@
+"""``s3spill demo``: a short, self-contained tour against an embedded S3.
+
+Why a list of steps: the demo grows with the project (artifacts, the context pointer,
+the journal and GC add their own steps), so each step is a small function that reads
+and extends one shared :class:`DemoContext`; :data:`STEPS` lists them, in the order they
+run, in one place. Everything runs against a moto server on 127.0.0.1 started for the
+demo, so it needs no account and touches no network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from typing import TextIO
+
+from s3spill.config import MiB, TransferConfig
+from s3spill.demo.agent import agent_demo_step
+from s3spill.demo.context import DEMO_BUCKET, DEMO_PREFIX, DemoContext, DemoStep, tool_output
+from s3spill.demo.gc import gc_demo_step
+from s3spill.demo.journal import journal_step
+from s3spill.demo.spill import spill_step
+from s3spill.errors import AlreadyExists, ConfigError, PreconditionFailed
+from s3spill.store.s3.store import S3Store
+
+# -- the steps --------------------------------------------------------------------------
+
+
+def _create_once(ctx: DemoContext) -> None:
+    body = b"hello from s3spill\n"
+    result = ctx.store.put_if_absent("demo/hello.txt", body, content_type="text/plain")
+    ctx.say(f"put_if_absent demo/hello.txt -> {result.size} bytes, ETag {result.etag}")
+    ctx.say(f"sha256 {result.sha256} (sent as ChecksumSHA256, kept in metadata)")
+    try:
+        ctx.store.put_if_absent("demo/hello.txt", b"someone else\n")
+        ctx.say("!! a second create overwrote the object")
+    except AlreadyExists:
+        ctx.say("a second put_if_absent of the same key -> AlreadyExists (If-None-Match: *)")
+    ctx.say(f"read back: {ctx.store.get('demo/hello.txt')!r}")
+    ctx.state["hello_etag"] = result.etag
+
+
+def _streamed(ctx: DemoContext) -> None:
+    started = time.monotonic()
+    result = ctx.store.put_if_absent("demo/build.log", tool_output(200_000),
+                                     content_type="text/plain")
+    parts = -(-result.size // ctx.store.config.part_size)
+    ctx.say(f"streamed {result.size / MiB:.1f} MiB as {parts} parts of "
+            f"{ctx.store.config.part_size // MiB} MiB in {time.monotonic() - started:.2f}s")
+    digest = hashlib.sha256()
+    for chunk in ctx.store.iter_chunks("demo/build.log"):
+        digest.update(chunk)
+    info = ctx.store.head("demo/build.log")
+    ctx.say(f"head: sha256 {info.sha256}")
+    ctx.say(f"read back and re-hashed: {'match' if digest.hexdigest() == info.sha256 else 'MISMATCH'}")
+    first_line = ctx.store.get("demo/build.log", (0, 80)).split(b"\n")[0].decode()
+    ctx.say(f"ranged read of bytes [0, 80): {first_line!r}")
+
+
+def _cas(ctx: DemoContext) -> None:
+    old = ctx.state["hello_etag"]
+    new = ctx.store.put_if_match("demo/hello.txt", b"hello again\n", old)
+    ctx.say(f"put_if_match with the current ETag -> replaced, new ETag {new.etag}")
+    try:
+        ctx.store.put_if_match("demo/hello.txt", b"stale writer\n", old)
+        ctx.say("!! a stale put_if_match replaced the object")
+    except PreconditionFailed:
+        ctx.say("put_if_match with the old ETag -> PreconditionFailed, object unchanged")
+
+
+def _lost_answer(ctx: DemoContext) -> None:
+    from s3spill.testing import drop_response_after_send
+
+    fault = drop_response_after_send(ctx.store.client, "PutObject")
+    try:
+        result = ctx.store.put_if_absent("demo/lost-answer.txt", b"landed\n")
+    finally:
+        fault.remove()
+    ctx.say("the PutObject landed but its answer was dropped; botocore retried and got 412")
+    ctx.say(f"HEAD found our put id -> reported as success (ETag {result.etag}), not AlreadyExists")
+
+
+def _doctor(ctx: DemoContext) -> None:
+    from s3spill.doctor import render, run_doctor
+
+    report = run_doctor(ctx.store)
+    for line in render(report).splitlines():
+        ctx.say(line)
+
+
+def _gc(ctx: DemoContext) -> None:
+    from s3spill.demo.gc import gc_demo_step
+
+    gc_demo_step(ctx)
+
+
+#: Every step, in the order it runs: the store's guarantees first, then the context side
+#: and the agent loop that rely on them, then what the store honours, the journal, and GC.
+STEPS: tuple[tuple[str, DemoStep], ...] = (
+    ("create-once write", _create_once),
+    ("streamed multipart write of a large tool output", _streamed),
+    ("compare-and-swap", _cas),
+    ("a lost answer is resolved by reading back the put id", _lost_answer),
+    ("a 2 MB command output spilled, and a page read back by following the pointer", spill_step),
+    ("the main act: an agent loop over a 2 MB build log (scripted model, no API key)", agent_demo_step),
+    ("doctor: what this store honours", _doctor),
+    ("lease journal: publish a memory reference, crash, reconcile, verify", journal_step),
+    ("garbage collection: plan, then apply", gc_demo_step),
+)
+
+
+def run_demo(out: TextIO = sys.stdout, *, config: TransferConfig | None = None) -> int:
+    """Start an embedded S3, run every registered step in order, stop the server."""
+    try:
+        from s3spill.testing import EmbeddedS3
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ConfigError("the demo needs moto: pip install 's3spill[local]'") from exc
+    print("s3spill demo: an embedded S3 (moto, one request at a time) on 127.0.0.1", file=out)
+    with EmbeddedS3() as s3:
+        s3.create_bucket(DEMO_BUCKET)
+        store: S3Store = s3.store(DEMO_BUCKET, DEMO_PREFIX, config)
+        ctx = DemoContext(out=out, endpoint_url=s3.endpoint_url, store=store, s3=s3)
+        print(f"store s3://{DEMO_BUCKET}/{DEMO_PREFIX} at {s3.endpoint_url}", file=out)
+        try:
+            for number, (title, fn) in enumerate(STEPS, start=1):
+                print(f"\n[{number}/{len(STEPS)}] {title}", file=out)
+                fn(ctx)
+        finally:
+            store.close()
+    print("\ndone: the embedded S3 has been stopped and its data discarded.", file=out)
+    return 0

@@ -1,0 +1,144 @@
+"""Writing and reading a cleanup plan as JSON Lines with bounded memory.
+
+Why a footer with a digest: a plan is applied later, maybe by another process on
+another host, and a plan cut short by a full disk or a killed copy must not be read
+as "these are all the objects". The writer hashes every line as it goes; the reader
+checks the whole file (one streaming pass) before it yields the first entry, so a
+truncated, edited or foreign plan is refused whole (:class:`CleanupRefused`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from pydantic import ValidationError
+
+from s3spill.errors import CleanupRefused, NotFound
+from s3spill.gc.models import PlanEntry, PlanFooter, PlanHeader
+from s3spill.keys import gc_plan_key
+from s3spill.store.base import ObjectStore
+
+
+class PlanWriter:
+    """Appends plan lines to a file, keeping only the running counts and digest in memory."""
+
+    def __init__(self, path: str | os.PathLike[str], header: PlanHeader) -> None:
+        self.path = Path(path)
+        self.header = header
+        self._digest = hashlib.sha256()
+        self.counts: Counter[str] = Counter()
+        self.bytes: Counter[str] = Counter()
+        self.entries = 0
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self._fh: IO[bytes] = os.fdopen(fd, "wb")
+        self._line(header.model_dump_json())
+
+    def _line(self, text: str) -> None:
+        raw = text.encode() + b"\n"
+        self._digest.update(raw)
+        self._fh.write(raw)
+
+    def add(self, entry: PlanEntry) -> None:
+        self._line(entry.model_dump_json(exclude_defaults=False))
+        self.entries += 1
+        self.counts[entry.status] += 1
+        self.bytes[entry.status] += entry.size
+
+    def close(self) -> CleanupPlan:
+        footer = PlanFooter(
+            plan_id=self.header.plan_id, entries=self.entries, counts=dict(self.counts),
+            bytes=dict(self.bytes), sha256=self._digest.hexdigest(),
+        )
+        self._fh.write(footer.model_dump_json().encode() + b"\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
+        return CleanupPlan(self.path, self.header, footer)
+
+    def abort(self) -> None:
+        self._fh.close()
+
+
+class CleanupPlan:
+    """A verified plan on local disk: header, footer, and a streaming entry iterator."""
+
+    def __init__(self, path: Path, header: PlanHeader, footer: PlanFooter) -> None:
+        self.path = path
+        self.header = header
+        self.footer = footer
+
+    @property
+    def plan_id(self) -> str:
+        return self.header.plan_id
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> CleanupPlan:
+        """Verify the whole file (count, digest, ids) and return a handle; refuse anything off."""
+        path = Path(path)
+        digest = hashlib.sha256()
+        header: PlanHeader | None = None
+        footer: PlanFooter | None = None
+        entries = 0
+        try:
+            with open(path, "rb") as fh:
+                for lineno, raw in enumerate(fh, 1):
+                    if footer is not None:
+                        raise CleanupRefused(f"plan {path.name}: data after the footer (line {lineno})")
+                    if not raw.endswith(b"\n"):
+                        raise CleanupRefused(f"plan {path.name}: truncated line {lineno}")
+                    if lineno == 1:
+                        header = PlanHeader.model_validate_json(raw)
+                        digest.update(raw)
+                    elif b'"cleanup_plan_footer"' in raw:
+                        footer = PlanFooter.model_validate_json(raw)
+                    else:
+                        digest.update(raw)
+                        entries += 1
+        except (ValidationError, ValueError) as exc:
+            raise CleanupRefused(f"plan {path.name} is not a valid cleanup plan: {exc}") from None
+        except FileNotFoundError:
+            raise CleanupRefused(f"plan file {path} does not exist") from None
+        if header is None or footer is None:
+            raise CleanupRefused(f"plan {path.name} is incomplete (no header or no footer)")
+        if footer.plan_id != header.plan_id or footer.entries != entries:
+            raise CleanupRefused(f"plan {path.name}: footer does not match its entries")
+        if footer.sha256 != digest.hexdigest():
+            raise CleanupRefused(f"plan {path.name}: digest mismatch (edited or damaged)")
+        return cls(path, header, footer)
+
+    def entries(self) -> Iterator[PlanEntry]:
+        """Stream the entries again; the file was verified by :meth:`open`."""
+        with open(self.path, "rb") as fh:
+            next(fh)
+            for raw in fh:
+                if b'"cleanup_plan_footer"' in raw:
+                    return
+                yield PlanEntry.model_validate_json(raw)
+
+
+def save_plan_to_store(store: ObjectStore, plan: CleanupPlan) -> str:
+    """Upload a verified plan create-once; returns its key relative to the store root."""
+    key = gc_plan_key(plan.plan_id)
+    with open(plan.path, "rb") as fh:
+        store.put_if_absent(key, fh, content_type="application/x-ndjson")
+    return key
+
+
+def load_plan_from_store(store: ObjectStore, plan_id: str, directory: str | None = None) -> CleanupPlan:
+    """Download a plan to a private temporary file (streamed) and verify it."""
+    key = gc_plan_key(plan_id)
+    fd, name = tempfile.mkstemp(prefix="s3spill-plan-", suffix=".jsonl", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for chunk in store.iter_chunks(key):
+                fh.write(chunk)
+    except NotFound:
+        os.unlink(name)
+        raise CleanupRefused(f"no plan {plan_id} in the store") from None
+    return CleanupPlan.open(name)

@@ -1,0 +1,389 @@
+"""``plan_cleanup``: the read-only half of GC.
+
+Why read-only and streaming: a plan is evidence that must be reviewable before
+anything is deleted, and the store may hold millions of objects. The listing is
+consumed lazily; objects are grouped by session (both backends list a session's keys
+contiguously — a listing that is not grouped is refused rather than half-trusted),
+each session's journal is folded once for its claim view, and the entries go straight
+to a JSON Lines file. Memory is bounded by the largest session, not the store.
+
+Every object gets exactly one status (see :mod:`s3spill.gc.models`). Only artifacts
+and their ``.idx`` sidecars can ever be ``planned_delete``; journal manifests and
+segments, owner slots and tombstones, and stored plans are protocol state GC never
+deletes (``denied``), which keeps every create-if-absent slot closed forever.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from s3spill.config import TransferConfig
+from s3spill.errors import CleanupRefused, NotFound, S3SpillError
+from s3spill.gc.doc import CleanupPlan, PlanWriter
+from s3spill.gc.fence import SessionFacts, read_session_facts
+from s3spill.gc.models import (
+    CleanupPolicy,
+    CleanupReport,
+    CleanupScope,
+    ObjectKind,
+    ObjectSnapshot,
+    PlanEntry,
+    PlanHeader,
+    PlanStatus,
+)
+from s3spill.keys import OWNER, SESSIONS, parse_key, session_prefix
+from s3spill.log import get_logger
+from s3spill.store.base import ObjectInfo, ObjectStore
+
+log = get_logger("s3spill.gc")
+
+FactsReader = Callable[[ObjectStore, str, Callable[[], datetime]], SessionFacts]
+
+
+def _name_time(name: str) -> datetime:
+    """The creation stamp embedded in an artifact name (``YYYYmmddTHHMMSSZ-…``)."""
+    return datetime.strptime(name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+
+
+def snapshot_of(info: ObjectInfo) -> ObjectSnapshot:
+    return ObjectSnapshot(
+        key=info.key, etag=info.etag, version_id=info.version_id, size=info.size,
+        last_modified=info.last_modified, sha256=info.sha256,
+    )
+
+
+def _session_of_key(key: str) -> str | None:
+    """The session hash a key sits under, even when the rest of the key is off-layout."""
+    parts = key.split("/")
+    if len(parts) >= 3 and f"{parts[0]}/{parts[1]}" in (SESSIONS, OWNER):
+        candidate = parts[2]
+        if len(candidate) == 32 and all(c in "0123456789abcdef" for c in candidate):
+            return candidate
+    return None
+
+
+@dataclass
+class _SessionGroup:
+    shash: str
+    artifacts: dict[str, ObjectInfo] = field(default_factory=dict)
+    indexes: dict[str, ObjectInfo] = field(default_factory=dict)
+    protocol: list[tuple[ObjectKind, ObjectInfo]] = field(default_factory=list)
+
+
+class _Planner:
+    def __init__(
+        self, store: ObjectStore, scope: CleanupScope, policy: CleanupPolicy, writer: PlanWriter,
+        now: datetime, facts_reader: FactsReader,
+    ) -> None:
+        self.store = store
+        self.scope = scope
+        self.policy = policy
+        self.writer = writer
+        self.now = now
+        self.facts_reader = facts_reader
+        self.planned = 0
+        self.sessions = 0
+        self.heads = 0
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    # -- running: sessions on worker threads, writing in listing order on the caller's ---
+
+    def run_session(self, group: _SessionGroup) -> list[PlanEntry]:
+        self._local.out = []
+        with self._lock:
+            self.sessions += 1
+        self.session(group)
+        out: list[PlanEntry] = self._local.out
+        return out
+
+    def run_loose(self, info: ObjectInfo) -> list[PlanEntry]:
+        self._local.out = []
+        self.loose(info)
+        out: list[PlanEntry] = self._local.out
+        return out
+
+    def write(self, entry: PlanEntry) -> None:
+        """Enforce ``max_deletions`` in plan order (workers only pre-check it), then write."""
+        limit = self.policy.max_deletions
+        if entry.status == "planned_delete":
+            if limit is not None and self.planned >= limit:
+                entry = entry.model_copy(update={
+                    "status": "retained_limit", "snapshot": None,
+                    "reason": f"max_deletions={limit} reached"})
+            else:
+                self.planned += 1
+        self.writer.add(entry)
+
+    @property
+    def _full(self) -> bool:
+        return self.policy.max_deletions is not None and self.planned >= self.policy.max_deletions
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _emit(self, status: PlanStatus, kind: ObjectKind, info: ObjectInfo | None, *, shash: str | None,
+              name: str | None = None, reason: str = "", snapshot: ObjectSnapshot | None = None,
+              index: ObjectSnapshot | None = None, size: int | None = None) -> None:
+        self._local.out.append(PlanEntry(
+            status=status, object_kind=kind, session_hash=shash, name=name,
+            key=info.key if info else None,
+            size=size if size is not None else (info.size if info else 0),
+            reason=reason, snapshot=snapshot, index_snapshot=index,
+        ))
+
+    def _head(self, key: str) -> ObjectInfo | None:
+        with self._lock:
+            self.heads += 1
+        try:
+            return self.store.head(key)
+        except NotFound:
+            return None
+
+    def _recent(self, created: datetime, facts: SessionFacts, name: str) -> str | None:
+        """Why an unclaimed object is still too young to go, or ``None``."""
+        ref = created
+        if facts.last_active is not None:
+            if self.now - facts.last_active < self.policy.session_ttl:
+                return "session active within session_ttl"
+            ref = max(ref, facts.last_active)
+        for claim in facts.expired_claims.get(name, ()):
+            if claim.retain_until is not None:
+                ref = max(ref, claim.retain_until)
+        if self.now - ref < self.policy.orphan_ttl:
+            return "younger than orphan_ttl"
+        return None
+
+    # -- per object kind ---------------------------------------------------------------
+
+    def loose(self, info: ObjectInfo) -> None:
+        """An object outside any session group: an owner slot, a stored plan, or unknown."""
+        parsed = parse_key(info.key)
+        if parsed.kind == "owner":
+            self._emit("denied", "owner", info, shash=parsed.session_hash,
+                       reason="owner publication slot or tombstone: never deleted by GC")
+        elif parsed.kind == "gc_plan":
+            self._emit("denied", "gc_plan", info, shash=None, reason="stored cleanup plan")
+        else:
+            self._emit("retained_unknown", "unknown", info, shash=_session_of_key(info.key),
+                       reason="not an s3spill key (off-layout)")
+
+    def session(self, group: _SessionGroup) -> None:
+        shash = group.shash
+        for kind, info in group.protocol:
+            self._emit("denied", kind, info, shash=shash,
+                       reason="protocol object: GC never deletes journal or owner state")
+        try:
+            facts = self.facts_reader(self.store, shash, lambda: self.now)
+        except (S3SpillError, ValueError) as exc:
+            reason = f"journal failed verification: {type(exc).__name__}: {exc}"[:300]
+            log.warning("gc.plan.unverifiable", session_hash=shash, error=type(exc).__name__)
+            for name, info in sorted(group.artifacts.items()):
+                index = group.indexes.get(name)
+                self._emit("retained_unverifiable", "artifact", info, shash=shash, name=name, reason=reason,
+                           index=snapshot_of(index) if index else None,
+                           size=info.size + (index.size if index else 0))
+            for name, info in sorted(group.indexes.items()):
+                if name not in group.artifacts:
+                    self._emit("retained_unverifiable", "index", info, shash=shash, name=name, reason=reason)
+            return
+        for name, info in sorted(group.artifacts.items()):
+            self._artifact(shash, name, info, group.indexes.get(name), facts)
+        for name, info in sorted(group.indexes.items()):
+            if name not in group.artifacts:
+                self._orphan_index(shash, name, info, facts)
+        for name, claims in sorted(facts.claims.items()):
+            if name not in group.artifacts:
+                digests = ",".join(sorted({c.sha256[:16] for c in claims}))
+                self._emit("missing_referenced", "claim", None, shash=shash, name=name,
+                           reason=f"{len(claims)} active claim(s), digest {digests}, artifact is gone")
+
+    def _artifact(self, shash: str, name: str, info: ObjectInfo, index: ObjectInfo | None,
+                  facts: SessionFacts) -> None:
+        claims = facts.claims.get(name, [])
+        size = info.size + (index.size if index else 0)
+        idx = snapshot_of(index) if index else None
+        if claims:
+            head = self._head(info.key)
+            if head is None:
+                digests = ",".join(sorted({c.sha256[:16] for c in claims}))
+                self._emit("missing_referenced", "claim", None, shash=shash, name=name,
+                           reason=f"{len(claims)} active claim(s), digest {digests}, artifact is gone")
+                return
+            wrong = sorted({c.sha256[:16] for c in claims if c.sha256 != head.sha256})
+            if wrong:
+                self._emit("retained_corrupt", "artifact", head, shash=shash, name=name, size=size, index=idx,
+                           reason=f"claim digest {','.join(wrong)} does not match the object's "
+                                  f"{(head.sha256 or 'unknown')[:16]}")
+            else:
+                states = ",".join(sorted({c.state for c in claims}))
+                self._emit("retained_referenced", "artifact", head, shash=shash, name=name, size=size,
+                           index=idx,
+                           reason=f"{len(claims)} active claim(s): {states}")
+            return
+        try:
+            created = max(info.last_modified, _name_time(name))
+        except ValueError:
+            created = info.last_modified
+        why = self._recent(created, facts, name)
+        if why:
+            self._emit("retained_recent", "artifact", info, shash=shash, name=name, size=size, reason=why,
+                       index=idx)
+            return
+        if self._full:
+            self._emit("retained_limit", "artifact", info, shash=shash, name=name, size=size, index=idx,
+                       reason=f"max_deletions={self.policy.max_deletions} reached")
+            return
+        head = self._head(info.key)
+        if head is None:
+            return
+        if head.sha256 is None:
+            self._emit("retained_unknown", "artifact", head, shash=shash, name=name, size=size, index=idx,
+                       reason="no SHA-256 metadata: not written by s3spill's artifact store")
+            return
+        self._emit("planned_delete", "artifact", head, shash=shash, name=name, size=size,
+                   reason="unclaimed and older than orphan_ttl", snapshot=snapshot_of(head),
+                   index=idx)
+
+    def _orphan_index(self, shash: str, name: str, info: ObjectInfo, facts: SessionFacts) -> None:
+        if facts.claims.get(name):
+            self._emit("retained_referenced", "index", info, shash=shash, name=name,
+                       reason="sidecar of a claimed (missing) artifact")
+            return
+        why = self._recent(info.last_modified, facts, name)
+        if why:
+            self._emit("retained_recent", "index", info, shash=shash, name=name, reason=why)
+            return
+        if self._full:
+            self._emit("retained_limit", "index", info, shash=shash, name=name,
+                       reason=f"max_deletions={self.policy.max_deletions} reached")
+            return
+        self._emit("planned_delete", "index", info, shash=shash, name=name,
+                   reason="sidecar without its artifact, older than orphan_ttl", snapshot=snapshot_of(info))
+
+
+def _grouped(store: ObjectStore, scope: CleanupScope) -> Iterator[_SessionGroup | ObjectInfo]:
+    """Yield session groups (contiguous in the listing) and session-less objects."""
+    prefix = session_prefix(scope.session_hash) if scope.session_hash else ""
+    current: _SessionGroup | None = None
+    done: set[str] = set()
+    for info in store.list(prefix):
+        parsed = parse_key(info.key)
+        shash = parsed.session_hash if parsed.kind != "unknown" else _session_of_key(info.key)
+        if parsed.kind == "owner":
+            # Owner slots live outside the session prefix; they are reported, never grouped.
+            if shash and scope.covers_session(shash):
+                yield info
+            continue
+        if shash is None:
+            if scope.covers_sessionless():
+                yield info
+            continue
+        if not scope.covers_session(shash):
+            continue
+        if parsed.kind == "unknown":
+            yield info
+            continue
+        if current is None or current.shash != shash:
+            if current is not None:
+                done.add(current.shash)
+                yield current
+            if shash in done:
+                raise CleanupRefused("the store's listing is not grouped by session; refusing to plan")
+            current = _SessionGroup(shash)
+        if parsed.kind == "artifact":
+            current.artifacts[str(parsed.name)] = info
+        elif parsed.kind == "index":
+            current.indexes[str(parsed.name)] = info
+        else:
+            current.protocol.append(("manifest" if parsed.kind == "manifest" else "segment", info))
+    if current is not None:
+        yield current
+
+
+def plan_cleanup(
+    store: ObjectStore,
+    scope: CleanupScope | None = None,
+    policy: CleanupPolicy | None = None,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    now: datetime | None = None,
+    facts_reader: FactsReader = read_session_facts,
+    config: TransferConfig | None = None,
+) -> CleanupPlan:
+    """List the store, fold each session's journal, and write a plan; never writes to the store.
+
+    ``out`` is the plan file (default: a private temporary file). ``now`` is injectable
+    so tests and the demo can age objects without sleeping. Sessions are planned on
+    ``config.max_concurrency`` threads (their HEADs and journal reads overlap) with a
+    bounded look-ahead; entries are written in listing order, so the plan is the same
+    whatever the concurrency, and ``max_deletions`` is enforced in that order.
+    """
+    workers = (config or TransferConfig()).max_concurrency
+    scope = scope or CleanupScope()
+    policy = policy or CleanupPolicy()
+    now = now or datetime.now(UTC)
+    if out is None:
+        fd, name = tempfile.mkstemp(prefix="s3spill-plan-", suffix=".jsonl")
+        os.close(fd)
+        out = name
+    header = PlanHeader(
+        plan_id=f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(6)}", created_at=now,
+        store_url=store.url, scope=scope, policy=policy,
+    )
+    writer = PlanWriter(Path(out), header)
+    planner = _Planner(store, scope, policy, writer, now, facts_reader)
+    started = time.monotonic()
+    window: deque[Future[list[PlanEntry]] | list[PlanEntry]] = deque()
+
+    def drain(keep: int) -> None:
+        while len(window) > keep:
+            head = window.popleft()
+            for entry in head.result() if isinstance(head, Future) else head:
+                planner.write(entry)
+
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="s3spill-gc-plan") as pool:
+            try:
+                for item in _grouped(store, scope):
+                    if isinstance(item, _SessionGroup):
+                        window.append(pool.submit(planner.run_session, item))
+                    else:
+                        window.append(planner.run_loose(item))
+                    drain(2 * workers)
+                drain(0)
+            except BaseException:
+                for pending in window:
+                    if isinstance(pending, Future):
+                        pending.cancel()
+                raise
+    except BaseException:
+        writer.abort()
+        raise
+    plan = writer.close()
+    log.info("gc.plan", plan_id=header.plan_id, sessions=planner.sessions, entries=writer.entries,
+             planned=planner.planned, heads=planner.heads,
+             duration=round(time.monotonic() - started, 3))
+    return plan
+
+
+def plan_report(plan: CleanupPlan, duration: float = 0.0, requests: dict[str, int] | None = None,
+                sessions: int = 0) -> CleanupReport:
+    """The plan's footer as a report (counts and bytes per status)."""
+    return CleanupReport(
+        phase="plan", plan_id=plan.plan_id, dry_run=True, started_at=plan.header.created_at,
+        duration_seconds=round(duration, 3), sessions=sessions, counts=dict(plan.footer.counts),
+        bytes=dict(plan.footer.bytes), requests=dict(requests or {}),
+    )
+
+
+__all__ = ["CleanupPlan", "plan_cleanup", "plan_report", "snapshot_of"]

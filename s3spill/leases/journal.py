@@ -1,0 +1,432 @@
+"""The lease journal: one compare-and-swapped manifest object per session.
+
+Why a manifest and not an append-only log object: S3 cannot append, but it can replace
+an object only if its ETag is still the one we read (``If-Match``) and create one only
+if absent (``If-None-Match: *``). So every state change is read → verify → build the
+next manifest → conditional write; the ETag is the fence, ``generation`` counts writes.
+
+A write has three outcomes. *Won*: adopt the new state. *Lost* (412/409/exists):
+re-read, re-validate against what the winner wrote, re-apply — every transition is
+planned from the state it is applied to, so a transition someone else already made
+becomes a no-op that says so (``already_committed``). *Unknown* (the store gave up
+after the request may have landed): re-read and look for our write (its ``write_id``,
+or our record's hash at its sequence) — never apply twice. Because each write is
+conditional on the ETag it was built from, a delayed duplicate of an old request can
+no longer land once anything else has been written.
+
+The manifest stays bounded: when it holds more than ``journal_max_recent_records``
+records, the oldest ``journal_segment_records`` go into an immutable, content-addressed
+segment written with create-if-absent *before* the CAS that drops them from the
+manifest. A writer that loses the CAS leaves a segment nobody references; it is either
+byte-identical to the one the winner (or the next writer) references, or unreferenced
+and ignored by recovery (``verify`` lists it). See the README section "Lease journal".
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from s3spill import keys
+from s3spill.config import TransferConfig
+from s3spill.errors import (
+    ArtifactCondemned,
+    ArtifactPublicationRejected,
+    DanglingReference,
+    NotFound,
+    SourceIdError,
+    TransactionStateError,
+)
+from s3spill.failpoints import declare, failpoint
+from s3spill.keys import SourceId
+from s3spill.leases.cas import Built, JournalStats, ManifestCas, Write
+from s3spill.leases.records import (
+    GENESIS_HASH,
+    TXID_PATTERN,
+    JournalFold,
+    JournalManifest,
+    TxView,
+    claim_json,
+    intent_hash,
+)
+from s3spill.leases.view import (
+    AggregatedClaim,
+    JournalView,
+    TransitionResult,
+    VerifyReport,
+    scan_orphan_segments,
+)
+from s3spill.models import ArtifactRetentionClaim, utcnow
+from s3spill.store.base import ObjectStore
+
+__all__ = ["AggregatedClaim", "JournalStats", "JournalView", "LeaseJournal", "TransitionResult",
+           "VerifyReport", "new_transaction_id"]
+
+FP_AFTER_PREPARED = declare("journal.after_prepared", "PREPARED durable; publisher not called yet")
+FP_BEFORE_COMMITTED = declare("journal.before_committed", "publisher returned; COMMITTED not appended")
+FP_AFTER_COMMITTED = declare("journal.after_committed", "COMMITTED durable; publish_reference not returned")
+FP_AFTER_REMOVER = declare("journal.after_remover", "remover succeeded; RELEASED not appended")
+
+
+@dataclass(frozen=True)
+class CondemnItem:
+    """An artifact GC wants to fence, and the snapshot (ETag, size, version) it validated."""
+
+    source_id: str
+    sha256: str
+    etag: str | None = None
+    size: int | None = None
+    version_id: str | None = None
+
+
+#: What the journal answered to one condemnation, decided inside its compare-and-swap:
+#: ``condemned`` (fenced: no claim may land on it now), ``claimed`` (a pending or
+#: unexpired claim protects it: a prepare won the race), ``active`` (the session was
+#: active within the TTL: nothing condemned), ``deleted`` (already recorded deleted),
+#: ``held`` (another run holds the condemnation and did not hand it over).
+CondemnVerdict = Literal["condemned", "claimed", "active", "deleted", "held"]
+
+
+def new_transaction_id() -> str:
+    """A fresh, stable transaction id; keep it to retry or reconcile the same publication."""
+    return f"tx-{secrets.token_hex(16)}"
+
+
+def check_transaction_id(txid: str) -> str:
+    if not isinstance(txid, str) or not re.match(TXID_PATTERN, txid):
+        raise TransactionStateError("transaction id must match [A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+    return txid
+
+
+class LeaseJournal(ManifestCas):
+    """Retention leases of one session, recorded as a hash-chained journal in the store.
+
+    Use :meth:`publish_reference` / :meth:`remove_reference` for the memory protocol,
+    :mod:`s3spill.leases.reconcile` for pending transactions, :meth:`touch` for session
+    liveness, and :meth:`condemn_batch` / :meth:`finish_condemnations`
+    from GC. Every read verifies what it reads: the first one in a process folds the
+    whole history (segments included), later ones only what is new.
+    """
+
+    def __init__(
+        self, store: ObjectStore, session_id: str | None = None, config: TransferConfig | None = None,
+        *, session_hash: str | None = None, clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        super().__init__(store, session_id, config, session_hash=session_hash, clock=clock)
+        self._last_active_seen: datetime | None = None
+
+    # -- reading -------------------------------------------------------------------------
+
+    def view(self) -> JournalView:
+        """The current claim view, verified."""
+        fold = self.refresh()
+        m = self._manifest
+        return JournalView(
+            session_hash=self.session_hash, exists=m is not None, generation=self._generation,
+            journal_id=self._journal_id, last_active=m.last_active if m else None,
+            next_sequence=fold.next_sequence, head_hash=fold.head_hash,
+            transactions=tuple(fold.live_views().values()),
+            pending_transaction_ids=tuple(fold.pending_ids()),
+            condemned=tuple(fold.condemned_view().values()),
+            segments=len(m.segments) if m else 0, recent_records=len(m.records) if m else 0,
+            manifest_bytes=self._manifest_bytes if m else 0,
+        )
+
+    def transaction(self, transaction_id: str) -> TxView | None:
+        """The folded state of one transaction (terminal ones included), verified."""
+        tx = self.refresh().txs.get(transaction_id)
+        return tx.view() if tx is not None else None
+
+    def recent_records(self) -> list[dict[str, Any]]:
+        self.refresh()
+        return list(self._manifest.records) if self._manifest else []
+
+    def claims(self) -> list[AggregatedClaim]:
+        """Live and pending claims aggregated per artifact (source id + full digest)."""
+        return self.view().claims()
+
+    def recover(self) -> JournalView:
+        """Forget what this process verified and fold manifest + segments from scratch."""
+        self._reset()
+        return self.view()
+
+    def verify(self) -> VerifyReport:
+        """Fold everything again from the store (raises :class:`JournalCorrupt`), then
+        classify segments the manifest does not reference (harmless, but reported)."""
+        started = time.monotonic()
+        self._reset()
+        fold = self.refresh()
+        m = self._manifest
+        orphans = scan_orphan_segments(self.store, self.session_hash, m, fold)
+        return VerifyReport(
+            session_hash=self.session_hash, exists=m is not None, generation=self._generation,
+            records=fold.next_sequence, segments=len(m.segments) if m else 0,
+            transactions=len(fold.txs), live=len(fold.live), pending=len(fold.pending_ids()),
+            condemned=len(fold.condemned_view()), head_hash=fold.head_hash,
+            manifest_bytes=self._manifest_bytes if m else 0,
+            orphan_segments=tuple(orphans), seconds=round(time.monotonic() - started, 4),
+        )
+
+    # -- transactions --------------------------------------------------------------------
+
+    def _check_claim(self, claim: ArtifactRetentionClaim) -> SourceId:
+        sid = SourceId.parse(claim.source_id)
+        if self.session_id is not None:
+            sid.require_session(self.session_id)
+        elif sid.session_hash != self.session_hash:
+            raise SourceIdError(f"source id {sid} does not belong to this session")
+        if not claim.sha256.startswith(sid.sha256_prefix):
+            raise SourceIdError(f"claim digest does not match the digest prefix of {sid}")
+        return sid
+
+    def _check_artifact(self, sid: SourceId, sha256: str) -> None:
+        try:
+            info = self.store.head(keys.artifact_key(sid.session_hash, sid.name))
+        except NotFound:
+            raise DanglingReference(f"artifact {sid} does not exist; refusing a dangling reference") from None
+        if info.sha256 is None:
+            raise DanglingReference(f"the store reports no SHA-256 for {sid}; cannot verify the claim")
+        if info.sha256 != sha256:
+            raise DanglingReference(f"artifact {sid} has another SHA-256 than the claim; refused")
+
+    def prepare(self, claim: ArtifactRetentionClaim, transaction_id: str) -> TransitionResult:
+        """Append PREPARED (the durable intent) after checking, in the same CAS, that the
+        artifact exists with the claimed digest and that GC has not condemned it."""
+        txid = check_transaction_id(transaction_id)
+        sid = self._check_claim(claim)
+        raw_claim = claim_json(claim)
+        intent = intent_hash(raw_claim)
+
+        def plan(manifest: JournalManifest | None, fold: JournalFold) -> Write | TransitionResult:
+            existing = fold.txs.get(txid)
+            if existing is not None:
+                if existing.intent_sha256 != intent:
+                    raise TransactionStateError(f"transaction {txid} already names another claim")
+                return self._noop(f"already_{existing.state.lower()}", existing.state, txid=txid)
+            art = fold.artifacts.get(claim.source_id)
+            if art is not None and art.state in ("CONDEMNED", "DELETED"):
+                raise ArtifactCondemned(f"artifact {sid} is {art.state.lower()} by GC plan {art.plan_id}")
+            self._check_artifact(sid, claim.sha256)
+            return Write([{"event": "PREPARED", "transaction_id": txid, "claim": claim,
+                            "intent_sha256": intent}], "prepared", "PREPARED", transaction_id=txid)
+
+        return self._mutate(plan)
+
+    def _transition(self, txid: str, event: str, allowed_from: str,
+                    noop_states: dict[str, str], reason: str | None = None) -> TransitionResult:
+        check_transaction_id(txid)
+
+        def plan(manifest: JournalManifest | None, fold: JournalFold) -> Write | TransitionResult:
+            tx = fold.txs.get(txid)
+            if tx is None:
+                raise TransactionStateError(f"unknown transaction {txid}")
+            if tx.state in noop_states:
+                return self._noop(noop_states[tx.state], tx.state, txid=txid)
+            if tx.state != allowed_from:
+                raise TransactionStateError(f"cannot append {event} to transaction {txid}: it is {tx.state}")
+            spec: dict[str, Any] = {"event": event, "transaction_id": txid, "intent_sha256": tx.intent_sha256}
+            if reason:
+                spec["reason"] = reason
+            return Write([spec], event.lower(), event, transaction_id=txid)
+
+        return self._mutate(plan)
+
+    def commit(self, transaction_id: str) -> TransitionResult:
+        """PREPARED → COMMITTED (the reference is confirmed durable). Idempotent."""
+        return self._transition(transaction_id, "COMMITTED", "PREPARED",
+                                {"COMMITTED": "already_committed", "RELEASED": "already_released"})
+
+    def abort(self, transaction_id: str, reason: str = "publication_rejected") -> TransitionResult:
+        """PREPARED → ABORTED. Only when nothing was and nothing will ever be published:
+        a typed rejection from the publisher, or a sealed absence at the owner."""
+        return self._transition(transaction_id, "ABORTED", "PREPARED",
+                                {"ABORTED": "already_aborted"}, reason)
+
+    def release(self, transaction_id: str) -> TransitionResult:
+        """COMMITTED → RELEASED (the reference was removed). Idempotent."""
+        return self._transition(transaction_id, "RELEASED", "COMMITTED", {"RELEASED": "already_released"})
+
+    def publish_reference(self, claim: ArtifactRetentionClaim, publisher: Callable[[], object],
+                          transaction_id: str | None = None) -> TransitionResult:
+        """PREPARED (durable) → ``publisher()`` → COMMITTED.
+
+        Only :class:`ArtifactPublicationRejected` from the publisher aborts (and is
+        re-raised); any other exception propagates and leaves the transaction PREPARED —
+        the write may have landed — for :mod:`s3spill.leases.reconcile` to settle. An existing
+        transaction id is never re-published: a committed one is a no-op, a pending one
+        must be reconciled first.
+        """
+        txid = transaction_id or new_transaction_id()
+        prepared = self.prepare(claim, txid)
+        if prepared.outcome != "prepared":
+            if prepared.state == "COMMITTED":
+                return prepared
+            if prepared.state == "PREPARED":
+                raise TransactionStateError(
+                    f"transaction {txid} is already PREPARED from an earlier attempt; reconcile it "
+                    "with the owner instead of publishing again")
+            raise TransactionStateError(f"transaction {txid} is {prepared.state}; use a new transaction id")
+        failpoint(FP_AFTER_PREPARED)
+        try:
+            publisher()
+        except ArtifactPublicationRejected:
+            self.abort(txid, "publication_rejected")
+            raise
+        failpoint(FP_BEFORE_COMMITTED)
+        committed = self.commit(txid)
+        failpoint(FP_AFTER_COMMITTED)
+        return committed
+
+    def remove_reference(self, transaction_id: str, remover: Callable[[], object]) -> TransitionResult:
+        """``remover()`` first; RELEASED only after it succeeded (else the lease stays COMMITTED)."""
+        tx = self.transaction(check_transaction_id(transaction_id))
+        if tx is None:
+            raise TransactionStateError(f"unknown transaction {transaction_id}")
+        if tx.state == "RELEASED":
+            return self._noop("already_released", "RELEASED", txid=transaction_id)
+        if tx.state != "COMMITTED":
+            raise TransactionStateError(f"cannot remove the reference of {transaction_id}: it is {tx.state}"
+                                        + ("; reconcile it first" if tx.state == "PREPARED" else ""))
+        remover()
+        failpoint(FP_AFTER_REMOVER)
+        return self.release(transaction_id)
+
+    # -- GC's fence ----------------------------------------------------------------------
+
+    # -- GC's batched fence (one CAS for many artifacts of the session) ------------------
+
+    def condemn_batch(self, items: Sequence[CondemnItem], plan_id: str, *,
+                      active_within: timedelta | None = None,
+                      takeover: Mapping[str, str] | None = None) -> dict[str, CondemnVerdict]:
+        """Condemn many artifacts in one CAS; a verdict per source id, decided in that CAS.
+
+        Verdicts (see :data:`CondemnVerdict`): ``condemned`` (fenced by
+        ``plan_id``, also when it already was), ``claimed`` (a pending or unexpired claim
+        protects it; nothing appended), ``active`` (``last_active`` is within
+        ``active_within``: nothing is condemned at all), ``deleted`` (already DELETED),
+        ``held`` (another plan's condemnation stands). ``takeover`` maps a source id to the
+        plan whose leftover condemnation this one adopts — LIFTED for the old plan and
+        CONDEMNED for the new in the same write, so two GC runs never both think they
+        own it; if that condemnation changed meanwhile, the verdict is ``held``.
+        """
+        for item in items:
+            if SourceId.parse(item.source_id).session_hash != self.session_hash:
+                raise SourceIdError(f"source id {item.source_id} does not belong to this session")
+        handover = dict(takeover or {})
+        verdicts: dict[str, CondemnVerdict] = {}
+
+        def plan(manifest: JournalManifest | None, fold: JournalFold) -> Write | TransitionResult:
+            verdicts.clear()
+            at = self.clock()
+            last = manifest.last_active if manifest is not None else None
+            if active_within is not None and last is not None and at - last < active_within:
+                verdicts.update({item.source_id: "active" for item in items})
+                return self._noop("session_active", None)
+            specs: list[dict[str, Any]] = []
+            for item in items:
+                source_id, sha256 = item.source_id, item.sha256
+                art = fold.artifacts.get(source_id)
+                previous = handover.get(source_id)
+                if art is not None and art.state == "DELETED":
+                    verdicts[source_id] = "deleted"
+                    continue
+                if art is not None and art.state == "CONDEMNED":
+                    if art.plan_id == plan_id:
+                        verdicts[source_id] = "condemned"
+                        continue
+                    if art.plan_id != previous or art.sha256 != sha256:
+                        verdicts[source_id] = "held"
+                        continue
+                elif previous is not None:
+                    verdicts[source_id] = "held"  # the leftover was finished or lifted meanwhile
+                    continue
+                if fold.protecting(source_id, at):
+                    verdicts[source_id] = "claimed"
+                    continue
+                if previous is not None:
+                    specs.append({"event": "LIFTED", "source_id": source_id, "sha256": sha256,
+                                  "plan_id": previous, "reason": f"taken over by {plan_id}"[:200]})
+                specs.append({"event": "CONDEMNED", "source_id": source_id, "sha256": sha256,
+                              "plan_id": plan_id, "etag": item.etag, "size": item.size,
+                              "version_id": item.version_id})
+                verdicts[source_id] = "condemned"
+            if not specs:
+                return self._noop("nothing_to_condemn", None)
+            return Write(specs, "condemned", "CONDEMNED")
+
+        self._mutate(plan)
+        return dict(verdicts)
+
+    def finish_condemnations(self, deleted: Sequence[str], lifted: Sequence[str], plan_id: str, *,
+                             reason: str = "race_detected") -> dict[str, str]:
+        """DELETED / LIFTED for many of ``plan_id``'s condemnations in one CAS.
+
+        Idempotent: an artifact already in that state says ``already_deleted`` /
+        ``already_lifted``; one no longer condemned by ``plan_id`` (taken over by a later
+        run) says ``not_condemned`` and is left alone.
+        """
+        results: dict[str, str] = {}
+
+        def plan(manifest: JournalManifest | None, fold: JournalFold) -> Write | TransitionResult:
+            results.clear()
+            specs: list[dict[str, Any]] = []
+            for event, source_ids in (("DELETED", deleted), ("LIFTED", lifted)):
+                for source_id in source_ids:
+                    art = fold.artifacts.get(source_id)
+                    if art is not None and art.plan_id == plan_id and art.state == event:
+                        results[source_id] = f"already_{event.lower()}"
+                    elif art is None or art.state != "CONDEMNED" or art.plan_id != plan_id:
+                        results[source_id] = "not_condemned"
+                    else:
+                        spec: dict[str, Any] = {"event": event, "source_id": source_id,
+                                                "sha256": art.sha256, "plan_id": plan_id}
+                        if event == "LIFTED":
+                            spec["reason"] = reason[:200]
+                        specs.append(spec)
+                        results[source_id] = event.lower()
+            if not specs:
+                return self._noop("nothing_to_finish", None)
+            return Write(specs, "finished", None)
+
+        self._mutate(plan)
+        return dict(results)
+
+    # -- liveness ------------------------------------------------------------------------
+
+    def touch(self, min_interval: float | timedelta = 60.0) -> bool:
+        """Refresh ``last_active`` at most once per ``min_interval``; True if it wrote.
+
+        Not a chained record: liveness is a hint GC reads (a session active within its
+        ``session_ttl`` keeps everything), so it does not need, or get, a place in the
+        history. Callers on the context path should fail open on errors.
+        """
+        interval = min_interval if isinstance(min_interval, timedelta) else timedelta(seconds=min_interval)
+        now = self.clock()
+        if self._last_active_seen is not None and now - self._last_active_seen < interval:
+            return False
+
+        def build(manifest: JournalManifest | None, fold: JournalFold | None) -> Built | TransitionResult:
+            if manifest is not None and manifest.last_active is not None \
+                    and now - manifest.last_active < interval:
+                self._last_active_seen = manifest.last_active
+                return TransitionResult("already_active", None, False, manifest.generation)
+            if manifest is None:
+                new = JournalManifest(
+                    session_hash=self.session_hash, journal_id=secrets.token_hex(16), generation=1,
+                    write_id=secrets.token_hex(16), created_at=now, updated_at=now, last_active=now,
+                    next_sequence=0, head_hash=GENESIS_HASH)
+            else:
+                new = manifest.model_copy(update={"generation": manifest.generation + 1,
+                                                  "write_id": secrets.token_hex(16),
+                                                  "updated_at": now, "last_active": now})
+            return Built(new, None, TransitionResult("touched", None, True, new.generation))
+
+        result = self._cas(build, verify=False)
+        if result.changed:
+            self._last_active_seen = now
+        return result.changed

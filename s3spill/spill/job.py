@@ -1,0 +1,300 @@
+"""One call of :meth:`Spiller.externalize`: buffer, decide, stream, then point or degrade.
+
+The state of a call (the buffered prefix, the retainer, the salient-line scanner, the
+upload) lives here and dies with the call, so a :class:`~s3spill.spill.spiller.Spiller`
+can serve concurrent calls of one session. The order of events is what keeps the
+promises of the Spiller: the exit status is asked for only once the output has
+ended; the upload is told "end of stream" only after the whole output was read
+without error (otherwise it is abandoned, so a truncated artifact never completes);
+and a result is pointed to only if the upload was accepted before the deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
+
+from pydantic import Field
+
+from s3spill.context.logcompress import CompressedLog, compress_log
+from s3spill.context.pointer import (
+    CLIPPED_MARKER,
+    DegradedFacts,
+    PointerFacts,
+    RenderedContext,
+    clip,
+    render_degraded,
+    render_pointer,
+    summarize,
+)
+from s3spill.context.policy import SpillPolicy, ToolPolicy
+from s3spill.context.retention import RetainedText, TextRetainer, safe_head_cut
+from s3spill.context.salient import SalientScanner
+from s3spill.log import get_logger
+from s3spill.models import ArtifactReference, Record
+from s3spill.spill.sink import SpillSink
+from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
+from s3spill.spill.upload import BoundedUpload, describe_error
+
+__all__ = ["ExitCode", "Mode", "SpillJob", "SpillResult"]
+
+log = get_logger("s3spill.spill.spiller")
+
+#: An exit status, or a callable that returns it once the output has ended.
+ExitCode = int | Callable[[], int | None] | None
+
+Mode = Literal["inline", "clipped", "pointer", "pointer_hard_cap", "degraded", "degraded_hard_cap"]
+
+
+class SpillResult(Record):
+    """What the model sees of one tool result, and where the rest went (if anywhere)."""
+
+    kind: Literal["spill_result"] = "spill_result"
+    #: The model-facing text; within the policy's budget (hard cap always, tokens when set).
+    context_text: str
+    #: The stored full output; None when inline, clipped or degraded.
+    artifact: ArtifactReference | None = None
+    spilled: bool
+    #: Bytes of the whole output (UTF-8 for text).
+    total_bytes: int = Field(ge=0)
+    #: Bytes of the output the context text does not show verbatim.
+    omitted: int = Field(ge=0)
+    #: Why the output could not be saved; set only when it was too large and the store failed.
+    degraded_reason: str | None = None
+    mode: Mode
+    tool: str
+    call_id: str | None = None
+    exit_code: int | None = None
+
+
+def _inline_limit(policy: SpillPolicy, rule: ToolPolicy) -> int:
+    """Bytes after which an output is certainly over a threshold (a char is <= 4 bytes)."""
+    return min(rule.inline_limit_bytes, 4 * policy.hard_cap_chars)
+
+
+class SpillJob:
+    """One call of :meth:`Spiller.externalize`; its state lives and dies with the call."""
+
+    def __init__(self, sink: SpillSink, policy: SpillPolicy, output: Output, tool: str,
+                 call_id: str | None, exit_code: ExitCode, spillable: bool, label: str | None,
+                 force: bool) -> None:
+        self.sink = sink
+        self.policy = policy
+        self.output = output
+        self.tool = tool
+        self.call_id = call_id
+        self._exit_code = exit_code
+        self.exit_code: int | None = None
+        self.spillable = spillable
+        self.label = label
+        self.force = force
+        self.rule = self.policy.for_tool(tool)
+        self.read = ReadFailure()
+        self.chunks: Iterator[bytes] = iter(())
+        self.retainer = TextRetainer(self.rule.retention())
+        self.scanner: SalientScanner | None = None
+        self.buffer: bytearray | None = None
+
+    def ended(self) -> None:
+        """The output is fully read: now the exit status can be known."""
+        code = self._exit_code
+        if callable(code):
+            try:
+                code = code()
+            except Exception as exc:  # noqa: BLE001 - an unknown status must not break the turn
+                log.warning("spill.exit_code_failed", tool=self.tool, error=describe_error(exc))
+                code = None
+        self.exit_code = code
+        self._exit_code = code
+
+    def result(self, text: str, mode: Mode, total: int, omitted: int, *,
+               artifact: ArtifactReference | None = None, reason: str | None = None) -> SpillResult:
+        return SpillResult(
+            context_text=text, artifact=artifact, spilled=artifact is not None, total_bytes=total,
+            omitted=max(0, omitted), degraded_reason=reason, mode=mode, tool=self.tool,
+            call_id=self.call_id, exit_code=self.exit_code,
+        )
+
+    def run(self) -> SpillResult:
+        try:
+            self.chunks = self.read.guard(iter_output(self.output))
+            return self._run()
+        except Exception as exc:  # noqa: BLE001 - last line of fail-open: never break the turn
+            log.warning("spill.failed", tool=self.tool, error=describe_error(exc))
+            self._retain_prefix()
+            for chunk in self.chunks:  # consume the rest once; keep head and tail
+                self.retainer.push(chunk)
+            self.ended()
+            return self._degraded(f"internal error: {describe_error(exc)}")
+
+    def _retain_prefix(self) -> None:
+        """Move the buffered prefix into the retainer (and the scanner), once."""
+        if self.buffer is None:
+            return
+        prefix, self.buffer = self.buffer, None
+        self.retainer.push(prefix)
+        if self.scanner is not None:
+            self.scanner.push(prefix)
+
+    def _run(self) -> SpillResult:
+        limit = _inline_limit(self.policy, self.rule)
+        if self.rule.log_compress and self.spillable:
+            limit = max(limit, self.policy.log_compress_max_bytes)
+        buffer = self.buffer = bytearray()
+        complete = True
+        for chunk in self.chunks:
+            buffer += chunk
+            if len(buffer) > limit:
+                complete = False
+                break
+        if self.read.error is not None:
+            self._retain_prefix()
+            self.ended()
+            return self._degraded(f"reading the output failed: {describe_error(self.read.error)}")
+        if not complete:
+            if not self.spillable:
+                total = len(buffer) + sum(len(chunk) for chunk in self.chunks)
+                self.ended()
+                return self._clipped(bytes(buffer), total)
+            return self._spill()
+        self.ended()
+        data = bytes(buffer)
+        text = self.output if isinstance(self.output, str) else data.decode("utf-8", "replace")
+        if not self.spillable:
+            return self._inline(text, data)
+        over = self.force or self.policy.should_externalize(text, self.tool)
+        if self.rule.log_compress:
+            view = compress_log(text)
+            if view.changed:  # lines are dropped from view: store the full text, point to it
+                return self._spill(view=view, fallback=None if over else text)
+        if not over:
+            return self._inline(text, data)
+        return self._spill()
+
+    # -- not stored --------------------------------------------------------------------
+
+    def _inline(self, text: str, data: bytes) -> SpillResult:
+        if len(text) <= self.policy.hard_cap_chars:
+            return self.result(text, "inline", len(data), 0)
+        return self._clipped(data, len(data))
+
+    def _clipped(self, data: bytes, total: int) -> SpillResult:
+        """Never copied (``spillable=False``): a prefix and the fixed clipped marker.
+
+        Cut in bytes, so the omitted count is exact even for invalid UTF-8 (a byte
+        is at most one character, so the text always fits the hard cap).
+        """
+        cap = self.policy.hard_cap_chars
+        cut = safe_head_cut(data, max(0, cap - len(CLIPPED_MARKER)))
+        text = data[:cut].decode("utf-8", "replace") + CLIPPED_MARKER
+        return self.result(text[:cap], "clipped", total, total - cut)
+
+    # -- stored ------------------------------------------------------------------------
+
+    def _spill(self, view: CompressedLog | None = None, fallback: str | None = None) -> SpillResult:
+        """Store the output while retaining its head and tail; then point, or degrade.
+
+        ``view`` is a log-compressed preview to show instead of head/tail; ``fallback``
+        is the whole output when it would have been inline anyway (compression was the
+        only reason to store it), returned as it is if the store fails.
+        """
+        if self.policy.salient_lines and view is None:
+            self.scanner = SalientScanner(skip_bytes=self.rule.smallest_head(),
+                                          max_lines=self.policy.salient_lines,
+                                          max_line_bytes=self.policy.salient_line_bytes,
+                                          max_scan_bytes=self.policy.salient_scan_bytes)
+
+        upload = self.sink.open(self.tool, self.call_id, self.label)
+        started = time.monotonic()
+        prefix = bytes(self.buffer or b"")
+        self._retain_prefix()
+        for start in range(0, len(prefix), CHUNK_BYTES):
+            if not upload.feed(prefix[start : start + CHUNK_BYTES]):
+                break
+        del prefix
+        for chunk in self.chunks:
+            self._consume(chunk, upload)
+        total = self.retainer.total_bytes
+        self.ended()
+        if self.read.error is not None:
+            upload.abandon(f"reading the output failed: {describe_error(self.read.error)}")
+        ref = self.sink.finish(upload, total)
+        reason = upload.reason
+        if ref is not None and ref.size_bytes != total:
+            reason, ref = f"the store recorded {ref.size_bytes} bytes of {total}", None
+        if ref is None:
+            reason = reason or "unknown failure"
+            if fallback is not None:
+                log.warning("spill.degraded", tool=self.tool, session_hash=self.sink.session_hash,
+                            bytes=total, reason=reason, shown="inline")
+                return self.result(fallback, "inline", total, 0, reason=reason)
+            return self._degraded(reason, waited=time.monotonic() - started)
+        return self._pointer(ref, view)
+
+    def _consume(self, chunk: bytes, upload: BoundedUpload[ArtifactReference]) -> None:
+        self.retainer.push(chunk)
+        if self.scanner is not None:
+            self.scanner.push(chunk)
+        if not upload.failed:
+            upload.feed(chunk)
+
+    def _salient(self) -> list[Any]:
+        return self.scanner.finish() if self.scanner is not None else []
+
+    def _pointer(self, ref: ArtifactReference, view: CompressedLog | None = None) -> SpillResult:
+        retained = self.retainer.finish()
+        facts = PointerFacts(
+            source_id=ref.source_id, tool=self.tool, sha256=ref.sha256,
+            summary=summarize(retained, self.tool, self.exit_code, self.policy.summary_chars),
+            call_id=self.call_id, exit_code=self.exit_code, total_bytes=ref.size_bytes,
+            line_count=ref.line_count, read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
+            view=view.describe() if view is not None else None,
+        )
+        head, tail = self.rule.preview(self.exit_code)
+        shown = RetainedText.of(view.text) if view is not None else retained
+        rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
+                                  budget=self.policy.budget(), salient=self._salient())
+        if view is not None:  # the view is not a slice of the output: count what it leaves out
+            omitted = max(0, retained.total_bytes - rendered.shown.kept_bytes)
+            return self.result(rendered.text, _pointer_mode(rendered), retained.total_bytes, omitted,
+                               artifact=ref)
+        return self._from_rendered(rendered, retained, artifact=ref)
+
+    def _degraded(self, reason: str, waited: float | None = None) -> SpillResult:
+        retained = self.retainer.finish()
+        log.warning("spill.degraded", tool=self.tool, session_hash=self.sink.session_hash,
+                    bytes=retained.total_bytes, reason=reason,
+                    waited=None if waited is None else round(waited, 3))
+        try:
+            facts = DegradedFacts(tool=self.tool, reason=reason, call_id=self.call_id,
+                                  exit_code=self.exit_code)
+            head, tail = self.rule.preview(self.exit_code)
+            rendered = render_degraded(facts, retained, head_bytes=head, tail_bytes=tail,
+                                       budget=self.policy.budget(), salient=self._salient())
+        except Exception as exc:  # noqa: BLE001 - the renderer itself failed: fixed marker
+            log.warning("spill.render_failed", tool=self.tool, error=describe_error(exc))
+            return self._last_resort(retained, reason)
+        return self._from_rendered(rendered, retained, reason=reason)
+
+    def _last_resort(self, retained: RetainedText, reason: str) -> SpillResult:
+        note = f"\n[s3spill] The full output could NOT be saved ({reason[:200]})."
+        text = clip(retained.head_text, max(0, self.policy.hard_cap_chars - len(note)))
+        text = (text + note)[: self.policy.hard_cap_chars]
+        shown = len(text.encode("utf-8", "replace"))
+        return self.result(text, "degraded_hard_cap", retained.total_bytes,
+                           retained.total_bytes - min(shown, len(retained.head)), reason=reason)
+
+    def _from_rendered(self, rendered: RenderedContext, retained: RetainedText, *,
+                       artifact: ArtifactReference | None = None, reason: str | None = None) -> SpillResult:
+        mode = _pointer_mode(rendered) if artifact is not None else _degraded_mode(rendered)
+        return self.result(rendered.text, mode, retained.total_bytes, rendered.shown.omitted_bytes,
+                           artifact=artifact, reason=reason)
+
+
+def _pointer_mode(rendered: RenderedContext) -> Mode:
+    return "pointer" if rendered.mode == "pointer" else "pointer_hard_cap"
+
+
+def _degraded_mode(rendered: RenderedContext) -> Mode:
+    return "degraded" if rendered.mode == "degraded" else "degraded_hard_cap"

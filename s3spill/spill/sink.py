@@ -1,0 +1,118 @@
+"""Where a spill's bytes go: the artifact store, within a deadline, then a liveness mark.
+
+Why a separate object: a text spill (:mod:`s3spill.spill.job`) and a block spill
+(:mod:`s3spill.spill.blocks`) both need "store this stream, give up after the deadline,
+remember the accepted upload, mark the session alive" — and nothing else of the
+:class:`~s3spill.spill.spiller.Spiller`. Giving them this sink instead of the Spiller
+keeps the dependency one-way (Spiller → job/blocks → sink) and the Spiller's public
+surface to what a harness calls.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from typing import Protocol
+
+from s3spill.artifacts.store import ArtifactStore
+from s3spill.keys import session_hash
+from s3spill.log import get_logger
+from s3spill.models import ArtifactReference
+from s3spill.spill.upload import BoundedUpload, describe_error
+
+__all__ = ["LivenessMark", "SpillSink"]
+
+log = get_logger("s3spill.spill.spiller")
+
+
+class LivenessMark(Protocol):
+    """What the sink needs of the lease journal: a rate-limited ``last_active`` mark."""
+
+    def touch(self, min_interval: float = ...) -> bool: ...
+
+
+class SpillSink:
+    """Store streams as artifacts of one session within a deadline; thread-safe."""
+
+    def __init__(self, artifacts: ArtifactStore, session_id: str, *, store_deadline: float,
+                 journal: LivenessMark | None, touch_interval: float, min_upload_rate: float,
+                 queue_depth: int) -> None:
+        self.artifacts = artifacts
+        self.session_id = session_id
+        self.session_hash = session_hash(session_id)
+        self.store_deadline = store_deadline
+        self.journal = journal
+        self.touch_interval = touch_interval
+        self.min_upload_rate = min_upload_rate
+        self.queue_depth = queue_depth
+        self._touch_lock = threading.Lock()
+        self._last_touch: float | None = None
+        self._uploads: list[BoundedUpload[ArtifactReference]] = []
+        self._uploads_lock = threading.Lock()
+
+    def open(self, tool: str, call_id: str | None = None,
+             label: str | None = None) -> BoundedUpload[ArtifactReference]:
+        """An upload the caller feeds; it stalls the caller at most ``store_deadline``."""
+
+        def write(stream: Iterator[bytes]) -> ArtifactReference:
+            return self.artifacts.write(self.session_id, stream, tool, call_id=call_id, label=label)
+
+        return BoundedUpload(write, stall_timeout=self.store_deadline, depth=self.queue_depth)
+
+    def finish(self, upload: BoundedUpload[ArtifactReference], total_bytes: int) -> ArtifactReference | None:
+        """The stored reference, or None if the store did not accept it before the deadline."""
+        ref = upload.finish(self.deadline_for(total_bytes), after=self._after_spill)
+        if ref is not None:
+            with self._uploads_lock:
+                self._uploads = [u for u in self._uploads if not u.join(0)]
+                self._uploads.append(upload)
+        return ref
+
+    def store_blob(self, chunks: Iterable[bytes], tool: str, call_id: str | None = None,
+                   label: str | None = None) -> tuple[ArtifactReference | None, str | None]:
+        """Store chunks already in hand as one artifact, within the deadline: (reference, reason)."""
+        upload = self.open(tool, call_id, label)
+        total = 0
+        try:
+            for chunk in chunks:
+                total += len(chunk)
+                if not upload.feed(chunk):
+                    break
+        except Exception as exc:  # noqa: BLE001 - a failing source must not complete the upload
+            upload.abandon(f"reading the output failed: {describe_error(exc)}")
+        ref = self.finish(upload, total)
+        return ref, upload.reason
+
+    def deadline_for(self, total_bytes: int) -> float:
+        """Seconds we wait for the store once the output has ended."""
+        return self.store_deadline + total_bytes / self.min_upload_rate
+
+    def close(self, timeout: float | None = None) -> None:
+        """Wait (bounded) for follow-up work of accepted uploads, e.g. the liveness mark.
+
+        Abandoned uploads are not waited for: their threads are daemons and nothing
+        will ever point at what they may still write.
+        """
+        limit = self.store_deadline if timeout is None else timeout
+        end = time.monotonic() + limit
+        with self._uploads_lock:
+            uploads, self._uploads = self._uploads, []
+        for upload in uploads:
+            upload.join(max(0.0, end - time.monotonic()))
+
+    def _after_spill(self, ref: ArtifactReference) -> None:
+        """Runs on the upload thread after a spill was accepted: the liveness mark."""
+        if self.journal is None:
+            return
+        now = time.monotonic()
+        with self._touch_lock:
+            if self._last_touch is not None and now - self._last_touch < self.touch_interval:
+                return
+            self._last_touch = now
+        try:
+            self.journal.touch(self.touch_interval)
+        except Exception as exc:  # noqa: BLE001 - liveness is a hint; never fail a spill on it
+            with self._touch_lock:
+                self._last_touch = None
+            log.warning("spill.touch_failed", session_hash=self.session_hash, error=describe_error(exc))

@@ -1,0 +1,152 @@
+"""What an agent harness calls after every tool call: decide what the model sees.
+
+:meth:`Spiller.externalize` reads a tool's output exactly once. Up to the tool's
+threshold it only buffers (it cannot know before); an output that stays under every
+budget comes back inline and is not stored. Past the threshold, the buffered prefix
+and the rest of the stream go, chunk by chunk, both to a :class:`TextRetainer`
+(head and tail for the preview) and to the artifact store (the full text), so memory
+stays bounded whatever the size. The model gets the pointer rendered by
+:mod:`s3spill.context.pointer`: head, gap, tail, and a notice with the locator.
+
+It fails open, honestly (docs/design-notes.md "Hard cap and soft budget"): when the store
+fails, stalls, or misses the deadline, the result is the hard-capped head/tail with a
+notice that the full output could NOT be saved — never a locator that does not exist
+— and a warning in the log. No exception reaches the caller. The added latency is
+bounded: the store may stall the stream for at most ``store_deadline`` seconds, and
+once the output has ended we wait at most ``store_deadline`` plus the time the upload
+needs at ``min_upload_rate`` (see :mod:`s3spill.spill.upload` for how a blocking
+boto3 call is left behind without pointing at what it may still write).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Literal
+
+from s3spill.artifacts.store import ArtifactStore
+from s3spill.context.blocks import Block
+from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_budget
+from s3spill.context.policy import SpillPolicy
+from s3spill.leases.journal import LeaseJournal
+from s3spill.spill.blocks import BlocksResult, externalize_blocks
+from s3spill.spill.job import ExitCode, SpillJob, SpillResult
+from s3spill.spill.sink import LivenessMark, SpillSink
+from s3spill.spill.source import Output
+from s3spill.store.base import ObjectStore
+
+__all__ = ["SpillResult", "Spiller"]
+
+MiB = 1024 * 1024
+
+class _NotStored(Exception):
+    """The per-turn callback's way of saying "keep this one inline"."""
+
+
+class Spiller:
+    """Externalize tool output for one session; thread-safe, one instance per session.
+
+    ``store`` is an :class:`~s3spill.store.base.ObjectStore` or an already built
+    :class:`~s3spill.artifacts.store.ArtifactStore`. ``journal`` is the session's lease
+    journal (anything with ``touch``; by default the session's
+    :class:`~s3spill.leases.journal.LeaseJournal` in the same store, ``None`` for none):
+    after a successful spill its ``last_active`` is refreshed at most once per
+    ``touch_interval`` seconds, on the upload thread, off the caller's path — GC keeps
+    everything of a session active within its TTL, so a live session's fresh artifacts
+    are safe before any claim on them is published.
+    """
+
+    def __init__(
+        self,
+        store: ObjectStore | ArtifactStore,
+        session_id: str,
+        policy: SpillPolicy | None = None,
+        *,
+        journal: LivenessMark | Literal["auto"] | None = "auto",
+        touch_interval: float = 60.0,
+        min_upload_rate: float = 32 * MiB,
+        queue_depth: int = 4,
+    ) -> None:
+        if isinstance(store, ObjectStore):
+            store = ArtifactStore(store, getattr(store, "config", None), session_id=session_id)
+        if journal == "auto":
+            journal = LeaseJournal(store.store, session_id, store.config)
+        self.artifacts = store
+        self.session_id = session_id
+        self.policy = policy or SpillPolicy()
+        self.sink = SpillSink(store, session_id, store_deadline=self.policy.store_deadline,
+                              journal=journal, touch_interval=touch_interval,
+                              min_upload_rate=min_upload_rate, queue_depth=queue_depth)
+
+    def externalize(
+        self,
+        output: Output,
+        tool: str,
+        call_id: str | None = None,
+        exit_code: ExitCode = None,
+        spillable: bool = True,
+        *,
+        label: str | None = None,
+        force: bool = False,
+    ) -> SpillResult:
+        """The context text for one tool result; stores the full output when it is too large.
+
+        ``output`` is consumed exactly once. ``exit_code`` may be a callable, asked
+        once the output has ended (a running command's status is known only then; a
+        non-zero one makes the preview favour the tail). ``spillable=False`` (e.g. a
+        paged file read that is already on disk) is never copied: it is returned
+        inline, clipped to the hard cap. ``force`` stores a spillable output even under
+        its threshold (the per-turn budget uses it). Never raises for store or stream
+        failures.
+        """
+        job = SpillJob(self.sink, self.policy, output, tool, call_id, exit_code, spillable, label, force)
+        return job.run()
+
+    def enforce_turn_budget(
+        self,
+        results: Sequence[TurnResult],
+        per_result: int = 100_000,
+        turn_total: int = 200_000,
+        context_window: int | None = None,
+    ) -> TurnBudgetReport:
+        """:func:`~s3spill.context.budget.enforce_turn_budget` with this Spiller spilling.
+
+        Largest first; a result that is not ``spillable`` (a paged file read) or is
+        already ``spilled`` (its content is a pointer) is never copied. A result the
+        store could not take stays inline (listed in ``failed``): an over-budget turn
+        beats a lost result. Each replaced result carries its :class:`SpillResult` in
+        ``extra``.
+        """
+        candidates = [replace(r, spillable=r.spillable and not r.spilled) for r in results]
+
+        def spill(result: TurnResult) -> TurnResult:
+            out = self.externalize(result.content, result.tool, result.call_id, result.exit_code,
+                                   force=True)
+            if not out.spilled:
+                raise _NotStored(out.degraded_reason or "not stored")
+            return replace(result, content=out.context_text, extra=out)
+
+        report = enforce_turn_budget(candidates, per_result, turn_total, context_window, spill=spill)
+        restored = [replace(new, spillable=old.spillable) for new, old in zip(report.results, results,
+                                                                               strict=True)]
+        return replace(report, results=restored)
+
+    def externalize_blocks(self, blocks: Sequence[Block], tool: str, call_id: str | None = None,
+                           exit_code: int | None = None) -> BlocksResult:
+        """The same for a result made of text and image blocks (see :mod:`s3spill.spill.blocks`).
+
+        Images are priced with the policy's ``image_pricer``; an omitted image is stored
+        as its own artifact and named in the notice by locator.
+        """
+        return externalize_blocks(self.sink, self.policy, self.externalize, blocks, tool, call_id,
+                                  exit_code)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Wait (bounded) for follow-up work of accepted uploads, e.g. the liveness mark."""
+        self.sink.close(timeout)
+
+    def __enter__(self) -> Spiller:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,390 @@
+"""The S3 backend: one boto3 code path for AWS, MinIO and moto.
+
+Why it is shaped this way:
+
+* Endpoint, region and credentials come from the standard AWS environment
+  (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, the shared config files ...), never from our
+  own flags, so the same URL works against AWS, MinIO and an embedded moto server.
+* Every write is conditional (``If-None-Match: *`` to create, ``If-Match`` to replace
+  or delete) and carries ``ChecksumSHA256`` plus, in user metadata, the full-content
+  SHA-256 and a fresh *put id*. The put id is how an ambiguous outcome is resolved:
+  botocore retries 5xx answers on conditional PUTs, so our own successful write can
+  come back as 412 (or a timeout); a HEAD that finds our put id means we won.
+* Large bodies go through multipart upload (see :mod:`s3spill.store.payload` for why bodies are
+  hashed first and :mod:`.multipart` for the upload itself).
+* Transient faults are retried by :mod:`s3spill.store.retry` under one deadline; what is still
+  unknown afterwards is :class:`StoreUnavailable`, never a guessed answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+import boto3
+from botocore.client import BaseClient
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from s3spill.config import TransferConfig
+from s3spill.errors import (
+    AlreadyExists,
+    ConditionalConflict,
+    ConfigError,
+    IntegrityError,
+    NotFound,
+    PreconditionFailed,
+    StoreUnavailable,
+)
+from s3spill.store.base import (
+    META_PUT_ID,
+    META_SHA256,
+    Body,
+    ByteRange,
+    ObjectInfo,
+    ObjectStore,
+    PutResult,
+    StoreCapabilities,
+    validate_key,
+    validate_prefix,
+)
+from s3spill.store.payload import Payload, b64_sha256, prepare
+from s3spill.store.retry import Attempts
+from s3spill.store.s3.errors import Kind, classify
+from s3spill.store.s3.multipart import upload_multipart
+from s3spill.store.s3.ops import S3Ops
+from s3spill.store.s3.read import read_object
+
+Mode = Literal["create", "replace"]
+
+
+def make_client(config: TransferConfig, *, endpoint_url: str | None = None,
+                session: boto3.session.Session | None = None) -> BaseClient:
+    """A botocore S3 client configured from the standard AWS environment plus our knobs."""
+    session = session or boto3.session.Session()
+    region = session.region_name or os.environ.get("AWS_REGION") or "us-east-1"
+    botocore_config = Config(
+        connect_timeout=config.connect_timeout,
+        read_timeout=config.read_timeout,
+        retries={"max_attempts": config.botocore_max_attempts, "mode": "standard"},
+        request_checksum_calculation=config.checksum_mode,
+        response_checksum_validation=config.checksum_mode,
+        max_pool_connections=max(10, 2 * config.max_concurrency),
+        user_agent_extra="s3spill",
+    )
+    client: BaseClient = session.client(
+        "s3", region_name=region, endpoint_url=endpoint_url, config=botocore_config
+    )
+    return client
+
+
+class S3Store(ObjectStore):
+    """Objects under ``s3://bucket/prefix``; keys are relative to the prefix."""
+
+    kind: Literal["s3", "local"] = "s3"
+
+    def __init__(
+        self, bucket: str, prefix: str = "", *, config: TransferConfig | None = None,
+        client: BaseClient | None = None, endpoint_url: str | None = None,
+        session: boto3.session.Session | None = None,
+    ) -> None:
+        if not bucket or "/" in bucket:
+            raise ConfigError(f"bad bucket name {bucket!r}")
+        self.bucket = bucket
+        self.prefix = validate_prefix(prefix)
+        self.config = config or TransferConfig()
+        self.client: Any = client or make_client(
+            self.config, endpoint_url=endpoint_url, session=session
+        )
+        self.ops = S3Ops(self.client, bucket, self.config)
+
+    @classmethod
+    def from_url(cls, url: str, config: TransferConfig | None = None, **kwargs: Any) -> S3Store:
+        parsed = urlparse(url)
+        if parsed.scheme != "s3" or not parsed.netloc:
+            raise ConfigError(f"not an S3 URL: {url!r} (expected s3://bucket/prefix)")
+        if parsed.query or parsed.fragment:
+            raise ConfigError(f"S3 URL must not carry a query or fragment: {url!r}")
+        return cls(parsed.netloc, parsed.path, config=config, **kwargs)
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
+
+    # -- keys ------------------------------------------------------------------------
+
+    def full_key(self, key: str) -> str:
+        """The bucket key of a relative key; refuses anything that could escape the prefix."""
+        validate_key(key)
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def _relative(self, full: str) -> str:
+        return full[len(self.prefix) + 1 :] if self.prefix else full
+
+    # -- writes ----------------------------------------------------------------------
+
+    def put_if_absent(
+        self, key: str, body: Body, *, metadata: dict[str, str] | None = None,
+        content_type: str = "application/octet-stream",
+    ) -> PutResult:
+        return self._put(key, body, "create", None, metadata, content_type)
+
+    def put_if_match(
+        self, key: str, body: Body, etag: str, *, metadata: dict[str, str] | None = None,
+        content_type: str = "application/octet-stream",
+    ) -> PutResult:
+        return self._put(key, body, "replace", etag, metadata, content_type)
+
+    def _put(self, key: str, body: Body, mode: Mode, etag: str | None,
+             metadata: dict[str, str] | None, content_type: str) -> PutResult:
+        full = self.full_key(key)
+        started = time.monotonic()
+        put_id = secrets.token_hex(16)
+        payload = prepare(body, self.config.multipart_threshold)
+        meta = {k.lower(): v for k, v in (metadata or {}).items()}
+        meta[META_SHA256] = payload.sha256
+        meta[META_PUT_ID] = put_id
+        cond = {"IfNoneMatch": "*"} if mode == "create" else {"IfMatch": str(etag)}
+        attempts = Attempts()
+        operation = "put_if_absent" if mode == "create" else "put_if_match"
+        try:
+            result = self._put_loop(key, full, payload, mode, etag, meta, cond, content_type,
+                                    put_id, attempts)
+        except StoreUnavailable:
+            # Unknown outcome: one last read-back before admitting we do not know.
+            mine = self._mine_or_none(key, full, put_id, payload)
+            if mine is None:
+                raise
+            result = mine
+        finally:
+            payload.close()
+        self.ops.log(operation, key, started, attempts, payload.size,
+                  multipart=payload.is_multipart, ambiguous=attempts.ambiguous)
+        return result
+
+    def _put_loop(self, key: str, full: str, payload: Payload, mode: Mode, etag: str | None,
+                  meta: dict[str, str], cond: dict[str, str], content_type: str, put_id: str,
+                  attempts: Attempts) -> PutResult:
+        deadline = time.monotonic() + self.config.deadline
+        conflicts = 0
+        while True:
+            try:
+                if payload.is_multipart:
+                    if mode == "replace":
+                        self._precheck_replace(key, full, str(etag))
+                    response = upload_multipart(self.ops, full, payload, meta, content_type, cond,
+                                                attempts)
+                else:
+                    assert payload.small is not None
+                    response = self.ops.call("put", full, attempts=attempts, fn=functools.partial(
+                        self.client.put_object, Bucket=self.bucket, Key=full, Body=payload.small,
+                        Metadata=meta, ContentType=content_type,
+                        ChecksumSHA256=b64_sha256(payload.small), **cond))
+                return PutResult(key=key, etag=response["ETag"], size=payload.size,
+                                 sha256=payload.sha256, version_id=_version(response))
+            except ClientError as exc:
+                kind = classify(exc)
+                if kind is Kind.DIGEST:
+                    raise IntegrityError(f"store refused our checksum for {key}: {exc}") from exc
+                if kind not in (Kind.PRECONDITION, Kind.NOT_FOUND, Kind.CONFLICT,
+                                Kind.NO_SUCH_UPLOAD):
+                    raise self.ops.translate(exc, key) from exc
+                # Lost, or our own earlier attempt won: read back and compare put ids.
+                head = self.ops.head_raw(full)
+                if head is not None and head.get("Metadata", {}).get(META_PUT_ID) == put_id:
+                    attempts.ambiguous = True
+                    return self._result_from_head(key, head, payload)
+                if kind is Kind.CONFLICT or (kind is Kind.NO_SUCH_UPLOAD and head is None):
+                    conflicts += 1
+                    if mode == "create" and head is not None:
+                        raise AlreadyExists(f"object exists: {key}", key=key) from exc
+                    if mode == "replace" and (head is None or head.get("ETag") != etag):
+                        raise PreconditionFailed(f"ETag changed on {key}", key=key) from exc
+                    if conflicts >= self.config.max_attempts or time.monotonic() > deadline:
+                        raise ConditionalConflict(
+                            f"conditional write of {key} kept conflicting ({conflicts}x)",
+                            key=key) from exc
+                    time.sleep(min(self.config.backoff_max,
+                                   self.config.backoff_base * 2 ** conflicts) * _jitter())
+                    continue
+                if mode == "create":
+                    raise AlreadyExists(f"object exists: {key}", key=key) from exc
+                raise PreconditionFailed(
+                    f"ETag mismatch or missing object: {key}", key=key) from exc
+
+    def _precheck_replace(self, key: str, full: str, etag: str) -> None:
+        """Fail a doomed large replacement before uploading gigabytes.
+
+        Not the guarantee — ``IfMatch`` on the completion is — but it also narrows the
+        window on stores that ignore ``IfMatch`` there (moto; see ``s3spill doctor``).
+        """
+        head = self.ops.head_raw(full)
+        if head is None or head.get("ETag") != etag:
+            raise PreconditionFailed(f"ETag mismatch or missing object: {key}", key=key)
+
+    def _mine_or_none(self, key: str, full: str, put_id: str,
+                      payload: Payload) -> PutResult | None:
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=full)
+        except Exception:  # noqa: BLE001 - best effort; the caller re-raises StoreUnavailable
+            return None
+        if head.get("Metadata", {}).get(META_PUT_ID) == put_id:
+            return self._result_from_head(key, head, payload)
+        return None
+
+    @staticmethod
+    def _result_from_head(key: str, head: dict[str, Any], payload: Payload) -> PutResult:
+        return PutResult(key=key, etag=head["ETag"], size=payload.size, sha256=payload.sha256,
+                         version_id=_version(head))
+
+    # -- reads -----------------------------------------------------------------------
+
+    def head(self, key: str) -> ObjectInfo:
+        full = self.full_key(key)
+        started = time.monotonic()
+        attempts = Attempts()
+        try:
+            head: dict[str, Any] = self.ops.call("head", key, attempts=attempts, fn=lambda:
+                                              self.client.head_object(
+                                                  Bucket=self.bucket, Key=full,
+                                                  ChecksumMode="ENABLED"))
+        except ClientError as exc:
+            raise self.ops.translate(exc, key) from exc
+        self.ops.log("head", key, started, attempts, int(head.get("ContentLength", 0)))
+        return self._info(key, head)
+
+    def _info(self, key: str, head: dict[str, Any]) -> ObjectInfo:
+        meta = {str(k).lower(): str(v) for k, v in (head.get("Metadata") or {}).items()}
+        sha = meta.get(META_SHA256)
+        native = head.get("ChecksumSHA256")
+        # A single-request upload's native checksum is the full-object SHA-256: it must agree.
+        full_object = head.get("ChecksumType") == "FULL_OBJECT" or (
+            head.get("ChecksumType") is None and "-" not in str(head.get("ETag", "")))
+        if (sha and native and full_object and "-" not in native
+                and base64.b64decode(native).hex() != sha):
+            raise IntegrityError(f"{key}: metadata SHA-256 disagrees with the store's checksum")
+        return ObjectInfo(
+            key=key, size=int(head.get("ContentLength", 0)), etag=str(head["ETag"]),
+            last_modified=head["LastModified"], version_id=_version(head),
+            sha256=sha, metadata=meta,
+        )
+
+    def get(self, key: str, byte_range: ByteRange | None = None) -> bytes:
+        return b"".join(self.iter_chunks(key, byte_range))
+
+    def iter_chunks(
+        self, key: str, byte_range: ByteRange | None = None, chunk_size: int = 1024 * 1024
+    ) -> Iterator[bytes]:
+        """Stream with resumption: a broken connection continues at the same offset, pinned
+        to the first response's ETag so two versions are never spliced together. A full
+        read is checked against the SHA-256 in metadata before the last chunk is yielded."""
+        full = self.full_key(key)
+        if byte_range is not None and (byte_range[0] < 0 or byte_range[1] < byte_range[0]):
+            raise ValueError(f"bad byte range {byte_range}")
+        return read_object(self.ops, key, full, byte_range, chunk_size)
+
+    # -- deletes and listings --------------------------------------------------------
+
+    def delete_if_match(self, key: str, etag: str) -> None:
+        full = self.full_key(key)
+        started = time.monotonic()
+        attempts = Attempts()
+        conflicts = 0
+        while True:
+            try:
+                self.ops.call("delete_if_match", key, attempts=attempts, fn=lambda:
+                           self.client.delete_object(Bucket=self.bucket, Key=full, IfMatch=etag))
+                break
+            except ClientError as exc:
+                kind = classify(exc)
+                if kind is Kind.NOT_FOUND:
+                    if attempts.ambiguous:
+                        break  # an earlier attempt of ours deleted it; the goal holds
+                    raise NotFound(f"no such object: {key}", key=key) from exc
+                if kind is Kind.CONFLICT:
+                    head = self.ops.head_raw(full)
+                    if head is None:
+                        if attempts.ambiguous:
+                            break
+                        raise NotFound(f"no such object: {key}", key=key) from exc
+                    if head.get("ETag") != etag:
+                        raise PreconditionFailed(f"ETag changed on {key}", key=key) from exc
+                    conflicts += 1
+                    if conflicts >= self.config.max_attempts:
+                        raise ConditionalConflict(f"delete of {key} kept conflicting",
+                                                  key=key) from exc
+                    time.sleep(self.config.backoff_base * _jitter())
+                    continue
+                raise self.ops.translate(exc, key) from exc
+        self.ops.log("delete_if_match", key, started, attempts, ambiguous=attempts.ambiguous)
+
+    def delete_version(self, key: str, version_id: str) -> None:
+        full = self.full_key(key)
+        started = time.monotonic()
+        attempts = Attempts()
+        try:
+            self.ops.call("delete_version", key, attempts=attempts, fn=lambda:
+                       self.client.delete_object(Bucket=self.bucket, Key=full,
+                                                 VersionId=version_id))
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code")
+            if code == "InvalidArgument":
+                raise NotFound(f"no such version of {key}: {version_id}", key=key) from exc
+            raise self.ops.translate(exc, key) from exc
+        self.ops.log("delete_version", key, started, attempts, version_id=version_id)
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        if prefix:
+            validate_key(prefix[:-1] if prefix.endswith("/") else prefix)
+        full_prefix = f"{self.prefix}/{prefix}" if self.prefix else prefix
+        return self._list(full_prefix)
+
+    def _list(self, full_prefix: str) -> Iterator[ObjectInfo]:
+        token: str | None = None
+        started = time.monotonic()
+        attempts = Attempts()
+        count = 0
+        while True:
+            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": full_prefix}
+            if token:
+                kwargs["ContinuationToken"] = token
+            try:
+                page = self.ops.call("list", full_prefix, attempts=attempts,
+                                  fn=functools.partial(self.client.list_objects_v2, **kwargs))
+            except ClientError as exc:
+                raise self.ops.translate(exc, full_prefix) from exc
+            for item in page.get("Contents", []):
+                count += 1
+                yield ObjectInfo(key=self._relative(item["Key"]), size=int(item["Size"]),
+                                 etag=str(item["ETag"]), last_modified=item["LastModified"])
+            if not page.get("IsTruncated"):
+                self.ops.log("list", full_prefix, started, attempts, objects=count)
+                return
+            token = page["NextContinuationToken"]
+
+    def capabilities(self) -> StoreCapabilities:
+        """What S3 itself promises; S3-compatible stores differ — run ``s3spill doctor``."""
+        return StoreCapabilities(
+            conditional_create=True, conditional_put=True, conditional_delete=True,
+            versioned_delete=True, batch_conditional_delete=True,
+            verifies_sha256_on_put=True, versioning=False,
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _version(response: dict[str, Any]) -> str | None:
+    """S3's version id; ``"null"`` (an unversioned write) is reported as no version."""
+    version = response.get("VersionId")
+    return None if version in (None, "", "null") else str(version)
+
+
+def _jitter() -> float:
+    return secrets.randbelow(1000) / 1000.0
