@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: $S3SPILL_STORE, else a per-user state directory)")
     parser.add_argument("--session", help="session id (default: $S3SPILL_SESSION)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
-    parser.add_argument("--log-level", default="WARNING", help="log level: debug, info, warning, error (default warning)")
+    parser.add_argument("--log-level", default="WARNING",
+                        help="log level: debug, info, warning, error (default warning)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
