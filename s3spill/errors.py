@@ -30,6 +30,8 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   ├── ArtifactReferenced       a live or pending claim protects it; GC may not condemn
     │   └── DanglingReference        the claimed artifact is missing or has another digest
     └── CleanupRefused               GC refuses to run (unsafe TTL, missing delete guarantee)
+        ├── GcRunLocked              another run holds the scope's lock (and did not release it in time)
+        └── GcLockLost               this run's lock was taken over after it expired; stop deleting
 """
 
 from __future__ import annotations
@@ -140,3 +142,11 @@ class DanglingReference(JournalError):
 
 class CleanupRefused(S3SpillError):
     """GC refuses to plan or apply (unsafe TTL, missing delete guarantee, bad plan)."""
+
+
+class GcRunLocked(CleanupRefused):
+    """Another GC run holds this scope's lock; wait for it or let it expire."""
+
+
+class GcLockLost(CleanupRefused):
+    """This run's lock expired and was taken over: it must not delete any more."""
