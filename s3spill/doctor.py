@@ -106,6 +106,9 @@ def run_doctor(store: ObjectStore) -> DoctorReport:
     scratch = f"{SCRATCH}/{secrets.token_hex(8)}"
     probes: list[Probe] = []
     s3 = _s3_parts(store)
+    # One listing first: an unreachable endpoint, a missing bucket or missing credentials
+    # is an error of its own (raised), not a report of guarantees that "could not be probed".
+    next(iter(store.list(scratch + "/")), None)
     try:
         for probe in _generic_probes(store, scratch):
             probes.append(_run(probe))
