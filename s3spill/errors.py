@@ -16,6 +16,7 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   ├── PreconditionFailed       If-Match lost (includes S3's 404 to If-Match on a missing key)
     │   ├── ConditionalConflict      S3 409: a concurrent conditional write; re-read and retry
     │   ├── NotFound                 the key (or version) does not exist
+    │   │   └── ArtifactExpired      an artifact a pointer names is gone (GC'd after its TTL)
     │   ├── StoreUnavailable         transient faults that outlived retries and the deadline
     │   └── UnsupportedOperation     the backend cannot honour a requested guarantee
     ├── IntegrityError               bytes or records that do not match their digest
@@ -150,3 +151,11 @@ class GcRunLocked(CleanupRefused):
 
 class GcLockLost(CleanupRefused):
     """This run's lock expired and was taken over: it must not delete any more."""
+
+
+class ArtifactExpired(NotFound):
+    """The artifact a pointer names is gone: GC deleted it after its TTL (or it never existed).
+
+    Its own type so a harness and the model can tell "expired, re-run it" from a broken
+    store: the output was recoverable by re-running the command that produced it.
+    """
