@@ -168,3 +168,12 @@ def test_bytes_that_are_not_utf8_match_no_pattern() -> None:
     g = Grep("artifact:t", compile_pattern("^.$"))
     g.feed(b"\xff\n\xc3\xa9\n")
     assert [m.line_number for m in g.result().matches] == [2]
+
+
+@pytest.mark.parametrize("pattern", ["a", "^$", r"\bb", "(a)(b)?", "é", "x*", r"b\z", "(?i)AB"])
+def test_the_direct_search_agrees_with_the_public_api(pattern: str) -> None:
+    """Pattern.search (RE2's Match, called directly) finds the spans google-re2's search finds."""
+    compiled = compile_pattern(pattern)
+    for data in (b"", b"ab", b"b ab\n\xc3\xa9b", b"\xffab", b"xxab"):
+        for pos in range(len(data) + 1):
+            assert compiled.search(data, pos) == compiled.search_portable(data, pos), (data, pos)

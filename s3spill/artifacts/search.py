@@ -139,6 +139,7 @@ class Pattern:
         options.max_mem = MAX_PROGRAM_BYTES
         options.log_errors = False
         options.case_sensitive = not ignore_case
+        options.never_capture = True  # only the whole match's start is used
         # Python's \Z is RE2's \z; other escapes mean the same in both.
         source = re.sub(r"(?<!\\)((?:\\\\)*)\\Z", r"\1\\z", pattern)
         try:
@@ -149,8 +150,23 @@ class Pattern:
             raise InvalidRequest(f"invalid regular expression {pattern[:80]!r}: {why} (RE2 syntax: "
                                  "no backreferences or lookarounds)") from None
 
+        # The wrapper's search builds a match object per call (two extension calls and a
+        # generator); grep calls it once per candidate line, so go to RE2's Match directly
+        # when this version of google-re2 exposes it (it does since 1.0), else the wrapper.
+        self._match: Any = getattr(self._regex, "_regexp", None)
+        self._anchor: Any = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+        if not callable(getattr(self._match, "Match", None)) or self._anchor is None:
+            self._match = None
+
     def search(self, data: bytes, pos: int = 0) -> tuple[int, int] | None:
         """Byte span of the leftmost match at or after ``pos``."""
+        if self._match is not None:
+            start, end = self._match.Match(self._anchor, data, pos, len(data))[0]
+            return None if start < 0 else (start, end)
+        return self.search_portable(data, pos)
+
+    def search_portable(self, data: bytes, pos: int = 0) -> tuple[int, int] | None:
+        """The same through google-re2's public API (the fallback, and the tests' reference)."""
         m = self._regex.search(data, pos)
         return None if m is None else (m.start(), m.end())
 
@@ -350,7 +366,10 @@ class Grep:
             if span is None:
                 return
             end = raw.index(b"\n", start)
-            self._line(raw[start:end])
+            # A block match inside one line is that line's own leftmost match: with (?m),
+            # ^, $ and \b see a newline as they see a line edge, and RE2 has no lookarounds.
+            inside = span is not None and span[1] <= end
+            self._line(raw[start:end], found=(span[0] - start) if inside else None)
             pos = end + 1
 
     def _skip(self, raw: bytes, pos: int, end: int) -> None:
@@ -366,17 +385,20 @@ class Grep:
         self.line_no += lines
         self.line_start += end - pos
 
-    def _line(self, raw: bytes, newline: bool = True) -> None:
+    def _line(self, raw: bytes, newline: bool = True, found: int | None = None) -> None:
+        """One line; ``found`` is where a match starts when the caller already knows."""
         number = self.line_no + 1
         if self.open:
             self._after(lambda: _excerpt(number, _text(raw)))
-        span = self.pattern.search(raw)
-        if span is not None:
+        if found is None:
+            span = self.pattern.search(raw)
+            found = None if span is None else span[0]
+        if found is not None:
             self.total += 1
             if self.kept < self.max_matches:
                 text = _text(raw)
-                col = _units(raw[: span[0]])
-                self._keep(number, self.line_start + span[0], col, _excerpt(number, text, col))
+                col = _units(raw[:found])
+                self._keep(number, self.line_start + found, col, _excerpt(number, text, col))
         if self.context:
             self.before.append((number, _prefix(raw)))
         self.line_start += len(raw) + int(newline)
