@@ -37,7 +37,15 @@ from urllib3.exceptions import ProtocolError
 
 from s3spill.config import TransferConfig
 from s3spill.errors import ConditionalConflict, StoreUnavailable
-from s3spill.store.base import Body, ByteRange, ObjectInfo, ObjectStore, PutResult, StoreCapabilities
+from s3spill.store.base import (
+    STALE_TEMPORARY_SECONDS,
+    Body,
+    ByteRange,
+    ObjectInfo,
+    ObjectStore,
+    PutResult,
+    StoreCapabilities,
+)
 
 __all__ = [
     "EmbeddedS3",
@@ -451,6 +459,9 @@ class FaultyStore(ObjectStore):
 
     def capabilities(self) -> StoreCapabilities:
         return self.inner.capabilities()
+
+    def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
+        return self.inner.sweep_temporaries(older_than)
 
     def close(self) -> None:
         self.inner.close()

@@ -123,7 +123,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("source_id", metavar="SOURCE_ID", type=utf8)
     p.add_argument("pattern", metavar="PATTERN", type=utf8,
-                   help="Python regular expression, matched per line")
+                   help="regular expression in RE2 syntax (no backreferences or lookarounds), "
+                   "matched per line")
     p.add_argument(
         "--max-matches",
         type=count,

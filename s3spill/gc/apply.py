@@ -425,4 +425,11 @@ def apply_cleanup(
     )
     log.info("gc.apply", plan_id=plan.plan_id, run_id=run_id, counts=report.counts,
              requests=report.requests, duration=report.duration_seconds)
+    if not dry:
+        # Temporaries of writers killed mid-write (the local store's tmp/*.part); never a
+        # live writer's. Best effort: the deletions above are what the report is about.
+        try:
+            store.sweep_temporaries()
+        except OSError as exc:
+            log.warning("gc.sweep_temporaries_failed", error=type(exc).__name__)
     return report

@@ -18,7 +18,15 @@ from collections.abc import Callable, Iterator
 from typing import Literal, TypeVar
 
 from s3spill.errors import StoreUnavailable
-from s3spill.store.base import Body, ByteRange, ObjectInfo, ObjectStore, PutResult, StoreCapabilities
+from s3spill.store.base import (
+    STALE_TEMPORARY_SECONDS,
+    Body,
+    ByteRange,
+    ObjectInfo,
+    ObjectStore,
+    PutResult,
+    StoreCapabilities,
+)
 
 T = TypeVar("T")
 
@@ -114,6 +122,9 @@ class MeteredStore(ObjectStore):
 
     def capabilities(self) -> StoreCapabilities:
         return self._caps if self._caps is not None else self.inner.capabilities()
+
+    def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
+        return self.inner.sweep_temporaries(older_than)
 
     def close(self) -> None:
         self.inner.close()

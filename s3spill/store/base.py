@@ -99,6 +99,11 @@ ByteRange = tuple[int, int]
 """``(start, end)`` — half-open byte range, ``end`` exclusive."""
 
 
+#: Age after which a dead writer's temporary may be removed (an hour; a live writer's is
+#: never removed, whatever its age — see :meth:`ObjectStore.sweep_temporaries`).
+STALE_TEMPORARY_SECONDS = 3600.0
+
+
 class ObjectStore(abc.ABC):
     """Create-once objects, compare-and-swap updates, conditional deletes, listings."""
 
@@ -160,6 +165,14 @@ class ObjectStore(abc.ABC):
     @abc.abstractmethod
     def capabilities(self) -> StoreCapabilities:
         """The guarantees this backend claims (verified by ``s3spill doctor``)."""
+
+    def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
+        """Remove what writers killed mid-write left behind; the number removed.
+
+        The local store's ``tmp/*.part`` files; nothing on S3, whose abandoned multipart
+        uploads are the bucket lifecycle rule's to abort. GC calls this after an apply.
+        """
+        return 0
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default has nothing to release."""
