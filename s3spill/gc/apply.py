@@ -35,6 +35,7 @@ from s3spill.errors import (
     PreconditionFailed,
     S3SpillError,
     StoreError,
+    UnsupportedOperation,
 )
 from s3spill.gc.doc import CleanupPlan
 from s3spill.gc.fence import CondemnFact, GcLedger, LedgerFactory, SessionFacts, open_ledger
@@ -144,6 +145,10 @@ class _Applier:
             if not version_id:
                 raise PreconditionFailed("no version id to pin the delete to", key=key)
             self.store.delete_version(key, version_id)
+        elif self.method == "unconditional":
+            # The operator accepted the risk: a store that refuses If-Match on DELETE (501)
+            # or ignores it must get a plain delete, or "force" would delete nothing.
+            self.store.delete_unconditional(key)
         else:
             self.store.delete_if_match(key, etag)
 
@@ -181,6 +186,10 @@ class _Applier:
             return "already_missing", "object vanished before the delete", True
         except PreconditionFailed as exc:
             return "race_detected", f"conditional delete refused: {exc}", True
+        except UnsupportedOperation as exc:
+            # A definite refusal (501 NotImplemented): nothing was deleted, so the
+            # condemnation is lifted, never left "unknown" for ever.
+            return "retained_error", f"the store refused the delete as not implemented: {exc}", False
         except StoreError as exc:
             return "retained_error", f"delete outcome unknown: {type(exc).__name__}", True
         return "deleted", "", True
