@@ -146,7 +146,7 @@ def test_version_pinned_deletes_where_conditional_deletes_are_ignored(
     shash = keys.session_hash("ver")
     rkey = keys.artifact_key(shash, replaced)
     store.put_if_match(rkey, b"new content\n", store.head(rkey).etag)
-    report = apply_cleanup(store, plan, capabilities=minio_like)
+    report = apply_cleanup(store, plan, capabilities=minio_like, now=later)
     assert report.delete_method == "version_pinned"
     assert report.counts == {"deleted": 1, "race_detected": 1}
     assert report.requests.get("delete_version") == 2 and "delete_if_match" not in report.requests

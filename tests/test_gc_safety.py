@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from s3spill import keys
+from s3spill.cli import main
+from s3spill.cli.gc_cmds import EXIT_JOURNAL_DOUBT
+from s3spill.config import TransferConfig
 from s3spill.doctor import render, run_doctor
-from s3spill.errors import NotFound, UnsupportedOperation
+from s3spill.errors import JournalCorrupt, NotFound, UnsupportedOperation
 from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
 from s3spill.leases.journal import LeaseJournal
+from s3spill.leases.owner import S3ReferenceOwner
+from s3spill.leases.references import memory_reference_for, publish_memory_reference
 from s3spill.store.base import ObjectStore, StoreCapabilities
 from s3spill.store.s3.errors import Kind, classify
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import HttpFaults, record_operations
-from tests.gc_helpers import later, put_artifact
+from tests.gc_helpers import claim_for, later, put_artifact
 
 REAL = CleanupPolicy(dry_run=False)
 
@@ -104,3 +112,103 @@ def test_501_delete_is_lifted_and_force_sends_plain_deletes(server_store: S3Stor
                            capabilities=StoreCapabilities(conditional_delete=False))
     assert forced.counts.get("deleted") == 1 and forced.delete_method == "unconditional"
     assert not _exists(server_store, key) and "DeleteObject" in seen
+
+
+# -- evidence outside the manifest: owner slots and segments -----------------------------
+
+
+def _publish(store: ObjectStore, session: str, name: str, txid: str,
+             retain_until: datetime | None = None) -> None:
+    shash = keys.session_hash(session)
+    sha = store.head(keys.artifact_key(shash, name)).sha256
+    assert sha is not None
+    ref = memory_reference_for(store, str(keys.SourceId(shash, name, sha[:16])))
+    publish_memory_reference(LeaseJournal(store, session), S3ReferenceOwner(store, session), ref,
+                             transaction_id=txid, retain_until=retain_until)
+
+
+def _plan_and_apply(store: ObjectStore, tmp_path: Path, tag: str) -> tuple[dict[str, str], dict[str, int]]:
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / f"plan-{tag}", now=later())
+    statuses = {str(e.name): e.status for e in plan.entries() if e.object_kind == "artifact"}
+    return statuses, apply_cleanup(store, plan, now=later).counts
+
+
+def test_deleted_manifest_is_doubt_not_an_empty_journal(race_store: ObjectStore, tmp_path: Path) -> None:
+    """With the manifest deleted after a publish, verify fails and GC keeps the referenced artifact."""
+    store = race_store
+    shash = keys.session_hash("s1")
+    name = put_artifact(store, "s1", b"referenced\n" * 20)
+    _publish(store, "s1", name, "tx-a")
+    mkey = keys.manifest_key(shash)
+    store.delete_if_match(mkey, store.head(mkey).etag)
+    with pytest.raises(JournalCorrupt) as caught:
+        LeaseJournal(store, "s1").verify()
+    assert caught.value.reason == "manifest_missing"
+    statuses, counts = _plan_and_apply(store, tmp_path, "a")
+    assert statuses == {name: "retained_journal_doubt"}
+    assert "deleted" not in counts and counts["retained_journal_doubt"] == 1
+    assert _exists(store, keys.artifact_key(shash, name))
+
+
+def test_rolled_back_manifest_is_doubt(race_store: ObjectStore, tmp_path: Path) -> None:
+    """A manifest copied back from before a publish is detected by the owner slot; nothing is deleted."""
+    store = race_store
+    shash = keys.session_hash("s1")
+    name = put_artifact(store, "s1", b"referenced\n" * 20)
+    journal = LeaseJournal(store, "s1", clock=lambda: later(-timedelta(days=10)))
+    journal.touch()
+    mkey = keys.manifest_key(shash)
+    old = store.get(mkey)
+    _publish(store, "s1", name, "tx-a")
+    store.put_if_match(mkey, old, store.head(mkey).etag)  # the adversary's rollback
+    with pytest.raises(JournalCorrupt) as caught:
+        LeaseJournal(store, "s1").verify()
+    assert caught.value.reason == "rollback"
+    statuses, counts = _plan_and_apply(store, tmp_path, "r")
+    assert statuses == {name: "retained_journal_doubt"} and "deleted" not in counts
+    assert _exists(store, keys.artifact_key(shash, name))
+
+
+def test_segments_reveal_a_lost_or_rolled_back_manifest(race_store: ObjectStore, tmp_path: Path) -> None:
+    """History segments alone (no owner slots) reveal a deleted manifest and one rolled back behind them."""
+    store = race_store
+    shash = keys.session_hash("s1")
+    config = TransferConfig(journal_max_recent_records=8, journal_segment_records=4)
+    name = put_artifact(store, "s1", b"claimed\n")
+    journal = LeaseJournal(store, "s1", config, clock=lambda: later(-timedelta(days=10)))
+    journal.touch()
+    mkey = keys.manifest_key(shash)
+    early = store.get(mkey)
+    claim = claim_for(store, "s1", name)
+    for i in range(6):  # 12 records: at least one segment is written
+        journal.publish_reference(claim, lambda: None, transaction_id=f"tx-{i}")
+    assert list(store.list(keys.session_prefix(shash) + "journal/segments/"))
+    store.put_if_match(mkey, early, store.head(mkey).etag)
+    assert _plan_and_apply(store, tmp_path, "rb")[0] == {name: "retained_journal_doubt"}
+    store.delete_if_match(mkey, store.head(mkey).etag)
+    statuses, counts = _plan_and_apply(store, tmp_path, "del")
+    assert statuses == {name: "retained_journal_doubt"} and "deleted" not in counts
+
+
+def test_published_owner_slot_protects_whatever_the_journal_says(race_store: ObjectStore,
+                                                                 tmp_path: Path) -> None:
+    """An expired lease whose owner slot still reads published keeps its artifact (retained_referenced)."""
+    store = race_store
+    name = put_artifact(store, "s1", b"still referenced\n")
+    _publish(store, "s1", name, "tx-a", retain_until=later(-timedelta(days=2)))
+    statuses, counts = _plan_and_apply(store, tmp_path, "p")
+    assert statuses == {name: "retained_referenced"} and "deleted" not in counts
+    assert _exists(store, keys.artifact_key(keys.session_hash("s1"), name))
+
+
+def test_gc_cli_exits_5_on_journal_doubt(local_store: ObjectStore,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`gc plan` and `gc run` exit 5 (journal doubt) when a session's manifest is missing with history."""
+    name = put_artifact(local_store, "s1", b"referenced\n")
+    _publish(local_store, "s1", name, "tx-a")
+    mkey = keys.manifest_key(keys.session_hash("s1"))
+    local_store.delete_if_match(mkey, local_store.head(mkey).etag)
+    assert main(["--store", local_store.url, "gc", "plan", "--all"]) == EXIT_JOURNAL_DOUBT
+    assert main(["--store", local_store.url, "gc", "run", "--all", "--apply"]) == EXIT_JOURNAL_DOUBT
+    assert "retained_journal_doubt" in capsys.readouterr().out
+    assert _exists(local_store, keys.artifact_key(keys.session_hash("s1"), name))

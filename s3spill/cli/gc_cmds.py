@@ -3,8 +3,11 @@
 Exit codes (documented in the README): 0 done; 3 done, but some planned deletions
 met a race or a store error and were retained (run again later); 4 refused (unsafe
 TTL, a plan that does not verify or belongs to another store, no safe delete method);
-2 any other error. The final report is one JSON document on stdout; progress goes to
-stderr (a bar on a TTY, structured log lines otherwise).
+5 done, but some session's journal is in doubt (``retained_journal_doubt``: its
+manifest is missing or behind its owner slots or segments; everything in it was kept,
+and an operator should look); 2 any other error. The final report is one JSON
+document on stdout; progress goes to stderr (a bar on a TTY, structured log lines
+otherwise).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from s3spill.store.base import ObjectStore, StoreCapabilities
 EXIT_OK = 0
 EXIT_RACES = 3
 EXIT_REFUSED = 4
+EXIT_JOURNAL_DOUBT = 5
 log = get_logger("s3spill.cli.gc")
 
 
@@ -155,6 +159,8 @@ def _print(doc: dict[str, Any]) -> None:
 
 
 def _exit_code(report: CleanupReport) -> int:
+    if report.journal_doubts:
+        return EXIT_JOURNAL_DOUBT
     return EXIT_RACES if report.races else EXIT_OK
 
 
@@ -202,7 +208,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             doc["plan_key"] = save_plan_to_store(store, plan)
             doc["apply_with"] = f"s3spill gc apply store:{plan.plan_id}"
         _print(doc)
-        return EXIT_OK
+        return EXIT_JOURNAL_DOUBT if plan.footer.counts.get("retained_journal_doubt") else EXIT_OK
     except CleanupRefused as exc:
         return _refused(exc)
 
@@ -232,6 +238,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         report = _apply(args, plan, dry_run=not args.apply)
         _print({"plan": planned.model_dump(mode="json") | {"plan_path": str(plan.path)},
                 "apply": report.model_dump(mode="json")})
+        if planned.counts.get("retained_journal_doubt"):
+            return EXIT_JOURNAL_DOUBT
         return _exit_code(report)
     except CleanupRefused as exc:
         return _refused(exc)

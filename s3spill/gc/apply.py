@@ -16,6 +16,7 @@ lifted, because a late delete could land after a lifted artifact was claimed aga
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import threading
 import time
@@ -38,7 +39,14 @@ from s3spill.errors import (
     UnsupportedOperation,
 )
 from s3spill.gc.doc import CleanupPlan
-from s3spill.gc.fence import CondemnFact, GcLedger, LedgerFactory, SessionFacts, open_ledger
+from s3spill.gc.fence import (
+    CondemnFact,
+    GcLedger,
+    LedgerFactory,
+    SessionFacts,
+    journal_doubts,
+    open_ledger,
+)
 from s3spill.gc.metered import MeteredStore
 from s3spill.gc.models import (
     ApplyItem,
@@ -49,6 +57,7 @@ from s3spill.gc.models import (
     ObjectSnapshot,
     PlanEntry,
 )
+from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore, StoreCapabilities
 
@@ -223,10 +232,24 @@ class _Applier:
         try:
             ledger = self.ledger_factory(self.store, shash, self.now)
             facts = ledger.facts()
+            evidence = read_history_evidence(self.store, shash)
         except (S3SpillError, ValueError) as exc:
             for e in planned:
                 self.tally.add("retained_unverifiable", e, f"journal unusable: {type(exc).__name__}")
             return
+        doubts = journal_doubts(facts, evidence)
+        if not facts.exists and not doubts:
+            young = [e for e in planned if self._younger_than_session_ttl(e)]
+            if young:
+                doubts.append(f"manifest missing while {len(young)} artifact(s) are younger than "
+                              "session_ttl")
+        if doubts:
+            log.warning("gc.apply.JOURNAL_DOUBT", session_hash=shash, reasons=doubts)
+            reason = "journal in doubt: " + "; ".join(doubts)
+            for e in planned:
+                self.tally.add("retained_journal_doubt", e, reason)
+            return
+        published = evidence.published_names()
         work: dict[str, _Work] = {}
         # Condemnations an interrupted (or concurrent) run left behind: adopt and finish them.
         for name, cf in sorted(facts.condemned.items()):
@@ -237,6 +260,9 @@ class _Applier:
             assert e.snapshot is not None and e.name is not None
             if not _entry_layout_ok(shash, e):
                 self.tally.add("denied", e, "plan entry's key does not match the layout")
+                continue
+            if e.name in published:
+                self.tally.add("retained_referenced", e, "an owner slot holds a published reference")
                 continue
             if e.object_kind == "index":
                 if facts.claims.get(e.name):
@@ -260,6 +286,13 @@ class _Applier:
                                  takeover=previous.takeover if previous else None)
         if work:
             self._condemn_and_delete(ledger, shash, list(work.values()))
+
+    def _younger_than_session_ttl(self, e: PlanEntry) -> bool:
+        assert e.snapshot is not None and e.name is not None
+        created = e.snapshot.last_modified
+        with contextlib.suppress(ValueError):
+            created = max(created, datetime.strptime(e.name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC))
+        return self.now() - created < self.policy.session_ttl
 
     def _orphan_index(self, e: PlanEntry) -> None:
         """A sidecar whose artifact is gone: no claim can land on it, so no fence is needed."""

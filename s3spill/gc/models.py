@@ -35,12 +35,14 @@ PlanStatus = Literal[
     "denied",
     "retained_corrupt",
     "retained_unverifiable",
+    "retained_journal_doubt",
     "missing_referenced",
     "planned_delete",
 ]
 PLAN_STATUSES: tuple[PlanStatus, ...] = (
     "retained_referenced", "retained_recent", "retained_limit", "retained_unknown", "denied",
-    "retained_corrupt", "retained_unverifiable", "missing_referenced", "planned_delete",
+    "retained_corrupt", "retained_unverifiable", "retained_journal_doubt", "missing_referenced",
+    "planned_delete",
 )
 
 ApplyOutcome = Literal[
@@ -50,6 +52,7 @@ ApplyOutcome = Literal[
     "retained_referenced",
     "retained_recent",
     "retained_unverifiable",
+    "retained_journal_doubt",
     "retained_error",
     "denied",
     "dry_run",
@@ -240,3 +243,8 @@ class CleanupReport(Record):
     @property
     def races(self) -> int:
         return self.counts.get("race_detected", 0) + self.counts.get("retained_error", 0)
+
+    @property
+    def journal_doubts(self) -> int:
+        """Objects kept because a session's journal may not be its whole history (alert)."""
+        return self.counts.get("retained_journal_doubt", 0)
