@@ -54,7 +54,8 @@ def test_plan_to_store_then_apply_by_id(local_store: LocalStore, capsys: pytest.
                      "--out", "store")
     assert code == 0
     plan_id = str(doc["plan_id"])
-    code, report = _run(capsys, "--store", local_store.url, "gc", "apply", f"store:{plan_id}")
+    code, report = _run(capsys, "--store", local_store.url, "gc", "apply", f"store:{plan_id}",
+                        "--orphan-ttl", "1s", "--session-ttl", "1s", "--allow-dangerously-short-ttl")
     assert code == 0 and report["counts"] == {"deleted": 1}
     assert [i.key for i in local_store.list("") if "/artifacts/" in i.key] == []
     code = main(["--store", local_store.url, "gc", "apply", str(tmp_path / "missing.jsonl")])

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,8 +17,9 @@ from s3spill.cli import main
 from s3spill.cli.gc_cmds import EXIT_JOURNAL_DOUBT
 from s3spill.config import TransferConfig
 from s3spill.doctor import render, run_doctor
-from s3spill.errors import JournalCorrupt, NotFound, UnsupportedOperation
+from s3spill.errors import CleanupRefused, JournalCorrupt, NotFound, UnsupportedOperation
 from s3spill.gc.apply import apply_cleanup
+from s3spill.gc.doc import CleanupPlan
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
 from s3spill.leases.journal import LeaseJournal
@@ -212,3 +216,122 @@ def test_gc_cli_exits_5_on_journal_doubt(local_store: ObjectStore,
     assert main(["--store", local_store.url, "gc", "run", "--all", "--apply"]) == EXIT_JOURNAL_DOUBT
     assert "retained_journal_doubt" in capsys.readouterr().out
     assert _exists(local_store, keys.artifact_key(keys.session_hash("s1"), name))
+
+
+# -- an edited plan is a narrowing hint at most -------------------------------------------
+
+
+def forge(path: Path, out: Path, edit: Callable[[list[dict[str, Any]]], None]) -> CleanupPlan:
+    """Rewrite a plan as an adversary would: edit its lines, recompute the footer digest."""
+    lines = [json.loads(raw) for raw in path.read_text().splitlines()]
+    body = lines[:-1]
+    edit(body)
+    digest = hashlib.sha256()
+    text = ""
+    for doc in body:
+        raw = json.dumps(doc) + "\n"
+        digest.update(raw.encode())
+        text += raw
+    footer = dict(lines[-1], entries=len(body) - 1, sha256=digest.hexdigest(), mac=None)
+    out.write_text(text + json.dumps(footer) + "\n")
+    return CleanupPlan.open(out)
+
+
+def _snapshot(info: Any) -> dict[str, Any]:
+    return {"kind": "object_snapshot", "schema_version": 1, "key": info.key, "etag": info.etag,
+            "version_id": info.version_id, "size": info.size,
+            "last_modified": info.last_modified.isoformat(), "sha256": info.sha256}
+
+
+def test_edited_policy_and_statuses_cannot_delete_a_live_artifact(race_store: ObjectStore,
+                                                                  tmp_path: Path) -> None:
+    """TTLs edited to 0 with the danger flag and a retained line turned planned_delete delete nothing."""
+    store = race_store
+    shash = keys.session_hash("s1")
+    name = put_artifact(store, "s1", b"live output\n")
+    LeaseJournal(store, "s1").touch()
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p")
+    key = keys.artifact_key(shash, name)
+    head = store.head(key)
+
+    def edit(lines: list[dict[str, Any]]) -> None:
+        lines[0]["policy"].update(orphan_ttl="PT0S", session_ttl="PT0S", tombstone_ttl="PT0S",
+                                  allow_dangerously_short_ttl=True)
+        for doc in lines[1:]:
+            if doc.get("name") == name:
+                doc.update(status="planned_delete", snapshot=_snapshot(head))
+
+    forged = forge(plan.path, tmp_path / "forged", edit)
+    assert forged.header.policy.orphan_ttl.total_seconds() == 0
+    report = apply_cleanup(store, forged)
+    assert "deleted" not in report.counts and report.counts["retained_recent"] == 1
+    assert _exists(store, key)
+
+
+def test_added_index_entry_cannot_delete_a_live_artifacts_sidecar(race_store: ObjectStore,
+                                                                  tmp_path: Path) -> None:
+    """An added index line for a live artifact's sidecar is denied: an index goes only after its body."""
+    store = race_store
+    shash = keys.session_hash("s1")
+    name = put_artifact(store, "s1", b"live output\n")
+    ikey = keys.index_key(shash, name)
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+
+    def edit(lines: list[dict[str, Any]]) -> None:
+        lines[:] = [d for d in lines if d.get("name") != name]  # hide the artifact's own line
+        lines.append({"kind": "cleanup_plan_entry", "schema_version": 1, "status": "planned_delete",
+                      "object_kind": "index", "session_hash": shash, "name": name, "key": ikey,
+                      "size": 1, "reason": "", "snapshot": _snapshot(store.head(ikey)),
+                      "index_snapshot": None})
+
+    report = apply_cleanup(store, forge(plan.path, tmp_path / "forged", edit), now=later)
+    assert report.counts == {"denied": 1}
+    assert _exists(store, ikey) and _exists(store, keys.artifact_key(shash, name))
+
+
+def test_entries_that_are_not_artifacts_are_refused(race_store: ObjectStore, tmp_path: Path) -> None:
+    """planned_delete lines naming a manifest or an owner slot, or a key off the layout, are denied."""
+    store = race_store
+    shash = keys.session_hash("s1")
+    name = put_artifact(store, "s1", b"referenced\n")
+    _publish(store, "s1", name, "tx-a")
+    mkey = keys.manifest_key(shash)
+    okey = keys.owner_slot_key(shash, "tx-a")
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+
+    def edit(lines: list[dict[str, Any]]) -> None:
+        base = {"kind": "cleanup_plan_entry", "schema_version": 1, "status": "planned_delete",
+                "session_hash": shash, "name": name, "size": 1, "reason": "", "index_snapshot": None}
+        lines.append(dict(base, object_kind="manifest", key=mkey, snapshot=_snapshot(store.head(mkey))))
+        lines.append(dict(base, object_kind="owner", key=okey, snapshot=_snapshot(store.head(okey))))
+        art = dict(_snapshot(store.head(keys.artifact_key(shash, name))), key=mkey)
+        lines.append(dict(base, object_kind="artifact", key=mkey, snapshot=art))
+
+    before = {i.key: i.etag for i in store.list("")}
+    report = apply_cleanup(store, forge(plan.path, tmp_path / "forged", edit), now=later)
+    assert report.counts.get("denied", 0) >= 3 and "deleted" not in report.counts
+    assert {i.key: i.etag for i in store.list("")} == before
+
+
+def test_keyed_plans_refuse_edits(local_store: ObjectStore, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """With S3SPILL_PLAN_KEY set, a plan edited with a recomputed digest, or unkeyed, is refused."""
+    monkeypatch.setenv("S3SPILL_PLAN_KEY", "a-test-secret-of-32-characters!!")
+    put_artifact(local_store, "s1", b"x")
+    plan = plan_cleanup(local_store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    assert plan.footer.mac is not None and CleanupPlan.open(plan.path).footer.mac == plan.footer.mac
+    lines = [json.loads(raw) for raw in plan.path.read_text().splitlines()]
+    lines[0]["policy"]["orphan_ttl"] = "PT2H"
+    digest = hashlib.sha256()
+    text = "".join(json.dumps(d) + "\n" for d in lines[:-1])
+    digest.update(text.encode())
+    edited = tmp_path / "edited"
+    edited.write_text(text + json.dumps(dict(lines[-1], sha256=digest.hexdigest())) + "\n")
+    with pytest.raises(CleanupRefused, match="MAC mismatch"):
+        CleanupPlan.open(edited)
+    edited.write_text(text + json.dumps(dict(lines[-1], sha256=digest.hexdigest(), mac=None)) + "\n")
+    with pytest.raises(CleanupRefused, match="no MAC"):
+        CleanupPlan.open(edited)
+    monkeypatch.setenv("S3SPILL_PLAN_KEY", "another-secret-of-32-characters!")
+    with pytest.raises(CleanupRefused, match="MAC mismatch"):
+        CleanupPlan.open(plan.path)

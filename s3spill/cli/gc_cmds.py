@@ -45,6 +45,11 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
                      help="plan one session (default: the global --session / $S3SPILL_SESSION)")
     who.add_argument("--all", action="store_true", help="plan every session in the store")
     p.add_argument("--shard", metavar="K/N", help="with --all: only shard K of N of the session-hash space")
+    _policy_args(p)
+
+
+def _policy_args(p: argparse.ArgumentParser) -> None:
+    """The cleanup policy; ``gc apply`` takes it too, because apply never trusts a plan's."""
     p.add_argument("--orphan-ttl", default="24h", help="keep unclaimed artifacts this long (default 24h)")
     p.add_argument("--session-ttl", default="24h", help="an active session protects all its artifacts "
                    "this long after its last activity (default 24h)")
@@ -84,6 +89,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     apply = gcsub.add_parser("apply", help="apply a plan: condemn, revalidate, delete conditionally")
     apply.add_argument("plan", metavar="PLAN", help="a plan file, or store:PLAN_ID for a stored plan")
     apply.add_argument("--dry-run", action="store_true", help="revalidate nothing, delete nothing")
+    _policy_args(apply)
     _apply_args(apply)
     apply.set_defaults(func=cmd_apply)
 
@@ -182,10 +188,12 @@ def _capabilities(args: argparse.Namespace, store: ObjectStore) -> StoreCapabili
 
 def _apply(args: argparse.Namespace, plan: CleanupPlan, dry_run: bool) -> CleanupReport:
     store = store_from_args(args)
+    policy = _policy(args, dry_run=dry_run)  # apply's own policy: the plan's only narrows it
     caps = None if dry_run else _capabilities(args, store)
     update, close = _progress(plan.footer.entries)
     try:
         return apply_cleanup(store, plan, dry_run=dry_run, config=_config(args), capabilities=caps,
+                             policy=policy,
                              rate_limit=args.rate_limit,
                              force_unverified_deletes=args.force_unverified_deletes, progress=update)
     finally:

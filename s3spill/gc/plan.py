@@ -56,7 +56,7 @@ def _name_time(name: str) -> datetime:
     return datetime.strptime(name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
 
 
-def _created(name: str, info: ObjectInfo) -> datetime:
+def object_created(name: str, info: ObjectInfo) -> datetime:
     """The later of the object's mtime and the stamp in its name (a clock-skew-safe age)."""
     try:
         return max(info.last_modified, _name_time(name))
@@ -202,7 +202,7 @@ class _Planner:
         doubts = journal_doubts(facts, evidence)
         if not facts.exists:
             young = [n for n, i in group.artifacts.items()
-                     if self.now - _created(n, i) < self.policy.session_ttl]
+                     if self.now - object_created(n, i) < self.policy.session_ttl]
             if young:
                 doubts.append(f"manifest missing while {len(young)} artifact(s) are younger than "
                               "session_ttl (the session may be live and its manifest lost)")
@@ -262,7 +262,7 @@ class _Planner:
                            index=idx,
                            reason=f"{len(claims)} active claim(s): {states}")
             return
-        why = self._recent(_created(name, info), facts, name)
+        why = self._recent(object_created(name, info), facts, name)
         if why:
             self._emit("retained_recent", "artifact", info, shash=shash, name=name, size=size, reason=why,
                        index=idx)
@@ -415,4 +415,4 @@ def plan_report(plan: CleanupPlan, duration: float = 0.0, requests: dict[str, in
     )
 
 
-__all__ = ["CleanupPlan", "plan_cleanup", "plan_report", "snapshot_of"]
+__all__ = ["CleanupPlan", "object_created", "plan_cleanup", "plan_report", "snapshot_of"]
