@@ -111,7 +111,9 @@ class JournalCorrupt(JournalError):
 
     ``reason`` is a stable code (``hash_mismatch``, ``chain_break``, ``sequence_gap``,
     ``foreign_record``, ``rewritten_intent``, ``unparseable``, ``invalid_transition``,
-    ``view_mismatch``, ``segment_missing``, ``segment_mismatch``, ``generation``) for
+    ``view_mismatch``, ``segment_missing``, ``segment_mismatch``, ``generation``,
+    ``manifest_missing``, ``rollback``: owner slots or segments show history the manifest
+    lacks) for
     reports and tests; the message says what was found where, in words.
     """
 

@@ -451,6 +451,9 @@ class FaultyStore(ObjectStore):
     def delete_if_match(self, key: str, etag: str) -> None:
         self._run("delete_if_match", key, lambda: self.inner.delete_if_match(key, etag))
 
+    def delete_unconditional(self, key: str) -> None:
+        self._run("delete_unconditional", key, lambda: self.inner.delete_unconditional(key))
+
     def delete_version(self, key: str, version_id: str) -> None:
         self._run("delete_version", key, lambda: self.inner.delete_version(key, version_id))
 
