@@ -86,6 +86,7 @@ from s3spill.errors import (
     SourceIdError,
     StoreError,
     StoreUnavailable,
+    StreamNotReplayable,
     TransactionStateError,
     UnsupportedOperation,
 )
@@ -170,6 +171,7 @@ __all__ = [
     "StoreCapabilities",
     "StoreError",
     "StoreUnavailable",
+    "StreamNotReplayable",
     "TextBlock",
     "TextRetainer",
     "TextStrategy",

@@ -50,6 +50,7 @@ from s3spill.gc.models import (
 )
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore, StoreCapabilities
+from s3spill.store.commit import content_info
 
 log = get_logger("s3spill.gc")
 
@@ -166,7 +167,7 @@ class _Applier:
                                ) -> tuple[ApplyOutcome, str, bool]:
         """HEAD, compare, delete. Returns (outcome, reason, delete_was_attempted)."""
         try:
-            head = self.store.head(key)
+            head = content_info(self.store, self.store.head(key))
         except NotFound:
             return "already_missing", "object already gone", False
         except StoreError as exc:
