@@ -27,10 +27,36 @@ COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.journal_cmds",
 )
 
+#: Where each sub-command lives, so ``s3spill read`` imports the artifact layer only, not
+#: GC, boto3 or the agent layer (a read is a short-lived process; start-up is its cost).
+#: A command missing here still works: every module is then registered.
+COMMAND_HOMES: dict[str, str] = {
+    "spill": "s3spill.cli.artifact_cmds", "read": "s3spill.cli.artifact_cmds",
+    "grep": "s3spill.cli.artifact_cmds", "run": "s3spill.cli.run_cmds",
+    "doctor": "s3spill.cli.store_cmds", "demo": "s3spill.cli.demo_cmds",
+    "gc": "s3spill.cli.gc_cmds", "mcp": "s3spill.cli.mcp_cmds",
+    "ref": "s3spill.cli.journal_cmds", "journal": "s3spill.cli.journal_cmds",
+    "reconcile": "s3spill.cli.journal_cmds",
+}
+_VALUE_OPTIONS = frozenset({"--store", "--session", "--log-level"})
+
 EXIT_ERROR = 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_home(argv: Sequence[str]) -> str | None:
+    """The module of the sub-command ``argv`` names, if it is a known one."""
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token in _VALUE_OPTIONS:
+            skip = True
+        elif not token.startswith("-"):
+            return COMMAND_HOMES.get(token)
+    return None
+
+
+def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="s3spill",
         description="Spill oversized tool output to immutable, checksummed objects, page it back "
@@ -42,13 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     parser.add_argument("--log-level", default="WARNING", help="structlog level (default WARNING)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in modules:
         importlib.import_module(name).register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    home = _command_home(argv)
+    parser = build_parser((home,) if home else COMMAND_MODULES)
     args = parser.parse_args(argv)
     log.configure(level="DEBUG" if args.debug else args.log_level)
     if not getattr(args, "func", None):
