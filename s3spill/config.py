@@ -55,5 +55,7 @@ class TransferConfig(BaseModel):
     #: independent zstd frame per index chunk, so a page read still fetches only the frames
     #: it needs; ``zstd`` always; ``none`` never.
     artifact_compression: Literal["auto", "zstd", "none"] = "auto"
-    #: zstd level of those frames (1-22); 3 is zstd's own default, fast and ~5-10x on logs.
-    compression_level: int = Field(default=3, ge=1, le=22)
+    #: zstd level of those frames (1-22). 1: on build logs it stores within 1% of level 3's
+    #: size at about twice the speed (benchmarks/write_path_bench.py), and compressing is
+    #: the write path's largest cost.
+    compression_level: int = Field(default=1, ge=1, le=22)

@@ -291,8 +291,11 @@ class IndexBuilder:
         self._size += len(data)
         self._last = data[-1:]
         self._scan_first_line(data)
-        self._buf += data
         c = self.chunk_size
+        if not self._buf and len(data) == c:  # the usual case: whole chunks, no copying
+            self._chunk(bytes(data))
+            return
+        self._buf += data
         if len(self._buf) >= c:
             view = memoryview(self._buf)
             cut = len(self._buf) - len(self._buf) % c
@@ -350,6 +353,11 @@ class IndexBuilder:
         self._units.append(0)
         self._carry.append(0)
         pending = len(self._dec.getstate()[0])
+        if not pending and data.isascii():  # fast path: one unit per byte, nothing carried
+            self._units[k] = len(data)
+            nl = data.rfind(b"\n")
+            self._lastline.append(nl + 1 if nl >= 0 else -1)
+            return
         out = self._dec.decode(data)
         walked = self._walk(out, start - pending, stop=start)
         own = out[walked:]  # units that start inside this chunk and are complete
