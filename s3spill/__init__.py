@@ -3,68 +3,18 @@
 The model's context gets a bounded head/tail preview plus a pointer it can page
 through; the full output lives in S3 (or a local directory), protected by a lease
 journal from a garbage collector that deletes only what nothing references.
+
+Names are imported lazily (PEP 562): ``import s3spill`` costs next to nothing, and a
+process that uses one corner (``s3spill read``) never imports boto3, GC or the agent
+layer. Type checkers see the ordinary imports below.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from s3spill._version import __version__ as __version__
-from s3spill.agent.tools import AgentTools, ToolOutcome
-from s3spill.artifacts.index import ArtifactIndex
-from s3spill.artifacts.paging import Page, PageLine
-from s3spill.artifacts.search import GrepMatch, GrepResult
-from s3spill.artifacts.store import ArtifactStore
-from s3spill.config import TransferConfig
-from s3spill.context.blocks import (
-    BlockPlan,
-    ImageBlock,
-    TextBlock,
-    default_image_price,
-    full_text_chunks,
-    plan_blocks,
-    render_blocks,
-)
-from s3spill.context.budget import (
-    TurnBudgetReport,
-    TurnResult,
-    enforce_turn_budget,
-)
-from s3spill.context.logcompress import (
-    CompressedLog,
-    compress_log,
-)
-from s3spill.context.pointer import (
-    DegradedFacts,
-    PointerFacts,
-    RenderedContext,
-    render_degraded,
-    render_pointer,
-    summarize,
-)
-from s3spill.context.policy import (
-    SpillPolicy,
-    ToolPolicy,
-)
-from s3spill.context.retention import (
-    ItemRetainer,
-    ItemStrategy,
-    Omitted,
-    PushDecision,
-    RetainedItems,
-    RetainedText,
-    RetentionNotice,
-    TextRetainer,
-    TextStrategy,
-    describe_omitted,
-    format_retention_notice,
-)
-from s3spill.context.salient import (
-    SalientLine,
-    SalientScanner,
-)
-from s3spill.context.tokens import (
-    ContextBudget,
-    TokenCounter,
-    default_token_counter,
-    estimate_tokens,
-)
 from s3spill.errors import (
     AlreadyExists,
     ArtifactCondemned,
@@ -86,25 +36,178 @@ from s3spill.errors import (
     SourceIdError,
     StoreError,
     StoreUnavailable,
+    StreamNotReplayable,
     TransactionStateError,
     UnsupportedOperation,
 )
-from s3spill.gc.apply import apply_cleanup
-from s3spill.gc.doc import CleanupPlan
-from s3spill.gc.models import CleanupPolicy, CleanupReport, CleanupScope
-from s3spill.gc.plan import plan_cleanup
-from s3spill.keys import SourceId
-from s3spill.leases.journal import LeaseJournal, new_transaction_id
-from s3spill.leases.owner import ArtifactReferenceOwner, OwnerObservation, S3ReferenceOwner
-from s3spill.leases.reconcile import ReconciliationReport, reconcile_pending, reconcile_reference
-from s3spill.leases.references import publish_memory_reference, remove_memory_reference
-from s3spill.models import (
-    ArtifactMemoryReference,
-    ArtifactReference,
-    ArtifactRetentionClaim,
-)
-from s3spill.spill.spiller import Spiller, SpillResult
-from s3spill.store import ObjectInfo, ObjectStore, PutResult, StoreCapabilities, open_store
+
+if TYPE_CHECKING:
+    from s3spill.agent.tools import AgentTools, ToolOutcome
+    from s3spill.artifacts.index import ArtifactIndex
+    from s3spill.artifacts.paging import Page, PageLine
+    from s3spill.artifacts.search import GrepMatch, GrepResult
+    from s3spill.artifacts.store import ArtifactStore
+    from s3spill.config import TransferConfig
+    from s3spill.context.blocks import (
+        BlockPlan,
+        ImageBlock,
+        TextBlock,
+        default_image_price,
+        full_text_chunks,
+        plan_blocks,
+        render_blocks,
+    )
+    from s3spill.context.budget import (
+        TurnBudgetReport,
+        TurnResult,
+        enforce_turn_budget,
+    )
+    from s3spill.context.logcompress import (
+        CompressedLog,
+        compress_log,
+    )
+    from s3spill.context.pointer import (
+        DegradedFacts,
+        PointerFacts,
+        RenderedContext,
+        render_degraded,
+        render_pointer,
+        summarize,
+    )
+    from s3spill.context.policy import (
+        SpillPolicy,
+        ToolPolicy,
+    )
+    from s3spill.context.retention import (
+        ItemRetainer,
+        ItemStrategy,
+        Omitted,
+        PushDecision,
+        RetainedItems,
+        RetainedText,
+        RetentionNotice,
+        TextRetainer,
+        TextStrategy,
+        describe_omitted,
+        format_retention_notice,
+    )
+    from s3spill.context.salient import (
+        SalientLine,
+        SalientScanner,
+    )
+    from s3spill.context.tokens import (
+        ContextBudget,
+        TokenCounter,
+        default_token_counter,
+        estimate_tokens,
+    )
+    from s3spill.gc.apply import apply_cleanup
+    from s3spill.gc.doc import CleanupPlan
+    from s3spill.gc.models import CleanupPolicy, CleanupReport, CleanupScope
+    from s3spill.gc.plan import plan_cleanup
+    from s3spill.keys import SourceId
+    from s3spill.leases.journal import LeaseJournal, new_transaction_id
+    from s3spill.leases.owner import ArtifactReferenceOwner, OwnerObservation, S3ReferenceOwner
+    from s3spill.leases.reconcile import ReconciliationReport, reconcile_pending, reconcile_reference
+    from s3spill.leases.references import publish_memory_reference, remove_memory_reference
+    from s3spill.models import (
+        ArtifactMemoryReference,
+        ArtifactReference,
+        ArtifactRetentionClaim,
+    )
+    from s3spill.spill.spiller import Spiller, SpillResult
+    from s3spill.store import ObjectInfo, ObjectStore, PutResult, StoreCapabilities, open_store
+
+#: Public name -> the module that defines it (imported on first use).
+_LAZY: dict[str, str] = {
+    "AgentTools": "s3spill.agent.tools",
+    "ToolOutcome": "s3spill.agent.tools",
+    "ArtifactIndex": "s3spill.artifacts.index",
+    "Page": "s3spill.artifacts.paging",
+    "PageLine": "s3spill.artifacts.paging",
+    "GrepMatch": "s3spill.artifacts.search",
+    "GrepResult": "s3spill.artifacts.search",
+    "ArtifactStore": "s3spill.artifacts.store",
+    "TransferConfig": "s3spill.config",
+    "BlockPlan": "s3spill.context.blocks",
+    "ImageBlock": "s3spill.context.blocks",
+    "TextBlock": "s3spill.context.blocks",
+    "default_image_price": "s3spill.context.blocks",
+    "full_text_chunks": "s3spill.context.blocks",
+    "plan_blocks": "s3spill.context.blocks",
+    "render_blocks": "s3spill.context.blocks",
+    "TurnBudgetReport": "s3spill.context.budget",
+    "TurnResult": "s3spill.context.budget",
+    "enforce_turn_budget": "s3spill.context.budget",
+    "CompressedLog": "s3spill.context.logcompress",
+    "compress_log": "s3spill.context.logcompress",
+    "DegradedFacts": "s3spill.context.pointer",
+    "PointerFacts": "s3spill.context.pointer",
+    "RenderedContext": "s3spill.context.pointer",
+    "render_degraded": "s3spill.context.pointer",
+    "render_pointer": "s3spill.context.pointer",
+    "summarize": "s3spill.context.pointer",
+    "SpillPolicy": "s3spill.context.policy",
+    "ToolPolicy": "s3spill.context.policy",
+    "ItemRetainer": "s3spill.context.retention",
+    "ItemStrategy": "s3spill.context.retention",
+    "Omitted": "s3spill.context.retention",
+    "PushDecision": "s3spill.context.retention",
+    "RetainedItems": "s3spill.context.retention",
+    "RetainedText": "s3spill.context.retention",
+    "RetentionNotice": "s3spill.context.retention",
+    "TextRetainer": "s3spill.context.retention",
+    "TextStrategy": "s3spill.context.retention",
+    "describe_omitted": "s3spill.context.retention",
+    "format_retention_notice": "s3spill.context.retention",
+    "SalientLine": "s3spill.context.salient",
+    "SalientScanner": "s3spill.context.salient",
+    "ContextBudget": "s3spill.context.tokens",
+    "TokenCounter": "s3spill.context.tokens",
+    "default_token_counter": "s3spill.context.tokens",
+    "estimate_tokens": "s3spill.context.tokens",
+    "apply_cleanup": "s3spill.gc.apply",
+    "CleanupPlan": "s3spill.gc.doc",
+    "CleanupPolicy": "s3spill.gc.models",
+    "CleanupReport": "s3spill.gc.models",
+    "CleanupScope": "s3spill.gc.models",
+    "plan_cleanup": "s3spill.gc.plan",
+    "SourceId": "s3spill.keys",
+    "LeaseJournal": "s3spill.leases.journal",
+    "new_transaction_id": "s3spill.leases.journal",
+    "ArtifactReferenceOwner": "s3spill.leases.owner",
+    "OwnerObservation": "s3spill.leases.owner",
+    "S3ReferenceOwner": "s3spill.leases.owner",
+    "ReconciliationReport": "s3spill.leases.reconcile",
+    "reconcile_pending": "s3spill.leases.reconcile",
+    "reconcile_reference": "s3spill.leases.reconcile",
+    "publish_memory_reference": "s3spill.leases.references",
+    "remove_memory_reference": "s3spill.leases.references",
+    "ArtifactMemoryReference": "s3spill.models",
+    "ArtifactReference": "s3spill.models",
+    "ArtifactRetentionClaim": "s3spill.models",
+    "Spiller": "s3spill.spill.spiller",
+    "SpillResult": "s3spill.spill.spiller",
+    "ObjectInfo": "s3spill.store",
+    "ObjectStore": "s3spill.store",
+    "PutResult": "s3spill.store",
+    "StoreCapabilities": "s3spill.store",
+    "open_store": "s3spill.store",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 's3spill' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "AgentTools",
@@ -170,6 +273,7 @@ __all__ = [
     "StoreCapabilities",
     "StoreError",
     "StoreUnavailable",
+    "StreamNotReplayable",
     "TextBlock",
     "TextRetainer",
     "TextStrategy",
@@ -203,3 +307,4 @@ __all__ = [
     "render_pointer",
     "summarize",
 ]
+

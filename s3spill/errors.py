@@ -15,6 +15,7 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   ├── AlreadyExists            If-None-Match lost: someone else created the key
     │   ├── PreconditionFailed       If-Match lost (includes S3's 404 to If-Match on a missing key)
     │   ├── ConditionalConflict      S3 409: a concurrent conditional write; re-read and retry
+    │   │   └── StreamNotReplayable  ...on completing a one-shot stream: nothing saved, no retry possible
     │   ├── NotFound                 the key (or version) does not exist
     │   │   └── ArtifactExpired      an artifact a pointer names is gone (GC'd after its TTL)
     │   ├── StoreUnavailable         transient faults that outlived retries and the deadline
@@ -68,6 +69,11 @@ class PreconditionFailed(StoreError):
 
 class ConditionalConflict(StoreError):
     """S3 answered 409 ConditionalRequestConflict: re-read and retry; never means "exists"."""
+
+
+class StreamNotReplayable(ConditionalConflict):
+    """A 409 on completing an upload fed by a one-shot stream: S3 wants every part sent
+    again, the stream cannot give them twice (it was never spooled), so nothing was saved."""
 
 
 class NotFound(StoreError):

@@ -11,6 +11,11 @@ handlers. :func:`configure` (called by the CLI and so by the MCP server it start
 one handler to the ``s3spill`` logger that renders JSON lines off a TTY and readable lines
 on one.
 
+structlog is imported on first use, not at import: a short-lived process (``s3spill
+read``) whose debug and info records are filtered out anyway never pays its ~50-100 ms
+import. A logger checks ``isEnabledFor`` first and only then builds the structlog
+wrapper; the CLI's formatter imports structlog when it renders its first line.
+
 Log calls pass operation, key, byte counts and durations — never credentials and
 never object bodies; nothing here redacts, so the rule is kept at the call sites.
 """
@@ -22,8 +27,6 @@ import sys
 from collections.abc import MutableMapping
 from datetime import UTC, datetime
 from typing import Any
-
-import structlog
 
 ROOT = "s3spill"
 logging.getLogger(ROOT).addHandler(logging.NullHandler())
@@ -61,10 +64,15 @@ class _Formatter(logging.Formatter):
 
     def __init__(self, json: bool) -> None:
         super().__init__()
-        self._render: Any = (structlog.processors.JSONRenderer() if json
-                             else structlog.dev.ConsoleRenderer())
+        self._json = json
+        self._render: Any = None
 
     def format(self, record: logging.LogRecord) -> str:
+        if self._render is None:
+            import structlog
+
+            self._render = (structlog.processors.JSONRenderer() if self._json
+                            else structlog.dev.ConsoleRenderer())
         fields = getattr(record, "s3spill", None)
         event: dict[str, Any] = {"event": getattr(record, "s3spill_event", None) or record.getMessage()}
         event.update(fields if isinstance(fields, dict) else {})
@@ -97,12 +105,41 @@ def configure(*, level: str = "WARNING", json: bool | None = None) -> None:
     root.propagate = False
 
 
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+           "error": logging.ERROR, "exception": logging.ERROR, "critical": logging.CRITICAL}
+
+
+class _LazyLogger:
+    """A key/value logger that builds its structlog wrapper only when a record is enabled."""
+
+    __slots__ = ("_logger", "_name", "_stdlib")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._stdlib = logging.getLogger(name)
+        self._logger: Any = None
+
+    def __getattr__(self, method: str) -> Any:
+        level = _LEVELS.get(method)
+        if level is not None and not self._stdlib.isEnabledFor(level):
+            return _drop
+        if self._logger is None:
+            import structlog
+
+            self._logger = structlog.wrap_logger(
+                self._stdlib,
+                processors=[structlog.stdlib.filter_by_level, _to_record],
+                wrapper_class=structlog.stdlib.BoundLogger,
+                context_class=dict,
+                cache_logger_on_first_use=True,
+            )
+        return getattr(self._logger, method)
+
+
+def _drop(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
 def get_logger(name: str) -> Any:
     """A key/value logger over ``logging.getLogger(name)``; touches no global configuration."""
-    return structlog.wrap_logger(
-        logging.getLogger(name),
-        processors=[structlog.stdlib.filter_by_level, _to_record],
-        wrapper_class=structlog.stdlib.BoundLogger,
-        context_class=dict,
-        cache_logger_on_first_use=True,
-    )
+    return _LazyLogger(name)

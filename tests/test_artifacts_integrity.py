@@ -16,7 +16,9 @@ from s3spill.models import ArtifactReference
 from s3spill.store import ObjectStore
 from tests.artifact_support import overwrite
 
-CONFIG = TransferConfig(index_chunk_size=64)
+#: Raw frames, so a tampered body can be written as plain bytes (compressed frames: see
+#: test_artifacts_compression.py).
+CONFIG = TransferConfig(index_chunk_size=64, artifact_compression="none")
 DATA = b"".join(b"line %04d of the evidence\n" % i for i in range(400))
 
 
@@ -31,10 +33,10 @@ def _write(store: ObjectStore) -> tuple[ArtifactStore, ArtifactReference, str, s
     )
 
 
-def _all_reads_fail(store: ObjectStore, ref: ArtifactReference) -> None:
+def _all_reads_fail(store: ObjectStore, ref: ArtifactReference, offset: int = 200) -> None:
     fresh = ArtifactStore(store, CONFIG, session_id="S")  # no cached index
     with pytest.raises(IntegrityError, match=ref.source_id):
-        fresh.read_page(ref.source_id, offset=200, limit=5)
+        fresh.read_page(ref.source_id, offset=offset, limit=5)
     with pytest.raises(IntegrityError, match=ref.source_id):
         fresh.grep(ref.source_id, "line")
     with pytest.raises(IntegrityError, match=ref.source_id):
@@ -44,7 +46,8 @@ def _all_reads_fail(store: ObjectStore, ref: ArtifactReference) -> None:
 def test_overwritten_body_same_size_is_detected(store: ObjectStore) -> None:
     """Flipping bytes in place (metadata kept) fails the chunk digest on read and on grep."""
     arts, ref, akey, _ = _write(store)
-    meta = {META_INDEX_SHA256: store.head(akey).metadata[META_INDEX_SHA256]}
+    arts.index(ref.source_id)  # verified and cached before the tampering
+    meta = dict(store.head(akey).metadata)
     overwrite(store, akey, DATA.replace(b"line 0200", b"LINE 0200"), meta)
     _all_reads_fail(store, ref)
     with pytest.raises(IntegrityError):  # a cached index does not help the forged chunk
@@ -60,7 +63,7 @@ def test_overwritten_body_same_size_is_detected(store: ObjectStore) -> None:
 def test_overwritten_body_other_size_is_detected(store: ObjectStore, body: bytes) -> None:
     """A shortened, extended or emptied body no longer matches its index."""
     _, ref, akey, _ = _write(store)
-    meta = {META_INDEX_SHA256: store.head(akey).metadata[META_INDEX_SHA256]}
+    meta = dict(store.head(akey).metadata)
     overwrite(store, akey, body, meta)
     _all_reads_fail(store, ref)
 
@@ -73,25 +76,46 @@ def test_body_without_its_index_pin_is_detected(store: ObjectStore) -> None:
 
 
 def test_forged_index_is_detected(store: ObjectStore) -> None:
-    """A valid-looking index with other line tables fails the digest its artifact pins."""
+    """A valid-looking index with other line tables fails where it lies: on the chunks it misdescribes."""
     _, ref, _, ikey = _write(store)
     forged = json.loads(store.get(ikey))
     forged["chunk_newlines"][0] -= 1
     forged["chunk_newlines"][1] += 1
     ArtifactIndex.model_validate(forged)  # still self-consistent
     overwrite(store, ikey, json.dumps(forged).encode())
-    _all_reads_fail(store, ref)
+    _all_reads_fail(store, ref, offset=0)
 
 
 @pytest.mark.parametrize("damage", ["garbage", "missing-index-object"])
 def test_damaged_index_is_detected(store: ObjectStore, damage: str) -> None:
-    """Garbage in place of the index, or an index that is gone, fails closed."""
+    """Garbage in place of the index fails closed; without its commit record a body is not found."""
     _, ref, _, ikey = _write(store)
     if damage == "garbage":
         overwrite(store, ikey, b"{not json")
-    else:
-        store.delete_if_match(ikey, store.head(ikey).etag)
-    _all_reads_fail(store, ref)
+        _all_reads_fail(store, ref)
+        return
+    store.delete_if_match(ikey, store.head(ikey).etag)
+    with pytest.raises(NotFound, match="never committed"):
+        ArtifactStore(store, CONFIG, session_id="S").read_page(ref.source_id)
+
+
+def test_a_version_1_artifact_still_reads(store: ObjectStore) -> None:
+    """An artifact written the old way (index first, pinned by the body, raw body) reads and verifies."""
+    _, ref, akey, ikey = _write(store)
+    old = json.loads(store.get(ikey))
+    for field in ("codec", "chunk_stored", "body_etag"):
+        del old[field]
+    old["schema_version"] = 1
+    raw = json.dumps(old).encode()
+    overwrite(store, ikey, raw)
+    overwrite(store, akey, DATA, {META_INDEX_SHA256: hashlib.sha256(raw).hexdigest()})
+    fresh = ArtifactStore(store, CONFIG, session_id="S")
+    assert fresh.index(ref.source_id).schema_version == 1
+    assert fresh.read_page(ref.source_id, offset=200, limit=1).lines[0].text == "line 0200 of the evidence"
+    assert fresh.verify(ref.source_id).sha256 == ref.sha256
+    overwrite(store, ikey, raw.replace(b'"tool": "bash"', b'"tool": "evil"'))
+    with pytest.raises(IntegrityError, match="index does not match"):  # v1 pins the whole index
+        ArtifactStore(store, CONFIG, session_id="S").read_page(ref.source_id)
 
 
 def test_consistent_forgery_is_caught_by_full_verification(store: ObjectStore) -> None:
@@ -104,11 +128,11 @@ def test_consistent_forgery_is_caught_by_full_verification(store: ObjectStore) -
         keys.artifact_key(other.session_hash, other.name),
         keys.index_key(other.session_hash, other.name),
     )
+    overwrite(store, akey, store.get(okey), dict(store.head(okey).metadata))
     forged = json.loads(store.get(oidx))
-    forged.update(name=ref.name, sha256=ref.sha256, created_at=ref.created_at.isoformat())
-    raw = json.dumps(forged).encode()
-    overwrite(store, ikey, raw)
-    overwrite(store, akey, store.get(okey), {META_INDEX_SHA256: hashlib.sha256(raw).hexdigest()})
+    forged.update(name=ref.name, sha256=ref.sha256, created_at=ref.created_at.isoformat(),
+                  body_etag=store.head(akey).etag)
+    overwrite(store, ikey, json.dumps(forged).encode())
     fresh = ArtifactStore(store, CONFIG, session_id="S")
     with pytest.raises(IntegrityError, match="full SHA-256"):
         fresh.grep(ref.source_id, "XXXX")

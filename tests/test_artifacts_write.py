@@ -9,12 +9,13 @@ from collections.abc import Iterator
 import pytest
 
 from s3spill import keys
-from s3spill.artifacts.index import META_INDEX_SHA256
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.errors import AlreadyExists
 from s3spill.models import ArtifactReference
 from s3spill.store import ObjectStore
+from s3spill.store.commit import COMMIT_SIDECAR, META_COMMIT
+from tests.artifact_support import stored_content
 
 CONFIG = TransferConfig(index_chunk_size=64)
 
@@ -40,8 +41,8 @@ def test_write_returns_a_complete_reference(store: ObjectStore) -> None:
         and data.decode(errors="replace") not in str(mem)
     )
     akey = keys.artifact_key(ref.session_hash, ref.name)
-    assert store.get(akey) == data
-    assert store.head(akey).metadata[META_INDEX_SHA256]
+    assert stored_content(store, akey) == data
+    assert store.head(akey).metadata[META_COMMIT] == COMMIT_SIDECAR
 
 
 @pytest.mark.parametrize("shape", ["bytes", "file", "chunks", "empty-iter"])
@@ -60,7 +61,7 @@ def test_every_body_shape_is_consumed_once_and_stored_exactly(
     body = {"bytes": data, "file": io.BytesIO(data), "chunks": gen(), "empty-iter": gen()}[shape]
     arts = ArtifactStore(store, CONFIG, session_id="S")
     ref = arts.write("S", body, "tool")
-    assert store.get(keys.artifact_key(ref.session_hash, ref.name)) == data
+    assert stored_content(store, keys.artifact_key(ref.session_hash, ref.name)) == data
     assert arts.verify(ref.source_id).sha256 == ref.sha256
     if shape == "chunks":
         assert consumed == list(range(0, len(data), 777))  # exactly one pass
@@ -106,7 +107,8 @@ def test_colliding_names_never_overwrite(
     assert first.name == gen.fixed and second.name != gen.fixed
     assert arts.verify(first.source_id).sha256 == first.sha256
     assert arts.verify(second.source_id).sha256 == second.sha256
-    assert store.get(keys.artifact_key(first.session_hash, first.name)) == b"first writer\n" * 100
+    assert stored_content(store, keys.artifact_key(first.session_hash, first.name)) == (
+        b"first writer\n" * 100)
 
 
 def test_concurrent_writers_on_one_name_all_survive(
@@ -164,4 +166,4 @@ def test_gives_up_after_bounded_attempts(
     arts.write("S", b"one", "bash")
     with pytest.raises(AlreadyExists):
         arts.write("S", b"two", "bash")
-    assert store.get(keys.artifact_key(keys.session_hash("S"), fixed)) == b"one"
+    assert stored_content(store, keys.artifact_key(keys.session_hash("S"), fixed)) == b"one"

@@ -8,7 +8,6 @@ import json
 import pytest
 
 from s3spill import keys
-from s3spill.artifacts.index import META_INDEX_SHA256
 from s3spill.cli import main
 from s3spill.store import ObjectStore
 from tests.artifact_support import overwrite
@@ -78,7 +77,7 @@ def test_integrity_failure_prints_nothing_unverified(
     sid = out.splitlines()[0].decode()
     parsed = keys.SourceId.parse(sid)
     akey = keys.artifact_key(parsed.session_hash, parsed.name)
-    meta = {META_INDEX_SHA256: store.head(akey).metadata[META_INDEX_SHA256]}
+    meta = dict(store.head(akey).metadata)
     overwrite(store, akey, DATA.replace(b"19000 ERROR", b"19000 HIDDEN"), meta)
     for argv in (["read", sid, "--offset", "18990"], ["grep", sid, "ERROR"]):
         code, out, err = _run(capsysbinary, monkeypatch, store, *argv)

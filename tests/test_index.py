@@ -78,6 +78,7 @@ def test_builder_matches_brute_force(data: bytes, c: int, cuts: list[int]) -> No
         tool="bash",
         call_id=None,
         label=None,
+        body_etag='"etag"',
     )
     assert ArtifactIndex.model_validate_json(index.to_bytes()) == index
 
@@ -101,6 +102,7 @@ def test_inconsistent_index_is_refused() -> None:
         tool="t",
         call_id=None,
         label=None,
+        body_etag='"etag"',
     )
     bad = index.model_dump()
     bad["line_count"] = 3

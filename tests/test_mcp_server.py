@@ -26,7 +26,6 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from s3spill import keys
-from s3spill.artifacts.index import META_INDEX_SHA256
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli import main as cli_main
 from s3spill.store import ObjectStore
@@ -65,8 +64,7 @@ def _prepare(store: ObjectStore, env: dict[str, str]) -> Fixture:
         "someone-else", b"secret\n", "bash").source_id
     sid = keys.SourceId.parse(tampered)
     akey = keys.artifact_key(sid.session_hash, sid.name)
-    pin = {META_INDEX_SHA256: store.head(akey).metadata[META_INDEX_SHA256]}
-    overwrite(store, akey, DATA.replace(b"00999 ERROR", b"00999 HIDDE"), pin)
+    overwrite(store, akey, DATA.replace(b"00999 ERROR", b"00999 HIDDE"), dict(store.head(akey).metadata))
     return Fixture(store, env, good, foreign, tampered)
 
 

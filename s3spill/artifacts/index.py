@@ -17,6 +17,14 @@ belong to a unit that began in the previous chunk, so decoding may restart at
 ``chunk_start + carry`` with a fresh decoder. A newline byte is always a unit of its own,
 so line starts are unit boundaries.
 
+Version 2 (this writer) adds storage and commit fields. The body is stored as one
+*frame* per chunk — the raw bytes (``codec="identity"``) or an independent zstd frame
+(``codec="zstd"``, the default for text) — and ``chunk_stored`` gives each frame's length,
+so a reader still fetches exactly the frames a page needs and verifies the *raw* bytes
+against ``chunk_sha256`` after decompressing. The index is written after the body, as
+its commit record, so it also pins the body's ETag (``body_etag``). Version 1 indexes
+(raw body, index written first and pinned by the body's metadata) still parse and read.
+
 Everything here is pure: no I/O. :class:`IndexBuilder` is fed the content once, chunk by
 chunk, with memory bounded by one index chunk; it also computes the full SHA-256, size,
 line count and the first non-empty line for the deterministic summary.
@@ -28,6 +36,7 @@ import codecs
 import hashlib
 import re
 import unicodedata
+from collections.abc import Callable
 from datetime import datetime
 from functools import cached_property
 from typing import Literal
@@ -44,6 +53,7 @@ SUMMARY_LINE_CHARS = 200
 MAX_FIELD_CHARS = 256
 _SUMMARY_CAPTURE_BYTES = 4 * SUMMARY_LINE_CHARS
 _NON_SPACE = re.compile(rb"[^ \t\r\n\f\v]")
+Codec = Literal["identity", "zstd"]
 
 
 def unit_len(ch: str) -> int:
@@ -67,6 +77,7 @@ class ArtifactIndex(Record):
     """The immutable sidecar of one artifact, pinned by digest from the artifact's metadata."""
 
     kind: Literal["artifact_index"] = "artifact_index"
+    schema_version: Literal[1, 2] = 2  # type: ignore[assignment]
     session_hash: str = Field(pattern=r"^[0-9a-f]{32}$")
     name: str
     size_bytes: int = Field(ge=0)
@@ -84,10 +95,22 @@ class ArtifactIndex(Record):
     chunk_units: tuple[int, ...]
     chunk_carry: tuple[int, ...]
     chunk_lastline_units: tuple[int, ...]
+    #: v2: how the body stores each chunk, each frame's stored length, the body's ETag.
+    codec: Codec = "identity"
+    chunk_stored: tuple[int, ...] = ()
+    body_etag: str | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> ArtifactIndex:
         n = -(-self.size_bytes // self.chunk_size)
+        if self.schema_version == 1:
+            if self.codec != "identity" or self.chunk_stored or self.body_etag is not None:
+                raise ValueError("a version 1 index has no storage or commit fields")
+        elif len(self.chunk_stored) != n or any(s < 1 for s in self.chunk_stored) or (
+                self.codec == "identity" and self.chunk_stored != tuple(
+                    min(self.chunk_size, self.size_bytes - k * self.chunk_size)
+                    for k in range(n))) or not self.body_etag:
+            raise ValueError("frame table or body ETag disagrees with the artifact")
         arrays = (self.chunk_sha256, self.chunk_newlines, self.chunk_units,
                   self.chunk_carry, self.chunk_lastline_units)
         if any(len(a) != n for a in arrays):
@@ -115,6 +138,19 @@ class ArtifactIndex(Record):
         """``units_before[k]``: units that start in chunks ``< k`` (length n + 1)."""
         return _prefix_sums(self.chunk_units)
 
+    @cached_property
+    def stored_before(self) -> tuple[int, ...]:
+        """``stored_before[k]``: stored bytes of frames ``< k`` (length n + 1)."""
+        if self.schema_version == 1:
+            return tuple(min(k * self.chunk_size, self.size_bytes)
+                         for k in range(self.chunk_count + 1))
+        return _prefix_sums(self.chunk_stored)
+
+    @property
+    def stored_size(self) -> int:
+        """Size of the body object (compressed frames, or the raw bytes)."""
+        return self.stored_before[-1]
+
     @property
     def chunk_count(self) -> int:
         return len(self.chunk_sha256)
@@ -122,6 +158,16 @@ class ArtifactIndex(Record):
     def chunk_range(self, k: int) -> tuple[int, int]:
         start = k * self.chunk_size
         return start, min(start + self.chunk_size, self.size_bytes)
+
+    def stored_range(self, k: int) -> tuple[int, int]:
+        """Where chunk ``k``'s frame sits in the body object."""
+        return self.stored_before[k], self.stored_before[k + 1]
+
+    def decode_chunk(self, k: int, frame: bytes, source: str) -> bytes:
+        """The raw chunk ``k`` from its stored frame, verified; :class:`IntegrityError` if not."""
+        if self.codec == "zstd":
+            frame = decompress_frame(frame, self.chunk_range(k), k, source)
+        return self.verify_chunk(k, frame, source)
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json().encode()
@@ -136,6 +182,18 @@ class ArtifactIndex(Record):
         if data.count(b"\n") != self.chunk_newlines[k]:
             raise IntegrityError(f"{source}: chunk {k} disagrees with its index's line table")
         return data
+
+
+def decompress_frame(frame: bytes, raw_range: tuple[int, int], k: int, source: str) -> bytes:
+    """One zstd frame back to its raw chunk; a damaged frame is an IntegrityError."""
+    import zstandard  # lazy: a CLI read of an uncompressed artifact never needs it
+
+    want = raw_range[1] - raw_range[0]
+    try:
+        raw = zstandard.ZstdDecompressor().decompress(frame, max_output_size=want)
+    except zstandard.ZstdError:
+        raise IntegrityError(f"{source}: chunk {k} is not a valid compressed frame") from None
+    return raw
 
 
 def _prefix_sums(values: tuple[int, ...]) -> tuple[int, ...]:
@@ -160,15 +218,18 @@ class ContentStats(Record):
     chunk_units: tuple[int, ...]
     chunk_carry: tuple[int, ...]
     chunk_lastline_units: tuple[int, ...]
+    codec: Codec = "identity"
+    chunk_stored: tuple[int, ...] = ()
 
     def to_index(
         self, *, session_hash: str, name: str, created_at: datetime, tool: str,
-        call_id: str | None, label: str | None,
+        call_id: str | None, label: str | None, body_etag: str,
     ) -> ArtifactIndex:
         return ArtifactIndex(
             session_hash=session_hash, name=name, created_at=created_at,
             tool=_bounded(tool) or "tool", call_id=_bounded(call_id), label=_bounded(label),
             summary=make_summary(self.first_line, self.size_bytes, self.line_count),
+            body_etag=body_etag,
             **self.model_dump(exclude={"kind", "schema_version", "first_line"}),
         )
 
@@ -193,9 +254,15 @@ def _clean_line(raw: bytes) -> str:
 
 
 class IndexBuilder:
-    """Incremental, single pass, memory bounded by one chunk: feed bytes, then ``finish()``."""
+    """Incremental, single pass, memory bounded by one chunk: feed bytes, then ``finish()``.
 
-    def __init__(self, chunk_size: int) -> None:
+    With ``on_chunk``, each complete chunk is handed to it (with its number) instead of
+    being hashed here: the caller hashes it (and compresses it) on a worker thread and
+    reports back through :meth:`set_chunk` before :meth:`finish`.
+    """
+
+    def __init__(self, chunk_size: int,
+                 on_chunk: Callable[[int, bytes], None] | None = None) -> None:
         if chunk_size < 16:
             raise ValueError("index chunk size must be at least 16 bytes")
         self.chunk_size = chunk_size
@@ -204,7 +271,9 @@ class IndexBuilder:
         self._size = 0
         self._last = b""
         self._dec = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        self._on_chunk = on_chunk
         self._sha_list: list[str] = []
+        self._stored: list[int] = []
         self._newlines: list[int] = []
         self._units: list[int] = []
         self._carry: list[int] = []
@@ -222,8 +291,11 @@ class IndexBuilder:
         self._size += len(data)
         self._last = data[-1:]
         self._scan_first_line(data)
-        self._buf += data
         c = self.chunk_size
+        if not self._buf and len(data) == c:  # the usual case: whole chunks, no copying
+            self._chunk(bytes(data))
+            return
+        self._buf += data
         if len(self._buf) >= c:
             view = memoryview(self._buf)
             cut = len(self._buf) - len(self._buf) % c
@@ -232,12 +304,25 @@ class IndexBuilder:
             view.release()
             del self._buf[:cut]
 
-    def finish(self) -> ContentStats:
-        if self._finished:
-            raise ValueError("builder already finished")
+    def flush(self) -> None:
+        """Cut the last, partial chunk (no more bytes will come)."""
         if self._buf:
             self._chunk(bytes(self._buf))
             self._buf.clear()
+
+    def set_chunk(self, k: int, sha256: str, stored: int) -> None:
+        """Record chunk ``k``'s raw digest and stored frame length (``on_chunk`` mode)."""
+        self._sha_list[k] = sha256
+        while len(self._stored) <= k:
+            self._stored.append(0)
+        self._stored[k] = stored
+
+    def finish(self, codec: Codec = "identity") -> ContentStats:
+        if self._finished:
+            raise ValueError("builder already finished")
+        self.flush()
+        if any(not s for s in self._sha_list):
+            raise ValueError("a chunk was never reported back")
         pending = self._dec.getstate()[0]
         self._walk(self._dec.decode(b"", final=True), self._size - len(pending))
         self._finished = True
@@ -251,16 +336,28 @@ class IndexBuilder:
             chunk_size=self.chunk_size, chunk_sha256=tuple(self._sha_list),
             chunk_newlines=tuple(self._newlines), chunk_units=tuple(self._units),
             chunk_carry=tuple(self._carry), chunk_lastline_units=tuple(self._lastline),
+            codec=codec, chunk_stored=tuple(self._stored) if self._on_chunk else tuple(
+                min(self.chunk_size, self._size - k * self.chunk_size)
+                for k in range(len(self._sha_list))),
         )
 
     def _chunk(self, data: bytes) -> None:
         k = len(self._sha_list)
         start = k * self.chunk_size
-        self._sha_list.append(hashlib.sha256(data).hexdigest())
+        if self._on_chunk is not None:
+            self._sha_list.append("")
+            self._on_chunk(k, data)
+        else:
+            self._sha_list.append(hashlib.sha256(data).hexdigest())
         self._newlines.append(data.count(b"\n"))
         self._units.append(0)
         self._carry.append(0)
         pending = len(self._dec.getstate()[0])
+        if not pending and data.isascii():  # fast path: one unit per byte, nothing carried
+            self._units[k] = len(data)
+            nl = data.rfind(b"\n")
+            self._lastline.append(nl + 1 if nl >= 0 else -1)
+            return
         out = self._dec.decode(data)
         walked = self._walk(out, start - pending, stop=start)
         own = out[walked:]  # units that start inside this chunk and are complete

@@ -21,6 +21,7 @@ import codecs
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
@@ -40,10 +41,14 @@ _ROW = re.compile(r"^ *(\d+)(!?)\t(.*)$", re.DOTALL)
 Fetch = Callable[[int], bytes]
 
 
-class PageLine(BaseModel):
-    """One shown segment of one line."""
+@dataclass(frozen=True, slots=True)
+class PageLine:
+    """One shown segment of one line.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A slotted dataclass, not a pydantic model: a page holds up to thousands of them and is
+    built on every read, so constructing them must cost next to nothing (pydantic still
+    serializes them inside :class:`Page`).
+    """
 
     number: int  #: 1-based line number
     char_start: int  #: unit offset of this segment within its line
@@ -150,10 +155,11 @@ def build_page(
     if body_budget < MIN_BODY_CHARS:
         raise InvalidRequest(f"max_chars={max_chars} is too small for a page of {source_id}")
     total = index.line_count
+    nbytes = 0  # artifact bytes the page covers so far
 
     def page(lines: list[PageLine], eof: bool, nxt: tuple[int, int] | None, start: int) -> Page:
-        end = start + sum(len(line.raw()) for line in lines)
-        return Page(
+        end = start + nbytes
+        return Page.model_construct(
             source_id=source_id, offset=offset, char_offset=char_offset, total_lines=total,
             size_bytes=index.size_bytes, lines=tuple(lines), eof=eof,
             next_offset=None if nxt is None else nxt[0],
@@ -179,12 +185,13 @@ def build_page(
     while True:
         text, terminated, newline = reader.peek_line(body_budget)
         prefix = max(6, len(str(line_no + 1))) + 3
-        if terminated and prefix + cost(text) <= remaining:
+        spent = prefix + cost(text)
+        if terminated and spent <= remaining:
             shown, escaped = escape(text)
-            lines.append(PageLine.model_construct(number=line_no + 1, char_start=char_pos, text=shown,
-                                  escaped=escaped, complete=True, newline=newline))
+            lines.append(PageLine(line_no + 1, char_pos, shown, escaped, True, newline))
+            nbytes += (len(text) if text.isascii() else len(encode_units(text))) + newline
             reader.consume(len(text) + (1 if newline else 0))
-            remaining -= prefix + cost(text)
+            remaining -= spent
             if line_no == total - 1:
                 if newline and not reader.at_end():
                     raise IntegrityError(f"{source_id}: content continues past its last line")
@@ -195,13 +202,13 @@ def build_page(
             if len(lines) == limit:
                 return page(lines, False, (line_no, 0), start)
             continue
-        fits_fresh = terminated and prefix + cost(text) <= body_budget
+        fits_fresh = terminated and spent <= body_budget
         if lines and (fits_fresh or remaining - prefix < MIN_CUT_CHARS):
             return page(lines, False, (line_no, char_pos), start)
         k = max(1, grapheme_cut(text, fit(text, remaining - prefix)))
         shown, escaped = escape(text[:k])
-        lines.append(PageLine.model_construct(number=line_no + 1, char_start=char_pos, text=shown,
-                              escaped=escaped, complete=False, newline=False))
+        lines.append(PageLine(line_no + 1, char_pos, shown, escaped, False, False))
+        nbytes += len(encode_units(text[:k]))
         return page(lines, False, (line_no, char_pos + k), start)
 
 

@@ -3,47 +3,48 @@
 Write protocol (why it looks like this)
 ---------------------------------------
 An artifact is two create-once objects: the body at ``artifacts/<name>`` and its sidecar
-index at ``artifacts/<name>.idx`` (:mod:`s3spill.artifacts.index`). The name is generated (timestamp,
-6 random bytes, a tool token); the key derives only from the trusted store root, the hashed
-session id and that name.
+index at ``artifacts/<name>.idx`` (:mod:`s3spill.artifacts.index`), the artifact's
+*commit record*. The name is generated (timestamp, 6 random bytes, a tool token); the key
+derives only from the trusted store root, the hashed session id and that name.
 
-1. **One pass over the input.** The stream (bytes, a binary file, or an iterable of
-   chunks — e.g. the Spiller's tee) is consumed exactly once. Each chunk feeds the
-   :class:`~s3spill.artifacts.index.IndexBuilder` (full SHA-256, size, line count, chunk table,
-   summary) and a spool: a ``SpooledTemporaryFile`` that stays in memory up to
-   ``part_size`` and then moves to a private (0600, unlinked) temporary file.
-   Plain ``bytes`` need no spool.
-2. **Reserve the name with the index.** ``put_if_absent(<name>.idx)``. Losing means the
-   name is taken (two writers drew the same name, or a restarted generator repeated one):
-   draw a new name and try again — nothing of the body has been uploaded yet.
-3. **Create the body** with ``put_if_absent(<name>)`` from the spool, its metadata
-   carrying :data:`~s3spill.artifacts.index.META_INDEX_SHA256`, the SHA-256 of the index bytes.
-   Nobody else creates a body under a name whose index they did not win, so a loss here is
-   a foreign object: it is left alone (never delete in doubt) and the write moves on to a
-   new name. The store's own SHA-256 of what it stored must equal step 1's, or the write
-   fails with :class:`IntegrityError` (the spool was damaged).
+1. **One pass, no spool.** The stream (bytes, a binary file, or an iterable of chunks —
+   e.g. the Spiller's tee) is consumed exactly once by a
+   :class:`~s3spill.artifacts.frames.FrameEncoder`: full SHA-256, per-chunk SHA-256, line
+   and character tables, summary, and one stored *frame* per chunk (zstd for text, see
+   :func:`~s3spill.artifacts.frames.choose_codec`). The frames go straight to the object
+   store as a :class:`~s3spill.store.payload.StreamedBody`, which the store streams
+   without hashing it again (S3: parallel multipart parts; local: one temporary file).
+2. **Create the body** with ``put_if_absent(<name>)``; its metadata says its digest lives
+   in the commit record (:data:`~s3spill.store.commit.META_COMMIT`). Losing the name means
+   two writers drew the same one: an output that fitted in memory (under
+   ``multipart_threshold``) is simply written again under a fresh name; a large one-shot
+   stream cannot be read twice, so the write fails (the Spiller degrades honestly).
+3. **Commit** by creating the index with ``put_if_absent(<name>.idx)``: it carries the
+   full SHA-256, size, per-chunk digests and frame table, and pins the body's ETag.
 
-Why the body points at the index, not the other way round: the reader must be able to
-verify the index it fetched. The index exists before the body is created, so its digest
-can go into the body's metadata, which S3 fixes at create time (for multipart uploads at
-*initiation*) — possible only because step 1 has seen the whole content before step 3
-starts. The index in turn carries the body's full SHA-256, size and per-chunk digests.
-Spooling costs local disk equal to the artifact, but it is what makes both links and
-collision retries possible with a stream that can be read once.
+Why the body comes first now: the full SHA-256 and the chunk table are known only at
+the end of the stream, and S3 fixes an object's metadata when its upload *starts*; the
+older order (index first, body pinning its digest) forced a spool of the whole output to
+local disk and a second pass over it. A reader trusts the index it fetched because the
+index names the body's ETag (an overwritten body fails before a byte is used) and every
+frame is checked against the raw SHA-256 of its chunk. Version 1 artifacts (index first,
+pinned by ``META_INDEX_SHA256`` in the body's metadata, raw body) are still read.
 
 Why no inline index for small artifacts: S3 caps user metadata at 2 KB, and one
 verification path for every size is easier to get right (and for GC and the doctor to
 reason about). The price is one small extra GET per cold read; the index is cached.
 
-A crash between steps 2 and 3 leaves an index without a body: a reservation nobody can
-read (readers go through the body's metadata first); GC may delete it after its TTL.
+A crash between steps 2 and 3 leaves a body without an index: uncommitted, unreadable
+(a reader reports it as not found), with no known content digest, so nothing can claim it.
 
 Read verification
 -----------------
 A read resolves the source id (strictly parsed, same session only), HEADs the body for the
-pinned index digest, fetches the index and checks its digest, identity (session, name,
-SHA-256 prefix of the source id) and size; the verified index is cached (immutable). Then it
-fetches only the chunks it needs, with ranged GETs, and verifies each before using a byte.
+ETag (or, version 1, the pinned index digest), fetches the index and checks that it
+commits this body, its identity (session, name, SHA-256 prefix of the source id) and
+size; the verified index is cached (immutable). Then it fetches only the frames it needs,
+with ranged GETs, decodes and verifies each before using a byte; decoded chunks are kept
+in a small cache, so re-fitting a page to its budget never fetches a chunk twice.
 Any mismatch raises :class:`IntegrityError` naming the source id. :meth:`grep` streams all
 chunks and also checks the full SHA-256 before returning.
 
@@ -56,20 +57,20 @@ not by a single page read, which checks only the chunks it touches.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import tempfile
+import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO
 
 from pydantic import ValidationError
 
 from s3spill import keys
-from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex, ContentStats, IndexBuilder
+from s3spill.artifacts.frames import FrameEncoder, choose_codec
+from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pattern, grep_chunks
 from s3spill.config import TransferConfig
@@ -84,16 +85,29 @@ from s3spill.errors import (
 from s3spill.log import get_logger
 from s3spill.models import ArtifactMemoryReference, ArtifactReference
 from s3spill.store.base import Body, ObjectStore, iter_body
+from s3spill.store.commit import COMMIT_SIDECAR, META_COMMIT, defers_digest
+from s3spill.store.payload import StreamedBody
 
 log = get_logger("s3spill.artifacts.store")
 
 #: How many fresh names a write tries before giving up (each loss is a real collision).
 MAX_NAME_ATTEMPTS = 8
 _INDEX_CACHE_SIZE = 64
+#: Decoded, verified chunks kept across page reads (a page re-fitted to its budget, the
+#: next page of a sequential read). Immutable artifacts make this safe.
+_CHUNK_CACHE_BYTES = 8 * 1024 * 1024
 
 SourceRef = str | keys.SourceId | ArtifactReference | ArtifactMemoryReference
-#: Gives the body again from its start, for each attempt at a fresh name.
-_Reopen = Callable[[], Body]
+
+
+def _peek(chunks: Iterator[bytes], limit: int) -> tuple[bytes, Iterator[bytes] | None]:
+    """Up to ``limit`` bytes, and the rest of ``chunks`` (None when they ended first)."""
+    buffer = bytearray()
+    for chunk in chunks:
+        buffer += chunk
+        if len(buffer) >= limit:
+            return bytes(buffer), chunks
+    return bytes(buffer), None
 
 
 @dataclass(frozen=True)
@@ -115,12 +129,13 @@ class ArtifactStore:
     """
 
     def __init__(self, store: ObjectStore, config: TransferConfig | None = None, *,
-                 session_id: str | None = None, spool_dir: str | None = None) -> None:
+                 session_id: str | None = None) -> None:
         self.store = store
         self.config = config or TransferConfig()
         self.session_id = session_id
-        self.spool_dir = spool_dir
         self._cache: OrderedDict[str, ArtifactIndex] = OrderedDict()
+        self._chunks: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._chunk_bytes = 0
         self._lock = threading.Lock()
 
     # -- writing ----------------------------------------------------------------------
@@ -130,60 +145,57 @@ class ArtifactStore:
         """Store one complete tool output; returns its reference (see module docstring)."""
         shash = keys.session_hash(session_id)
         created_at = datetime.now(UTC)
-        with ExitStack() as stack:
-            stats, reopen = self._consume(stream, stack)
-            for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
-                name = keys.new_artifact_name(tool, created_at)
-                index = stats.to_index(session_hash=shash, name=name, created_at=created_at,
-                                       tool=tool, call_id=call_id, label=label)
-                if self._create(index, reopen, attempt):
-                    return self._reference(index)
+        # ``source`` gives the content again for another name; None for a one-shot stream.
+        source: Callable[[], Iterable[bytes]] | None
+        rest: Iterator[bytes] | None = None
+        if isinstance(stream, (bytes, bytearray, memoryview)):
+            view = memoryview(stream).cast("B")
+            first = bytes(view[: self.config.index_chunk_size])
+            source = functools.partial(iter_body, view, self.config.index_chunk_size)
+        else:
+            first, rest = _peek(iter_body(stream, self.config.index_chunk_size),
+                                self.config.multipart_threshold)
+            source = None if rest is not None else functools.partial(iter, (first,))
+        codec = choose_codec(self.config, first)
+        for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
+            name = keys.new_artifact_name(tool, created_at)
+            encoder = FrameEncoder(self.config, codec)
+            chunks = source() if source is not None else itertools.chain((first,), rest or ())
+            akey = keys.artifact_key(shash, name)
+            try:
+                put = self.store.put_if_absent(akey, StreamedBody(encoder.frames(chunks)),
+                                               metadata={META_COMMIT: COMMIT_SIDECAR})
+            except AlreadyExists:
+                if source is None:
+                    raise AlreadyExists(f"artifact name {name} was taken while a one-shot stream"
+                                        " was being stored; it cannot be read again",
+                                        key=akey) from None
+                log.warning("artifact.name_taken", key=akey, attempt=attempt)
+                continue
+            index = encoder.stats().to_index(
+                session_hash=shash, name=name, created_at=created_at, tool=tool,
+                call_id=call_id, label=label, body_etag=put.etag)
+            self._commit(index, put.size, attempt)
+            return self._reference(index)
         raise AlreadyExists(f"no free artifact name after {MAX_NAME_ATTEMPTS} attempts")
 
-    def _consume(self, stream: Body, stack: ExitStack) -> tuple[ContentStats, _Reopen]:
-        """The one pass: index builder and spool fed from the same chunks."""
-        builder = IndexBuilder(self.config.index_chunk_size)
-        if isinstance(stream, (bytes, bytearray, memoryview)):
-            data = bytes(stream)
-            builder.feed(data)
-            return builder.finish(), lambda: data
-        spool = stack.enter_context(tempfile.SpooledTemporaryFile(  # noqa: SIM115
-            max_size=self.config.part_size, dir=self.spool_dir))
-        for chunk in iter_body(stream, self.config.part_size):
-            builder.feed(chunk)
-            spool.write(chunk)
-        spool.flush()
-
-        def reopen() -> IO[bytes]:
-            spool.seek(0)
-            return spool
-
-        return builder.finish(), reopen
-
-    def _create(self, index: ArtifactIndex, reopen: _Reopen, attempt: int) -> bool:
-        akey = keys.artifact_key(index.session_hash, index.name)
+    def _commit(self, index: ArtifactIndex, stored: int, attempt: int) -> None:
+        """Create the index, the commit record; the body is readable only from here on."""
+        name = f"artifact:{index.session_hash}:{index.name}"
+        if stored != index.stored_size:
+            raise IntegrityError(f"{name}: the store took {stored} bytes, the frames made"
+                                 f" {index.stored_size}")
         ikey = keys.index_key(index.session_hash, index.name)
-        raw = index.to_bytes()
-        digest = hashlib.sha256(raw).hexdigest()
         try:
-            self.store.put_if_absent(ikey, raw, content_type="application/json")
+            self.store.put_if_absent(ikey, index.to_bytes(), content_type="application/json")
         except AlreadyExists:
-            log.warning("artifact.name_taken", key=ikey, attempt=attempt)
-            return False
-        try:
-            put = self.store.put_if_absent(akey, reopen(), metadata={META_INDEX_SHA256: digest})
-        except AlreadyExists:
-            log.error("artifact.foreign_body", key=akey, attempt=attempt)
-            return False
-        if put.sha256 != index.sha256 or put.size != index.size_bytes:
-            raise IntegrityError(
-                f"artifact:{index.session_hash}:{index.name}: stored {put.size} bytes with"
-                f" SHA-256 {put.sha256[:16]}, but the content read was {index.size_bytes} bytes"
-                f" with {index.sha256[:16]}"
-            )
-        log.info("artifact.written", key=akey, bytes=index.size_bytes, lines=index.line_count,
-                 attempt=attempt)
-        return True
+            # Nobody else creates an index under a body they did not write: a foreign
+            # object. Both stay (never delete in doubt); the write fails.
+            log.error("artifact.foreign_index", key=ikey, attempt=attempt)
+            raise
+        log.info("artifact.written", key=keys.artifact_key(index.session_hash, index.name),
+                 bytes=index.size_bytes, stored=stored, codec=index.codec,
+                 lines=index.line_count, attempt=attempt)
 
     @staticmethod
     def _reference(index: ArtifactIndex) -> ArtifactReference:
@@ -251,36 +263,56 @@ class ArtifactStore:
             info = self.store.head(art.artifact_key)
         except NotFound:
             raise ArtifactExpired(_expired(sid), key=art.artifact_key) from None
-        pinned = info.metadata.get(META_INDEX_SHA256)
-        if not pinned:
+        pinned = info.metadata.get(META_INDEX_SHA256)  # version 1: the body pins its index
+        committed = defers_digest(info)  # version 2: the index commits the body
+        if not pinned and not committed:
             raise IntegrityError(f"{sid}: the artifact does not name its index")
         try:
             raw = self.store.get(art.index_key)
         except NotFound:
+            if committed:
+                raise NotFound(f"artifact {sid} was never committed (no index)",
+                               key=art.artifact_key) from None
             raise IntegrityError(f"{sid}: the artifact's index is missing") from None
-        if hashlib.sha256(raw).hexdigest() != pinned:
+        if pinned and hashlib.sha256(raw).hexdigest() != pinned:
             raise IntegrityError(f"{sid}: the index does not match the digest its artifact pins")
         try:
             index = ArtifactIndex.model_validate_json(raw)
         except ValidationError:
             raise IntegrityError(f"{sid}: the index does not parse") from None
+        if not pinned and (index.schema_version < 2 or index.body_etag != info.etag):
+            raise IntegrityError(f"{sid}: the index does not commit this body (ETag differs)")
         if (index.session_hash != art.source_id.session_hash or index.name != art.source_id.name
                 or not index.sha256.startswith(art.source_id.sha256_prefix)
-                or index.size_bytes != info.size):
+                or index.stored_size != info.size):
             raise IntegrityError(f"{sid}: the index describes a different artifact")
         return index
 
     # -- reading ----------------------------------------------------------------------
 
     def _fetch_chunk(self, art: ResolvedArtifact, index: ArtifactIndex, k: int) -> bytes:
-        start, end = index.chunk_range(k)
+        """Chunk ``k``, raw and verified; from the chunk cache when a recent read had it."""
+        ckey = (str(art.source_id), k)
+        with self._lock:
+            hit = self._chunks.get(ckey)
+            if hit is not None:
+                self._chunks.move_to_end(ckey)
+                return hit
+        start, end = index.stored_range(k)
         try:
-            data = self.store.get(art.artifact_key, (start, end))
+            frame = self.store.get(art.artifact_key, (start, end))
         except NotFound:
             raise ArtifactExpired(_expired(str(art.source_id)), key=art.artifact_key) from None
         # A shortened body returns fewer bytes (or none, for a range past its end): the
-        # length check in verify_chunk turns that into an IntegrityError.
-        return index.verify_chunk(k, data, str(art.source_id))
+        # decoding and the length check turn that into an IntegrityError.
+        data = index.decode_chunk(k, frame, str(art.source_id))
+        with self._lock:
+            self._chunks[ckey] = data
+            self._chunk_bytes += len(data)
+            while self._chunk_bytes > _CHUNK_CACHE_BYTES and len(self._chunks) > 1:
+                _, old = self._chunks.popitem(last=False)
+                self._chunk_bytes -= len(old)
+        return data
 
     def read_page(self, source: SourceRef, offset: int = 0, limit: int = DEFAULT_LIMIT,
                   char_offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS, *,
@@ -309,14 +341,14 @@ class ArtifactStore:
         buf = bytearray()
         k, n = 0, index.chunk_count
         try:
-            for piece in self.store.iter_chunks(art.artifact_key, (0, index.size_bytes),
+            for piece in self.store.iter_chunks(art.artifact_key, (0, index.stored_size),
                                                 index.chunk_size):
                 buf += piece
                 while k < n:
-                    start, end = index.chunk_range(k)
+                    start, end = index.stored_range(k)
                     if len(buf) < end - start:
                         break
-                    chunk = index.verify_chunk(k, bytes(buf[: end - start]), sid)
+                    chunk = index.decode_chunk(k, bytes(buf[: end - start]), sid)
                     del buf[: end - start]
                     full.update(chunk)
                     k += 1

@@ -34,6 +34,20 @@ COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.journal_cmds",
 )
 
+#: Where each sub-command lives, so ``s3spill read`` imports the artifact layer only, not
+#: GC, boto3 or the agent layer (a read is a short-lived process; start-up is its cost).
+#: A command missing here still works: every module is then registered.
+COMMAND_HOMES: dict[str, str] = {
+    "spill": "s3spill.cli.artifact_cmds", "read": "s3spill.cli.artifact_cmds",
+    "grep": "s3spill.cli.artifact_cmds", "run": "s3spill.cli.run_cmds",
+    "doctor": "s3spill.cli.store_cmds", "demo": "s3spill.cli.demo_cmds",
+    "serve-s3": "s3spill.cli.demo_cmds",
+    "gc": "s3spill.cli.gc_cmds", "mcp": "s3spill.cli.mcp_cmds",
+    "ref": "s3spill.cli.journal_cmds", "journal": "s3spill.cli.journal_cmds",
+    "reconcile": "s3spill.cli.journal_cmds",
+}
+_VALUE_OPTIONS = frozenset({"--store", "--session", "--log-level"})
+
 EXIT_ERROR = int(ExitCode.ERROR)
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -136,8 +150,22 @@ def settings_table(parser: argparse.ArgumentParser | None = None) -> list[tuple[
     return sorted((name, flag, ", ".join(sorted(cmds))) for name, (flag, cmds) in rows.items())
 
 
-def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
-    """The whole CLI; flag defaults come from ``environ`` (``os.environ`` by default)."""
+def _command_home(argv: Sequence[str]) -> str | None:
+    """The module of the sub-command ``argv`` names, if it is a known one."""
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token in _VALUE_OPTIONS:
+            skip = True
+        elif not token.startswith("-"):
+            return COMMAND_HOMES.get(token)
+    return None
+
+
+def build_parser(environ: Mapping[str, str] | None = None,
+                 modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
+    """The CLI (``modules``' sub-commands); flag defaults come from ``environ`` (``os.environ``)."""
     parser = Parser(
         prog="s3spill", epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Spill oversized tool output to immutable, checksummed objects, page it back "
@@ -151,7 +179,7 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
                         help=f"log level: {', '.join(LOG_LEVELS)} (default WARNING)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in modules:
         importlib.import_module(name).register(sub)
     _defaults_from_env(parser, os.environ if environ is None else environ)
     _globals_everywhere(parser)
@@ -159,7 +187,9 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    home = _command_home(argv)
+    parser = build_parser(modules=(home,) if home else COMMAND_MODULES)
     args = parser.parse_args(argv)
     log.configure(level="DEBUG" if args.debug else args.log_level)
     if not getattr(args, "func", None):

@@ -61,6 +61,7 @@ from s3spill.gc.plan import object_created
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore, StoreCapabilities
+from s3spill.store.commit import content_info
 
 log = get_logger("s3spill.gc")
 
@@ -183,7 +184,7 @@ class _Applier:
                                ) -> tuple[ApplyOutcome, str, bool]:
         """HEAD, compare, re-judge its age, delete. Returns (outcome, reason, delete_was_attempted)."""
         try:
-            head = self.store.head(key)
+            head = content_info(self.store, self.store.head(key))
         except NotFound:
             return "already_missing", "object already gone", False
         except StoreError as exc:

@@ -45,6 +45,7 @@ from s3spill.keys import OWNER, SESSIONS, parse_key, session_prefix
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore
+from s3spill.store.commit import content_info
 
 log = get_logger("s3spill.gc")
 
@@ -154,7 +155,7 @@ class _Planner:
         with self._lock:
             self.heads += 1
         try:
-            return self.store.head(key)
+            return content_info(self.store, self.store.head(key))
         except NotFound:
             return None
 

@@ -65,6 +65,7 @@ from s3spill.leases.view import (
 )
 from s3spill.models import ArtifactRetentionClaim, utcnow
 from s3spill.store.base import ObjectStore
+from s3spill.store.commit import content_info
 
 __all__ = ["AggregatedClaim", "JournalStats", "JournalView", "LeaseJournal", "TransitionResult",
            "VerifyReport", "new_transaction_id"]
@@ -202,7 +203,8 @@ class LeaseJournal(ManifestCas):
 
     def _check_artifact(self, sid: SourceId, sha256: str) -> None:
         try:
-            info = self.store.head(keys.artifact_key(sid.session_hash, sid.name))
+            info = content_info(self.store,
+                                self.store.head(keys.artifact_key(sid.session_hash, sid.name)))
         except NotFound:
             raise DanglingReference(f"artifact {sid} does not exist; refusing a dangling reference") from None
         if info.sha256 is None:

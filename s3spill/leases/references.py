@@ -16,6 +16,7 @@ from s3spill.leases.owner import S3ReferenceOwner
 from s3spill.leases.view import TransitionResult
 from s3spill.models import ArtifactMemoryReference, ArtifactRetentionClaim, SourceFields
 from s3spill.store.base import ObjectStore
+from s3spill.store.commit import content_info
 
 
 def publish_memory_reference(
@@ -44,7 +45,7 @@ def memory_reference_for(store: ObjectStore, source_id: str) -> ArtifactMemoryRe
     """
     sid = keys.SourceId.parse(source_id)
     try:
-        info = store.head(keys.artifact_key(sid.session_hash, sid.name))
+        info = content_info(store, store.head(keys.artifact_key(sid.session_hash, sid.name)))
     except NotFound:
         raise DanglingReference(f"artifact {sid} does not exist") from None
     if info.sha256 is None:

@@ -78,7 +78,9 @@ class PutResult:
     key: str
     etag: str
     size: int
-    sha256: str
+    #: Hex SHA-256 of the stored bytes; None when the body was a producer-hashed
+    #: :class:`~s3spill.store.payload.StreamedBody` streamed without a digest of its own.
+    sha256: str | None
     version_id: str | None = None
 
 

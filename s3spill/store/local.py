@@ -63,6 +63,7 @@ from s3spill.store.base import (
     iter_body,
     validate_key,
 )
+from s3spill.store.payload import StreamedBody
 
 _MAGIC = b"S3SPOBJ1"
 _TRAILER = struct.Struct(">Q8s")  # trailer length, magic
@@ -156,23 +157,26 @@ class LocalStore(ObjectStore):
         temporary, so the sweeper never takes the ``.part`` of a live writer.
         """
         tmp = self.root / "tmp" / f"{secrets.token_hex(12)}.part"
-        digest = hashlib.sha256()
+        # A StreamedBody's producer keeps the digests (see s3spill.store.payload): no second hash.
+        digest = None if isinstance(body, StreamedBody) else hashlib.sha256()
         size = 0
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             with os.fdopen(fd, "wb", closefd=False) as fh:
                 for chunk in iter_body(body, self.config.part_size):
-                    digest.update(chunk)
+                    if digest is not None:
+                        digest.update(chunk)
                     size += len(chunk)
                     fh.write(chunk)
-                sha = digest.hexdigest()
+                sha = digest.hexdigest() if digest is not None else None
                 put_id = secrets.token_hex(16)
                 meta = {k.lower(): v for k, v in (metadata or {}).items()}
-                meta[META_SHA256] = sha
+                if sha is not None:
+                    meta[META_SHA256] = sha
                 meta[META_PUT_ID] = put_id
                 trailer: dict[str, object] = {
-                    "etag": f'"{hashlib.sha256((sha + put_id).encode()).hexdigest()[:32]}"',
+                    "etag": f'"{hashlib.sha256(((sha or "") + put_id).encode()).hexdigest()[:32]}"',
                     "size": size,
                     "sha256": sha,
                     "last_modified": datetime.now(UTC).isoformat(),
@@ -207,7 +211,7 @@ class LocalStore(ObjectStore):
     def _result(self, key: str, trailer: dict[str, object]) -> PutResult:
         return PutResult(
             key=key, etag=str(trailer["etag"]), size=int(trailer["size"]),  # type: ignore[call-overload]
-            sha256=str(trailer["sha256"]),
+            sha256=None if trailer["sha256"] is None else str(trailer["sha256"]),
         )
 
     def put_if_absent(
@@ -311,7 +315,7 @@ class LocalStore(ObjectStore):
             etag=str(trailer["etag"]),
             last_modified=datetime.fromisoformat(str(trailer["last_modified"])),
             version_id=None,
-            sha256=str(trailer["sha256"]),
+            sha256=None if trailer.get("sha256") is None else str(trailer["sha256"]),
             metadata={str(k): str(v) for k, v in meta.items()},
         )
 

@@ -17,6 +17,13 @@ for the upload; any other large stream is spooled to an anonymous temporary file
 (created 0600 and unlinked at once, so it never has a name) while it is hashed. Memory
 stays at one threshold-sized buffer plus one part, whatever the body size. The upload
 pass hashes again and refuses to complete if the bytes changed in between.
+
+The exception is a :class:`StreamedBody`: a one-shot stream whose producer has already
+measured and hashed what it means (the artifact store hashes every raw byte into its
+index, the commit record written *after* the body). A store streams such a body as it
+comes — no digest of its own in metadata, no second pass, no spool, no local disk — and
+therefore cannot replay it: a write that would need the bytes again fails with
+:class:`~s3spill.errors.StreamNotReplayable` and the producer degrades honestly.
 """
 
 from __future__ import annotations
@@ -25,13 +32,48 @@ import base64
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
 from s3spill.store.base import Body, iter_body
 
 _READ = 1024 * 1024
+
+
+class StreamedBody:
+    """A one-shot body whose producer vouches for it: stores stream it without hashing it.
+
+    Iterating yields the producer's chunks once; :attr:`size` counts what was handed out.
+    A second iteration is a programming error (the bytes are gone), not a replay.
+    """
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = iter(chunks)
+        self._started = False
+        self.size = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self._started:
+            raise RuntimeError("a StreamedBody can be read only once")
+        self._started = True
+        for chunk in self._chunks:
+            if chunk:
+                self.size += len(chunk)
+                yield chunk
+
+    def head(self, limit: int) -> tuple[bytes, Iterator[bytes] | None]:
+        """Up to ``limit`` bytes from the start, and the rest (None when the body ended first).
+
+        Why: a body that turns out small can still go in one request, replayable from memory.
+        """
+        chunks = iter(self)
+        buffer = bytearray()
+        for chunk in chunks:
+            buffer += chunk
+            if len(buffer) >= limit:
+                return bytes(buffer), chunks
+        return bytes(buffer), None
 
 
 @dataclass

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from s3spill.errors import IntegrityError
@@ -83,3 +86,76 @@ def _abort(ops: S3Ops, full: str, upload_id: str) -> None:
         ops.client.abort_multipart_upload(Bucket=ops.bucket, Key=full, UploadId=upload_id)
     except Exception as exc:  # noqa: BLE001 - the original failure matters more
         log.info("store.abort_multipart_failed", key=full, error=type(exc).__name__)
+
+
+def upload_stream(
+    ops: S3Ops, full: str, first: bytes, rest: Iterator[bytes], metadata: dict[str, str],
+    content_type: str, condition: dict[str, str], attempts: Attempts,
+) -> dict[str, Any]:
+    """Upload a one-shot stream in parts, ``max_concurrency`` in flight, no local copy.
+
+    Why parallel: a part's round trip is mostly waiting, and the producer (hashing,
+    compressing) keeps the CPU busy meanwhile. Memory is bounded by the parts in flight
+    plus the one being filled: ``(max_concurrency + 1) * part_size``. Each part carries
+    its own ``ChecksumSHA256``, computed on the worker thread (hashlib releases the GIL).
+    The completion's failures are the caller's to interpret; since the stream cannot be
+    sent again, a 409 there is final (see :class:`~s3spill.errors.StreamNotReplayable`).
+    """
+    client = ops.client
+    created = ops.call(
+        "create_multipart_upload", full, attempts=attempts,
+        fn=functools.partial(
+            client.create_multipart_upload, Bucket=ops.bucket, Key=full, Metadata=metadata,
+            ContentType=content_type, ChecksumAlgorithm="SHA256"))
+    upload_id = created["UploadId"]
+    part_attempts = Attempts()
+    completed = False
+    concurrency = ops.config.max_concurrency
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="s3spill-part")
+    in_flight: deque[Future[dict[str, Any]]] = deque()
+    parts: list[dict[str, Any]] = []
+
+    def send(number: int, piece: bytes) -> dict[str, Any]:
+        checksum = b64_sha256(piece)
+        response = ops.call(
+            "upload_part", full, attempts=part_attempts,
+            fn=functools.partial(
+                client.upload_part, Bucket=ops.bucket, Key=full, UploadId=upload_id,
+                PartNumber=number, Body=piece, ChecksumSHA256=checksum))
+        return {"PartNumber": number, "ETag": response["ETag"], "ChecksumSHA256": checksum}
+
+    def submit(piece: bytes) -> None:
+        number = len(parts) + len(in_flight) + 1
+        if number > MAX_PARTS:
+            raise ValueError(f"{full}: more than {MAX_PARTS} parts; raise part_size")
+        while len(in_flight) >= concurrency:
+            parts.append(in_flight.popleft().result())
+        in_flight.append(pool.submit(send, number, piece))
+
+    try:
+        size = ops.config.part_size
+        buffer = bytearray(first)
+        for chunk in rest:
+            buffer += chunk
+            while len(buffer) >= size:
+                submit(bytes(buffer[:size]))
+                del buffer[:size]
+        if buffer or not (parts or in_flight):
+            submit(bytes(buffer))
+        del buffer
+        while in_flight:
+            parts.append(in_flight.popleft().result())
+        result: dict[str, Any] = ops.call(
+            "complete_multipart_upload", full, attempts=attempts,
+            fn=functools.partial(
+                client.complete_multipart_upload, Bucket=ops.bucket, Key=full,
+                UploadId=upload_id, MultipartUpload={"Parts": parts}, **condition))
+        completed = True
+        return result
+    finally:
+        for future in in_flight:
+            future.cancel()
+        pool.shutdown(wait=True)
+        attempts.count += part_attempts.count
+        if not completed:
+            _abort(ops, full, upload_id)

@@ -11,7 +11,9 @@ Why it is shaped this way:
   botocore retries 5xx answers on conditional PUTs, so our own successful write can
   come back as 412 (or a timeout); a HEAD that finds our put id means we won.
 * Large bodies go through multipart upload (see :mod:`s3spill.store.payload` for why bodies are
-  hashed first and :mod:`.multipart` for the upload itself).
+  hashed first and :mod:`.multipart` for the upload itself). A
+  :class:`~s3spill.store.payload.StreamedBody` is the exception: its producer keeps the
+  digests, so it is streamed in parallel parts as it comes, with no spool and no replay.
 * Transient faults are retried by :mod:`s3spill.store.retry` under one deadline; what is still
   unknown afterwards is :class:`StoreUnavailable`, never a guessed answer.
 """
@@ -41,6 +43,7 @@ from s3spill.errors import (
     NotFound,
     PreconditionFailed,
     StoreUnavailable,
+    StreamNotReplayable,
 )
 from s3spill.store.base import (
     META_PUT_ID,
@@ -54,10 +57,10 @@ from s3spill.store.base import (
     validate_key,
     validate_prefix,
 )
-from s3spill.store.payload import Payload, b64_sha256, prepare
+from s3spill.store.payload import Payload, StreamedBody, b64_sha256, prepare
 from s3spill.store.retry import Attempts
 from s3spill.store.s3.errors import Kind, classify
-from s3spill.store.s3.multipart import upload_multipart
+from s3spill.store.s3.multipart import upload_multipart, upload_stream
 from s3spill.store.s3.ops import S3Ops
 from s3spill.store.s3.read import read_object
 
@@ -148,11 +151,19 @@ class S3Store(ObjectStore):
         full = self.full_key(key)
         started = time.monotonic()
         put_id = secrets.token_hex(16)
-        payload = prepare(body, self.config.multipart_threshold)
         meta = {k.lower(): v for k, v in (metadata or {}).items()}
-        meta[META_SHA256] = payload.sha256
         meta[META_PUT_ID] = put_id
         cond = {"IfNoneMatch": "*"} if mode == "create" else {"IfMatch": str(etag)}
+        streamed = isinstance(body, StreamedBody)
+        if isinstance(body, StreamedBody):
+            first, rest = body.head(self.config.multipart_threshold)
+            if rest is not None:
+                return self._put_stream(key, full, first, rest, mode, etag, meta, cond,
+                                        content_type, put_id, started)
+            body = first  # small after all: one request, replayable from memory
+        payload = prepare(body, self.config.multipart_threshold)
+        if not streamed:  # a streamed body's producer keeps its own digests
+            meta[META_SHA256] = payload.sha256
         attempts = Attempts()
         operation = "put_if_absent" if mode == "create" else "put_if_match"
         # One deadline for the write and the reads that resolve its outcome.
@@ -221,6 +232,46 @@ class S3Store(ObjectStore):
                     raise AlreadyExists(f"object exists: {key}", key=key) from exc
                 raise PreconditionFailed(
                     f"ETag mismatch or missing object: {key}", key=key) from exc
+
+    def _put_stream(self, key: str, full: str, first: bytes, rest: Iterator[bytes], mode: Mode,
+                    etag: str | None, meta: dict[str, str], cond: dict[str, str],
+                    content_type: str, put_id: str, started: float) -> PutResult:
+        """A large one-shot stream: parallel parts, one completion, no second chance."""
+        attempts = Attempts()
+        if mode == "replace":
+            self._precheck_replace(key, full, str(etag))
+        counted = _Counted(first, rest)
+        try:
+            response = upload_stream(self.ops, full, first, counted, meta, content_type, cond,
+                                     attempts)
+            result = PutResult(key=key, etag=response["ETag"], size=counted.size, sha256=None,
+                               version_id=_version(response))
+        except (ClientError, StoreUnavailable) as exc:
+            head = self.ops.head_raw(full)
+            if head is not None and head.get("Metadata", {}).get(META_PUT_ID) == put_id:
+                attempts.ambiguous = True  # our completion landed; its answer was lost
+                result = PutResult(key=key, etag=head["ETag"], size=int(head["ContentLength"]),
+                                   sha256=None, version_id=_version(head))
+            else:
+                if isinstance(exc, StoreUnavailable):
+                    raise
+                kind = classify(exc)
+                if kind is Kind.DIGEST:
+                    raise IntegrityError(f"store refused our checksum for {key}: {exc}") from exc
+                if kind in (Kind.CONFLICT, Kind.NO_SUCH_UPLOAD):
+                    raise StreamNotReplayable(
+                        f"completing the upload of {key} met a conflict and its one-shot body"
+                        " cannot be sent again: nothing was saved", key=key) from exc
+                if kind in (Kind.PRECONDITION, Kind.NOT_FOUND):
+                    if mode == "create":
+                        raise AlreadyExists(f"object exists: {key}", key=key) from exc
+                    raise PreconditionFailed(
+                        f"ETag mismatch or missing object: {key}", key=key) from exc
+                raise self.ops.translate(exc, key) from exc
+        self.ops.log("put_if_absent" if mode == "create" else "put_if_match", key, started,
+                     attempts, result.size, multipart=True, streamed=True,
+                     ambiguous=attempts.ambiguous)
+        return result
 
     def _precheck_replace(self, key: str, full: str, etag: str) -> None:
         """Fail a doomed large replacement before uploading gigabytes.
@@ -400,6 +451,22 @@ class S3Store(ObjectStore):
 
     def close(self) -> None:
         self.client.close()
+
+
+class _Counted:
+    """The rest of a stream, counting the bytes that pass (the size is known only at the end)."""
+
+    def __init__(self, first: bytes, rest: Iterator[bytes]) -> None:
+        self.size = len(first)
+        self._rest = rest
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        chunk = next(self._rest)
+        self.size += len(chunk)
+        return chunk
 
 
 def _version(response: dict[str, Any]) -> str | None:

@@ -1,0 +1,54 @@
+"""Where an object's content digest lives when it could not be written with the object.
+
+Why this exists: an artifact body is streamed to the store as the tool's output arrives
+(no spool, no second pass), so its full SHA-256 is not known when S3 fixes the object's
+metadata (at PutObject / CreateMultipartUpload). The digest goes into the body's
+*commit record* instead: the create-once sidecar ``<key>.idx`` written after the body,
+which also pins the body's ETag. Such a body says so in its metadata
+(:data:`META_COMMIT`), and every layer that checks a digest against the store (the
+lease journal, memory references, GC) asks :func:`content_info` rather than trusting
+:attr:`ObjectInfo.sha256`, which for these bodies is absent or the digest of the
+stored (compressed) bytes.
+
+A body whose commit record is missing, unreadable or pins another ETag has *no* known
+content digest (``sha256=None``): callers that need one refuse or retain, never guess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+
+from s3spill.errors import NotFound
+from s3spill.store.base import ObjectInfo, ObjectStore
+
+#: Metadata key on a body whose content digest lives in its sidecar commit record.
+META_COMMIT = "s3spill-commit"
+COMMIT_SIDECAR = "sidecar"
+#: The commit record's key is the body's key plus this suffix (``keys.INDEX_SUFFIX``).
+SIDECAR_SUFFIX = ".idx"
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def defers_digest(info: ObjectInfo) -> bool:
+    """The object keeps its content digest in a sidecar commit record."""
+    return info.metadata.get(META_COMMIT) == COMMIT_SIDECAR
+
+
+def content_info(store: ObjectStore, info: ObjectInfo) -> ObjectInfo:
+    """``info`` (from a HEAD) with ``sha256`` the content SHA-256, wherever it is kept."""
+    if not defers_digest(info):
+        return info
+    try:
+        raw = store.get(info.key + SIDECAR_SUFFIX)
+    except NotFound:
+        return replace(info, sha256=None)
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return replace(info, sha256=None)
+    sha = record.get("sha256") if isinstance(record, dict) else None
+    if not isinstance(sha, str) or not _HEX64.match(sha) or record.get("body_etag") != info.etag:
+        return replace(info, sha256=None)
+    return replace(info, sha256=sha)
