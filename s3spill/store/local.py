@@ -68,7 +68,9 @@ from s3spill.store.payload import StreamedBody
 _MAGIC = b"S3SPOBJ1"
 _TRAILER = struct.Struct(">Q8s")  # trailer length, magic
 _LOCK_STRIPES = 64
-_TRAILER_FIELDS = {"etag": str, "size": int, "sha256": str, "last_modified": str, "metadata": dict}
+#: A streamed body's SHA-256 lives in its artifact's index, not in the trailer: None there.
+_TRAILER_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "etag": str, "size": int, "sha256": (str, type(None)), "last_modified": str, "metadata": dict}
 log = get_logger("s3spill.store.local")
 
 
