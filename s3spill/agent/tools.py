@@ -17,21 +17,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from s3spill.artifacts.paging import DEFAULT_MAX_CHARS
-from s3spill.artifacts.search import MAX_CONTEXT, GrepResult
+from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
+from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResult
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.pointer import clip, one_line
-from s3spill.context.policy import SpillPolicy
+from s3spill.context.policy import GREP_TOOL, READ_TOOL, SpillPolicy
 from s3spill.errors import InvalidRequest, S3SpillError
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 
 log = get_logger("s3spill.agent.tools")
 
-READ_TOOL = "read_artifact"
-GREP_TOOL = "grep_artifact"
-DEFAULT_PAGE_LINES = 200
-DEFAULT_GREP_MATCHES = 20
+__all__ = ["DEFAULT_GREP_MATCHES", "DEFAULT_PAGE_LINES", "GREP_TOOL", "MAX_GREP_MATCHES", "READ_TOOL",
+           "AgentTools", "ToolOutcome", "error_line"]
+
+#: The same defaults as ``s3spill read`` / ``s3spill grep`` (defined once, in the artifacts
+#: layer): 2,000 lines is the design's per-tool line limit, and the page's character
+#: budget (``DEFAULT_MAX_CHARS``, and the policy's budget for the read tool) bounds what a
+#: page costs whatever the lines are like.
+DEFAULT_PAGE_LINES = DEFAULT_LIMIT
+DEFAULT_GREP_MATCHES = DEFAULT_MAX_MATCHES
+#: Most matches one call may ask for (the result is cut further to the grep tool's budget).
 MAX_GREP_MATCHES = 200
 #: Longest one-line error message handed to the model.
 ERROR_CHARS = 400
@@ -145,7 +151,7 @@ class AgentTools:
             raise ValueError("AgentTools needs the harness's session id")
         self.store = store
         self.session_id = session_id
-        self.policy = policy or SpillPolicy(read_tool=READ_TOOL, grep_tool=GREP_TOOL)
+        self.policy = policy or SpillPolicy()
         self.artifacts = artifacts or ArtifactStore(store, session_id=session_id)
         self.page_chars = min(page_chars, self.policy.hard_cap_chars)
 
