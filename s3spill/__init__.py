@@ -6,6 +6,7 @@ journal from a garbage collector that deletes only what nothing references.
 """
 
 from s3spill._version import __version__ as __version__
+from s3spill.agent.aio import AsyncAgentTools, AsyncSpiller, aexternalize
 from s3spill.agent.tools import AgentTools, ToolOutcome
 from s3spill.artifacts.index import ArtifactIndex
 from s3spill.artifacts.paging import Page, PageLine
@@ -118,6 +119,8 @@ __all__ = [
     "ArtifactReferenced",
     "ArtifactRetentionClaim",
     "ArtifactStore",
+    "AsyncAgentTools",
+    "AsyncSpiller",
     "BlockPlan",
     "CleanupPlan",
     "CleanupPolicy",
@@ -181,6 +184,7 @@ __all__ = [
     "TurnBudgetReport",
     "TurnResult",
     "UnsupportedOperation",
+    "aexternalize",
     "apply_cleanup",
     "compress_log",
     "default_image_price",
