@@ -59,8 +59,9 @@ def test_bash_output_becomes_a_pointer_to_the_servers_tools(store: ObjectStore) 
     assert len(pointer) < 40_000 < len(BUILD_LOG)
     assert stored_text(store, source_id_of(pointer)) == BUILD_LOG
     names = [f"mcp__{s3.server_name}__{name}" for name in out["listed"]]
-    assert called_tools(pointer) == names == s3.allowed_tools == ["mcp__s3spill__read_artifact",
-                                                                  "mcp__s3spill__grep_artifact"]
+    assert names == s3.allowed_tools == ["mcp__s3spill__read_artifact", "mcp__s3spill__grep_artifact",
+                                         "mcp__s3spill__list_artifacts"]
+    assert called_tools(pointer) == names[:2]
     assert f"{ERROR_LINE}:\t[15000] ERROR module_15000.c:7" in out["grep"].content[0].text
     assert f"{ERROR_LINE}\t[15000] ERROR" in out["page"].content[0].text
     refused = out["refused"]
@@ -100,5 +101,6 @@ def test_options_wire_the_server_the_hook_and_the_tools(local_store: ObjectStore
     options = s3.options(allowed_tools=["Bash"], max_turns=3)
     assert options.mcp_servers == {"s3spill": s3.server}
     assert [m.hooks for m in options.hooks["PostToolUse"]] == [[s3.hook]]
-    assert options.allowed_tools == ["Bash", "mcp__s3spill__read_artifact", "mcp__s3spill__grep_artifact"]
+    assert options.allowed_tools == ["Bash", "mcp__s3spill__read_artifact", "mcp__s3spill__grep_artifact",
+                                     "mcp__s3spill__list_artifacts"]
     assert options.max_turns == 3

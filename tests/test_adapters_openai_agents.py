@@ -75,7 +75,8 @@ def test_a_large_result_becomes_a_pointer_the_model_follows(store: ObjectStore) 
 
     pointer = outputs["c1"]
     assert model.first_call is not None
-    assert [t.name for t in model.first_call.tools] == ["build", "read_artifact", "grep_artifact"]
+    assert [t.name for t in model.first_call.tools] == ["build", "read_artifact", "grep_artifact",
+                                                        "list_artifacts"]
     assert called_tools(pointer) == ["read_artifact", "grep_artifact"]
     assert len(pointer) < 40_000 < len(BUILD_LOG) and stored_text(store, source_id_of(pointer)) == BUILD_LOG
     assert f"{ERROR_LINE}:\t[15000] ERROR module_15000.c:7" in outputs["c2"]

@@ -92,7 +92,7 @@ async def _walk(client: Client, fx: Fixture) -> dict[str, str]:
     """The model's path through the server; returns the error lines it received."""
     listed = await client.list_tools()
     names = {tool.name for tool in listed.tools}
-    assert names == {"read_artifact", "grep_artifact", "externalize"}
+    assert names == {"read_artifact", "grep_artifact", "list_artifacts", "externalize"}
     read = next(t for t in listed.tools if t.name == "read_artifact")
     assert "do not re-run" in (read.description or "").lower()
     assert read.input_schema["required"] == ["source_id"]

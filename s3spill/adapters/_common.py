@@ -46,7 +46,7 @@ class Session:
 
     @property
     def own_tools(self) -> frozenset[str]:
-        return frozenset({self.tools.read_name, self.tools.grep_name})
+        return frozenset({self.tools.read_name, self.tools.grep_name, self.tools.tools.list_name})
 
     def spill_sync(self, value: Any, tool: str, call_id: str | None = None,
                    exit_code: int | None = None) -> Any:

@@ -1,7 +1,7 @@
 """Claude Agent SDK: the retrieval tools as an in-process MCP server, the hook as ``PostToolUse``.
 
-The tools are SDK MCP tools (``@tool`` + ``create_sdk_mcp_server``) named ``read_artifact``
-and ``grep_artifact``; Claude Code shows them to the model as
+The tools are SDK MCP tools (``@tool`` + ``create_sdk_mcp_server``) named ``read_artifact``,
+``grep_artifact`` and ``list_artifacts``; Claude Code shows them to the model as
 ``mcp__<server>__read_artifact`` and ``mcp__<server>__grep_artifact``, so the session's
 policy names *those* in every pointer (a pointer naming a tool the model does not have is
 the bug this module exists to avoid). ``maxResultSizeChars`` is raised to the policy's
@@ -33,7 +33,7 @@ from claude_agent_sdk.types import HookInput, HookJSONOutput, McpSdkServerConfig
 
 from s3spill._version import __version__
 from s3spill.adapters._common import Session
-from s3spill.agent.tools import GREP_DESCRIPTION, READ_DESCRIPTION
+from s3spill.agent.tools import LIST_TOOL
 from s3spill.context.policy import GREP_TOOL, READ_TOOL, SpillPolicy
 from s3spill.store.base import ObjectStore
 
@@ -48,16 +48,17 @@ def model_tool_name(server: str, tool_name: str) -> str:
 
 
 def artifact_server(session: Session, name: str = SERVER_NAME) -> McpSdkServerConfig:
-    """An in-process MCP server with ``read_artifact``/``grep_artifact`` bound to ``session``."""
+    """An in-process MCP server with ``read_artifact``/``grep_artifact``/``list_artifacts`` bound
+    to ``session`` (registered under their bare names; the policy holds the prefixed ones)."""
     tools: list[SdkMcpTool[Any]] = []
-    schemas = {spec["name"]: spec["input_schema"] for spec in session.tools.specs("anthropic")}
+    bare = {session.tools.read_name: READ_TOOL, session.tools.grep_name: GREP_TOOL}
     cap = session.spiller.policy.hard_cap_chars
-    for full, bare, description in ((session.tools.read_name, READ_TOOL, READ_DESCRIPTION),
-                                    (session.tools.grep_name, GREP_TOOL, GREP_DESCRIPTION)):
+    for spec in session.tools.specs("anthropic"):
         annotations = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False,
                                       maxResultSizeChars=cap)
-        tools.append(tool(bare, description, schemas[full], annotations=annotations)(
-            _handler(session, full)))
+        register = tool(bare.get(spec["name"], spec["name"]), spec["description"], spec["input_schema"],
+                        annotations=annotations)
+        tools.append(register(_handler(session, spec["name"])))
     return create_sdk_mcp_server(name, version=__version__, tools=tools)
 
 
@@ -72,15 +73,19 @@ def _handler(session: Session, name: str) -> Callable[[dict[str, Any]], Awaitabl
     return handle
 
 
-def post_tool_use_hook(session: Session) -> Callable[[HookInput, str | None, HookContext],
-                                                     Awaitable[HookJSONOutput]]:
-    """The ``PostToolUse`` callback: the response with every string passed through the Spiller."""
+def post_tool_use_hook(session: Session, server: str = SERVER_NAME) -> Callable[
+        [HookInput, str | None, HookContext], Awaitable[HookJSONOutput]]:
+    """The ``PostToolUse`` callback: the response with every string passed through the Spiller
+    (except the answers of ``server``'s own tools: they are already within budget)."""
+    own = model_tool_name(server, "")
 
     async def hook(hook_input: HookInput, tool_use_id: str | None, context: HookContext) -> HookJSONOutput:
         if hook_input["hook_event_name"] != "PostToolUse":
             return {}
         response = hook_input["tool_response"]
         tool_name = hook_input["tool_name"]
+        if tool_name.startswith(own):
+            return {}
         updated = await session.spill(response, tool_name, tool_use_id or hook_input["tool_use_id"])
         if updated is response:
             return {}
@@ -105,11 +110,12 @@ class S3SpillClaude:
         self.session = session
         self.server_name = server_name
         self.server = artifact_server(session, server_name)
-        self.hook = post_tool_use_hook(session)
+        self.hook = post_tool_use_hook(session, server_name)
 
     @property
     def allowed_tools(self) -> list[str]:
-        return [self.session.tools.read_name, self.session.tools.grep_name]
+        return [self.session.tools.read_name, self.session.tools.grep_name,
+                model_tool_name(self.server_name, LIST_TOOL)]
 
     def options(self, **kwargs: Any) -> ClaudeAgentOptions:
         """``ClaudeAgentOptions`` with the server, the hook and the tools allowed, plus ``kwargs``."""

@@ -2,7 +2,7 @@
 
 ``S3SpillMiddleware`` is an :class:`langchain.agents.middleware.AgentMiddleware`
 (``create_agent(model, tools, middleware=[S3SpillMiddleware(...)])``): its ``tools`` are
-``read_artifact``/``grep_artifact`` as :class:`langchain_core.tools.StructuredTool` objects
+``read_artifact``/``grep_artifact``/``list_artifacts`` as :class:`langchain_core.tools.StructuredTool` objects
 with s3spill's own JSON schemas, and its ``wrap_tool_call``/``awrap_tool_call`` pass every
 other tool's :class:`~langchain_core.messages.ToolMessage` content through the Spiller, so
 a large output reaches the model as a preview plus a pointer to those tools. Without
@@ -27,7 +27,6 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from s3spill.adapters._common import Session
-from s3spill.agent.tools import GREP_DESCRIPTION, READ_DESCRIPTION
 from s3spill.context.policy import SpillPolicy
 from s3spill.store.base import ObjectStore
 
@@ -37,14 +36,14 @@ ToolResult = ToolMessage | Command[Any]
 
 
 def artifact_tools(session: Session) -> list[BaseTool]:
-    """``read_artifact`` and ``grep_artifact`` as LangChain tools, bound to ``session``."""
-    schemas = {spec["name"]: spec["input_schema"] for spec in session.tools.specs("anthropic")}
+    """``read_artifact``, ``grep_artifact`` and ``list_artifacts`` as LangChain tools, bound to
+    ``session``."""
     out: list[BaseTool] = []
-    for name, description in ((session.tools.read_name, READ_DESCRIPTION),
-                              (session.tools.grep_name, GREP_DESCRIPTION)):
-        func, coroutine = _tool_functions(session, name)
-        out.append(StructuredTool(name=name, description=description, args_schema=schemas[name],
-                                  func=func, coroutine=coroutine, handle_tool_error=True))
+    for spec in session.tools.specs("anthropic"):
+        func, coroutine = _tool_functions(session, spec["name"])
+        out.append(StructuredTool(name=spec["name"], description=spec["description"],
+                                  args_schema=spec["input_schema"], func=func, coroutine=coroutine,
+                                  handle_tool_error=True))
     return out
 
 

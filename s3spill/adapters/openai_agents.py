@@ -1,6 +1,6 @@
 """OpenAI Agents SDK: the retrieval tools as ``FunctionTool`` objects, and spilling tools.
 
-:func:`artifact_tools` gives ``read_artifact``/``grep_artifact`` as
+:func:`artifact_tools` gives ``read_artifact``/``grep_artifact``/``list_artifacts`` as
 :class:`agents.FunctionTool` objects with s3spill's own JSON schemas (not strict: the
 paging arguments are optional). :func:`spilling` is the after-tool hook: it returns copies
 of the agent's function tools whose output passes through the Spiller before the SDK
@@ -27,7 +27,6 @@ from agents import FunctionTool, Tool
 from agents.tool_context import ToolContext
 
 from s3spill.adapters._common import Session
-from s3spill.agent.tools import GREP_DESCRIPTION, READ_DESCRIPTION
 from s3spill.context.policy import SpillPolicy
 from s3spill.store.base import ObjectStore
 
@@ -35,12 +34,12 @@ __all__ = ["S3SpillTools", "artifact_tools", "spilling"]
 
 
 def artifact_tools(session: Session) -> list[FunctionTool]:
-    """``read_artifact`` and ``grep_artifact`` as Agents SDK function tools, bound to ``session``."""
-    schemas = {spec["name"]: spec["input_schema"] for spec in session.tools.specs("anthropic")}
-    return [FunctionTool(name=name, description=description, params_json_schema=schemas[name],
-                         on_invoke_tool=_invoker(session, name), strict_json_schema=False)
-            for name, description in ((session.tools.read_name, READ_DESCRIPTION),
-                                      (session.tools.grep_name, GREP_DESCRIPTION))]
+    """``read_artifact``, ``grep_artifact`` and ``list_artifacts`` as Agents SDK function tools,
+    bound to ``session``."""
+    return [FunctionTool(name=spec["name"], description=spec["description"],
+                         params_json_schema=spec["input_schema"],
+                         on_invoke_tool=_invoker(session, spec["name"]), strict_json_schema=False)
+            for spec in session.tools.specs("anthropic")]
 
 
 def _invoker(session: Session, name: str) -> Any:

@@ -1,7 +1,7 @@
 """Pydantic AI: the retrieval tools and the after-tool hook as one capability.
 
 ``S3Spill`` is a Pydantic AI *capability* (``Agent(..., capabilities=[S3Spill(...)])``):
-it registers ``read_artifact``/``grep_artifact`` as :class:`pydantic_ai.Tool` objects with
+it registers ``read_artifact``/``grep_artifact``/``list_artifacts`` as :class:`pydantic_ai.Tool` objects with
 s3spill's own JSON schemas (the same the MCP server and the chat-API specs declare), and
 its ``after_tool_execute`` hook passes every other tool's result through the Spiller, so
 a large output reaches the model as a preview plus a pointer to those tools.
@@ -27,7 +27,6 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from s3spill.adapters._common import Session
-from s3spill.agent.tools import GREP_DESCRIPTION, READ_DESCRIPTION
 from s3spill.context.policy import SpillPolicy
 from s3spill.store.base import ObjectStore
 
@@ -35,14 +34,11 @@ __all__ = ["S3Spill", "artifact_tools"]
 
 
 def artifact_tools(session: Session) -> list[Tool[Any]]:
-    """``read_artifact`` and ``grep_artifact`` as Pydantic AI tools, bound to ``session``."""
-    specs = {spec["name"]: spec["input_schema"] for spec in session.tools.specs("anthropic")}
-    out: list[Tool[Any]] = []
-    for name, description in ((session.tools.read_name, READ_DESCRIPTION),
-                              (session.tools.grep_name, GREP_DESCRIPTION)):
-        out.append(Tool.from_schema(_tool_function(session, name), name=name, description=description,
-                                    json_schema=specs[name]))
-    return out
+    """``read_artifact``, ``grep_artifact`` and ``list_artifacts`` as Pydantic AI tools, bound to
+    ``session``."""
+    return [Tool.from_schema(_tool_function(session, spec["name"]), name=spec["name"],
+                             description=spec["description"], json_schema=spec["input_schema"])
+            for spec in session.tools.specs("anthropic")]
 
 
 def _tool_function(session: Session, name: str) -> Callable[..., Awaitable[str]]:

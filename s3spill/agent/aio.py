@@ -23,6 +23,7 @@ import inspect
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from s3spill.agent.listing import DEFAULT_LIST_LIMIT
 from s3spill.agent.tools import DEFAULT_GREP_MATCHES, DEFAULT_PAGE_LINES, AgentTools, ToolOutcome
 from s3spill.context.blocks import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult
@@ -164,6 +165,9 @@ class AsyncAgentTools:
     async def grep_artifact(self, source_id: str, pattern: str, context: int = 0,
                             max_matches: int = DEFAULT_GREP_MATCHES) -> str:
         return await asyncio.to_thread(self.tools.grep_artifact, source_id, pattern, context, max_matches)
+
+    async def list_artifacts(self, limit: int = DEFAULT_LIST_LIMIT) -> str:
+        return await asyncio.to_thread(self.tools.list_artifacts, limit)
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
         return await asyncio.to_thread(self.tools.call, name, arguments)
