@@ -72,19 +72,7 @@ _EXTERNALIZE_OUTPUT: dict[str, Any] = {
 
 def build_server(tools: AgentTools, externalizer: Externalizer | None = None) -> Server[Any]:
     """A low-level MCP server exposing ``tools`` (and ``externalize`` when given one)."""
-    listing = [
-        types.Tool(name=spec["name"], title=spec["title"], description=spec["description"],
-                   input_schema=spec["inputSchema"], output_schema=spec["outputSchema"],
-                   annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True,
-                                                     open_world_hint=False))
-        for spec in tools.specs("mcp")
-    ]
-    if externalizer is not None:
-        listing.append(types.Tool(name=EXTERNALIZE_TOOL, title="Store a tool output (harness)",
-                                  description=EXTERNALIZE_DESCRIPTION,
-                                  input_schema=_EXTERNALIZE_SCHEMA, output_schema=_EXTERNALIZE_OUTPUT,
-                                  annotations=types.ToolAnnotations(read_only_hint=False,
-                                                                    open_world_hint=False)))
+    listing = _tool_listing(tools, with_externalize=externalizer is not None)
     schemas = {tool.name: tool.input_schema for tool in listing}
 
     def run(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
@@ -111,6 +99,24 @@ def build_server(tools: AgentTools, externalizer: Externalizer | None = None) ->
     return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
                   get_tool_input_schema=schemas.get, on_list_tools=list_tools,
                   on_call_tool=call_tool)
+
+
+def _tool_listing(tools: AgentTools, *, with_externalize: bool) -> list[types.Tool]:
+    """The declared tools: names, titles, descriptions, input and output schemas."""
+    listing = [
+        types.Tool(name=spec["name"], title=spec["title"], description=spec["description"],
+                   input_schema=spec["inputSchema"], output_schema=spec["outputSchema"],
+                   annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True,
+                                                     open_world_hint=False))
+        for spec in tools.specs("mcp")
+    ]
+    if with_externalize:
+        listing.append(types.Tool(name=EXTERNALIZE_TOOL, title="Store a tool output (harness)",
+                                  description=EXTERNALIZE_DESCRIPTION,
+                                  input_schema=_EXTERNALIZE_SCHEMA, output_schema=_EXTERNALIZE_OUTPUT,
+                                  annotations=types.ToolAnnotations(read_only_hint=False,
+                                                                    open_world_hint=False)))
+    return listing
 
 
 def spiller_externalizer(spiller: Spiller) -> Externalizer:
