@@ -42,6 +42,7 @@ from s3spill.errors import (
 )
 
 if TYPE_CHECKING:
+    from s3spill.agent.aio import AsyncAgentTools, AsyncSpiller, aexternalize
     from s3spill.agent.tools import AgentTools, ToolOutcome
     from s3spill.artifacts.index import ArtifactIndex
     from s3spill.artifacts.paging import Page, PageLine
@@ -120,6 +121,9 @@ if TYPE_CHECKING:
 
 #: Public name -> the module that defines it (imported on first use).
 _LAZY: dict[str, str] = {
+    "AsyncAgentTools": "s3spill.agent.aio",
+    "AsyncSpiller": "s3spill.agent.aio",
+    "aexternalize": "s3spill.agent.aio",
     "AgentTools": "s3spill.agent.tools",
     "ToolOutcome": "s3spill.agent.tools",
     "ArtifactIndex": "s3spill.artifacts.index",
@@ -221,6 +225,8 @@ __all__ = [
     "ArtifactReferenced",
     "ArtifactRetentionClaim",
     "ArtifactStore",
+    "AsyncAgentTools",
+    "AsyncSpiller",
     "BlockPlan",
     "CleanupPlan",
     "CleanupPolicy",
@@ -285,6 +291,7 @@ __all__ = [
     "TurnBudgetReport",
     "TurnResult",
     "UnsupportedOperation",
+    "aexternalize",
     "apply_cleanup",
     "compress_log",
     "default_image_price",

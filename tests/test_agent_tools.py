@@ -72,7 +72,40 @@ def test_default_policy_keeps_default_pages(store: ObjectStore) -> None:
     sid = _write(store)
     tools = AgentTools(store, SESSION)
     direct = ArtifactStore(store, TEST_CONFIG, session_id=SESSION).read_page(sid, limit=200)
-    assert tools.read_artifact(sid) == direct.render()
+    assert tools.read_artifact(sid, limit=200) == direct.render()
+
+
+def test_pointer_names_the_tools_the_model_has(store: ObjectStore) -> None:
+    """With default settings the pointer tells the model to call exactly the tools it is given."""
+    from s3spill.spill.spiller import Spiller
+
+    tools = AgentTools(store, SESSION)
+    with Spiller(store, SESSION, journal=None) as spiller:
+        text = spiller.externalize(DATA * 2, "bash", "c1", 0).context_text
+    declared = [spec["function"]["name"] for spec in tools.specs("openai")]
+    called = re.findall(r"(\w+)\(source_id", text)
+    assert called == ["read_artifact", "grep_artifact"] and set(called) <= set(declared)
+
+
+def test_tools_take_the_same_defaults_as_the_cli(local_store: ObjectStore) -> None:
+    """A model paging with the tools and a person paging with the CLI get the same page and match
+    counts by default, in the signatures and in the declared JSON schemas."""
+    import inspect
+
+    from s3spill.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command" or a.choices)
+    assert isinstance(sub.choices, dict)
+    cli_limit = sub.choices["read"].get_default("limit")
+    cli_matches = sub.choices["grep"].get_default("max_matches")
+    read_sig = inspect.signature(AgentTools.read_artifact).parameters
+    grep_sig = inspect.signature(AgentTools.grep_artifact).parameters
+    assert read_sig["limit"].default == cli_limit == 2000
+    assert grep_sig["max_matches"].default == cli_matches == 100
+    schemas = {s["name"]: s["input_schema"]["properties"]
+               for s in AgentTools(local_store, SESSION).specs("anthropic")}
+    assert schemas["read_artifact"]["limit"]["default"] == cli_limit
+    assert schemas["grep_artifact"]["max_matches"]["default"] == cli_matches
 
 
 BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
@@ -117,7 +150,7 @@ def test_mcp_store_unavailable_and_crash_are_tool_errors(store: ObjectStore) -> 
     faulty = FaultyStore(store)
 
     class Crashing(AgentTools):
-        def grep_artifact(self, *args: Any, **kwargs: Any) -> str:
+        def grep_outcome(self, *args: Any, **kwargs: Any) -> ToolOutcome:
             raise RuntimeError("boom\nwith a second line")
 
     server = build_server(Crashing(faulty, SESSION))
@@ -143,8 +176,8 @@ def test_specs_match_the_common_chat_api_shapes(store: ObjectStore) -> None:
     tools = AgentTools(store, SESSION)
     openai = tools.specs("openai")
     anthropic = tools.specs("anthropic")
-    assert [s["function"]["name"] for s in openai] == ["read_artifact", "grep_artifact"]
+    assert [s["function"]["name"] for s in openai] == ["read_artifact", "grep_artifact", "list_artifacts"]
     assert all(s["type"] == "function" and s["function"]["parameters"]["type"] == "object" for s in openai)
-    assert [s["name"] for s in anthropic] == ["read_artifact", "grep_artifact"]
+    assert [s["name"] for s in anthropic] == ["read_artifact", "grep_artifact", "list_artifacts"]
     assert anthropic[1]["input_schema"]["required"] == ["source_id", "pattern"]
     assert (tools.policy.read_tool, tools.policy.grep_tool) == ("read_artifact", "grep_artifact")

@@ -58,9 +58,10 @@ def test_pointer_template_verbatim() -> None:
         "[s3spill] Full output of bash (call c-7, exit code 3): 241 bytes, 30 lines, "
         f'SHA-256 89abcdef01234567, stored as source_id="{SID}".\n'
         'Summary: bash exit 3: "line 01"\n'
-        "Page it with read(source_id, offset=<lines to skip>, limit=<number of lines>) - line N "
-        "is at offset=N-1; add char_offset=<n> to continue a very long line - or search it with "
-        'grep(source_id, pattern="<regex>"). Do not re-run the command: its full output is already stored.'
+        "Page it with read_artifact(source_id, offset=<lines to skip>, limit=<number of lines>) - "
+        "line N is at offset=N-1; add char_offset=<n> to continue a very long line - or search it "
+        'with grep_artifact(source_id, pattern="<regex>"). '
+        "Do not re-run the command: its full output is already stored."
     )
     assert out.mode == "pointer"
     assert out.omitted.amount == 201
@@ -118,7 +119,7 @@ def test_two_megabyte_output_with_the_default_shell_policy() -> None:
     assert text[:footer_at].endswith(data[-24 * 1024 :].decode())
     assert out.shown.head == data[: 6 * 1024] and out.shown.tail == data[-24 * 1024 :]
     assert f'source_id="{SID}"' in text and f"{len(data)} bytes, 44000 lines" in text
-    assert "read(source_id, offset=" in text and "grep(source_id" in text
+    assert "read_artifact(source_id, offset=" in text and "grep_artifact(source_id" in text
     assert "Do not re-run the command" in text
     # The gap marker's line range covers every omitted byte exactly.
     shown = out.shown

@@ -90,7 +90,7 @@ async def _walk(client: Client, fx: Fixture) -> dict[str, str]:
     """The model's path through the server; returns the error lines it received."""
     listed = await client.list_tools()
     names = {tool.name for tool in listed.tools}
-    assert names == {"read_artifact", "grep_artifact", "externalize"}
+    assert names == {"read_artifact", "grep_artifact", "list_artifacts", "externalize"}
     read = next(t for t in listed.tools if t.name == "read_artifact")
     assert "do not re-run" in (read.description or "").lower()
     assert read.input_schema["required"] == ["source_id"]
@@ -240,7 +240,8 @@ def test_http_transport(fixture: Fixture, tmp_path: Path) -> None:
             async with Client(url) as second:
                 result = await second.call_tool("grep_artifact", {"source_id": fixture.good,
                                                                   "pattern": "tail$"})
-                assert not result.is_error and "[20 of 99 matching lines shown" in _text(result)
+                # The CLI's default (100 matches): all 99 are shown.
+                assert not result.is_error and "[99 matching lines;" in _text(result)
 
         anyio.run(run)
 

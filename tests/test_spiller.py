@@ -53,7 +53,8 @@ def test_two_megabyte_shell_output_becomes_a_followable_pointer(store: ObjectSto
     assert preview_part(text).endswith(data[-4096:].decode())
     sid = source_id_of(text)
     assert sid == result.artifact.source_id
-    assert f"{len(data)} bytes" in text and "read(source_id" in text and "grep(source_id" in text
+    assert f"{len(data)} bytes" in text
+    assert "read_artifact(source_id" in text and "grep_artifact(source_id" in text
     assert "Do not re-run" in text
     assert 0 < result.omitted < len(data)
 

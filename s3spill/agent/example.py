@@ -187,7 +187,7 @@ class Harness:
     """Runs the model's tool calls with s3spill between every tool and the context."""
 
     def __init__(self, store: ObjectStore, session_id: str, *, context_window: int = 200_000) -> None:
-        self.policy = SpillPolicy(read_tool="read_artifact", grep_tool="grep_artifact")
+        self.policy = SpillPolicy()
         self.spiller = Spiller(store, session_id, self.policy)
         # Pages of at most 12,000 characters (~3,000 tokens): the long line takes two.
         self.tools = AgentTools(store, session_id, policy=self.policy, page_chars=12_000)

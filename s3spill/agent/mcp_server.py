@@ -32,8 +32,6 @@ from s3spill._version import __version__
 from s3spill.agent.mcp_config import check_bind
 from s3spill.agent.tools import (
     EXTERNALIZE_DESCRIPTION,
-    GREP_DESCRIPTION,
-    READ_DESCRIPTION,
     AgentTools,
     ToolOutcome,
     error_line,
@@ -47,7 +45,8 @@ SERVER_NAME = "s3spill"
 INSTRUCTIONS = (
     "Large tool outputs in this session are stored by s3spill; the model receives a preview "
     'and a pointer with stored as source_id="artifact:…". Use read_artifact to page through a '
-    "stored output and grep_artifact to search it; never re-run a command just to see its output."
+    "stored output and grep_artifact to search it, list_artifacts to find one whose pointer you "
+    "no longer have; never re-run a command just to see its output."
 )
 #: Harness-facing: takes a complete tool output and returns the model-facing text.
 EXTERNALIZE_TOOL = "externalize"
@@ -64,23 +63,16 @@ _EXTERNALIZE_SCHEMA: dict[str, Any] = {
     },
     "required": ["text", "tool"],
 }
+_EXTERNALIZE_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"text": {"type": "string", "description": "The text to put in the model's context."}},
+    "required": ["text"],
+}
 
 
 def build_server(tools: AgentTools, externalizer: Externalizer | None = None) -> Server[Any]:
     """A low-level MCP server exposing ``tools`` (and ``externalize`` when given one)."""
-    declared = {spec["name"]: spec for spec in tools.specs("mcp")}
-    descriptions = {tools.read_name: READ_DESCRIPTION, tools.grep_name: GREP_DESCRIPTION}
-    listing = [
-        types.Tool(name=name, description=descriptions[name], input_schema=spec["inputSchema"],
-                   annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True,
-                                                     open_world_hint=False))
-        for name, spec in declared.items()
-    ]
-    if externalizer is not None:
-        listing.append(types.Tool(name=EXTERNALIZE_TOOL, description=EXTERNALIZE_DESCRIPTION,
-                                  input_schema=_EXTERNALIZE_SCHEMA,
-                                  annotations=types.ToolAnnotations(read_only_hint=False,
-                                                                    open_world_hint=False)))
+    listing = _tool_listing(tools, with_externalize=externalizer is not None)
     schemas = {tool.name: tool.input_schema for tool in listing}
 
     def run(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
@@ -101,11 +93,30 @@ def build_server(tools: AgentTools, externalizer: Externalizer | None = None) ->
             log.exception("mcp.tool_crashed", tool=params.name)
             outcome = ToolOutcome(f"internal error in {params.name}: {error_line(exc)}", is_error=True)
         return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text)],
+                                    structured_content=None if outcome.is_error else outcome.structured,
                                     is_error=outcome.is_error)
 
     return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
                   get_tool_input_schema=schemas.get, on_list_tools=list_tools,
                   on_call_tool=call_tool)
+
+
+def _tool_listing(tools: AgentTools, *, with_externalize: bool) -> list[types.Tool]:
+    """The declared tools: names, titles, descriptions, input and output schemas."""
+    listing = [
+        types.Tool(name=spec["name"], title=spec["title"], description=spec["description"],
+                   input_schema=spec["inputSchema"], output_schema=spec["outputSchema"],
+                   annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True,
+                                                     open_world_hint=False))
+        for spec in tools.specs("mcp")
+    ]
+    if with_externalize:
+        listing.append(types.Tool(name=EXTERNALIZE_TOOL, title="Store a tool output (harness)",
+                                  description=EXTERNALIZE_DESCRIPTION,
+                                  input_schema=_EXTERNALIZE_SCHEMA, output_schema=_EXTERNALIZE_OUTPUT,
+                                  annotations=types.ToolAnnotations(read_only_hint=False,
+                                                                    open_world_hint=False)))
+    return listing
 
 
 def spiller_externalizer(spiller: Spiller) -> Externalizer:
@@ -127,7 +138,8 @@ def _externalize(externalizer: Externalizer, arguments: Mapping[str, Any]) -> To
             or not (exit_code is None or (isinstance(exit_code, int) and not isinstance(exit_code, bool))):
         return ToolOutcome("InvalidRequest: externalize takes text (string), tool (string), "
                            "call_id (string or null), exit_code (integer or null)", is_error=True)
-    return ToolOutcome(externalizer(text, tool, call_id, exit_code))
+    context_text = externalizer(text, tool, call_id, exit_code)
+    return ToolOutcome(context_text, structured={"text": context_text})
 
 
 # -- transports --------------------------------------------------------------------------

@@ -1,14 +1,16 @@
 """The model's retrieval tools, bound to one store and one session, with bounded results.
 
-Why a transport-free core: the same two tools reach a model three ways — an MCP server
-(:mod:`s3spill.agent.mcp_server`), a harness that declares them to a chat API itself, and the
-reference agent loop — and each must behave identically: the session comes from the
-harness and never from an argument, every result fits the spill policy's budget for the
-tool that produced it (a page read must never be spilled again), and every failure is one
-line the model can act on, never a traceback.
+Why a transport-free core: the same tools (read, grep, and a listing of the session's
+artifacts) reach a model four ways — an MCP server (:mod:`s3spill.agent.mcp_server`), a
+harness that declares them to a chat API itself, the framework adapters
+(:mod:`s3spill.adapters`), and the reference agent loop — and each must behave identically:
+the session comes from the harness and never from an argument, every result fits the spill
+policy's budget for the tool that produced it (a page read must never be spilled again),
+and every failure is one line the model can act on, never a traceback.
 
 The tool names are the policy's ``read_tool`` / ``grep_tool``, so the pointer the Spiller
-writes names exactly the tools the model has.
+writes names exactly the tools the model has. Each answer is text for the model and the
+same facts as data (:attr:`ToolOutcome.structured`, MCP ``structuredContent``).
 """
 
 from __future__ import annotations
@@ -17,21 +19,31 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from s3spill.artifacts.paging import DEFAULT_MAX_CHARS
-from s3spill.artifacts.search import MAX_CONTEXT, GrepResult
+from s3spill.agent.listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, ArtifactListing, list_artifacts
+from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page
+from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResult
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.pointer import clip, one_line
-from s3spill.context.policy import SpillPolicy
+from s3spill.context.policy import GREP_TOOL, READ_TOOL, SpillPolicy
 from s3spill.errors import InvalidRequest, S3SpillError
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 
 log = get_logger("s3spill.agent.tools")
 
-READ_TOOL = "read_artifact"
-GREP_TOOL = "grep_artifact"
-DEFAULT_PAGE_LINES = 200
-DEFAULT_GREP_MATCHES = 20
+__all__ = ["DEFAULT_GREP_MATCHES", "DEFAULT_PAGE_LINES", "GREP_TOOL", "LIST_TOOL", "MAX_GREP_MATCHES",
+           "READ_TOOL", "AgentTools", "ToolOutcome", "error_line"]
+
+#: The listing tool's name (not named in pointers: a pointer already carries its source id).
+LIST_TOOL = "list_artifacts"
+
+#: The same defaults as ``s3spill read`` / ``s3spill grep`` (defined once, in the artifacts
+#: layer): 2,000 lines is the design's per-tool line limit, and the page's character
+#: budget (``DEFAULT_MAX_CHARS``, and the policy's budget for the read tool) bounds what a
+#: page costs whatever the lines are like.
+DEFAULT_PAGE_LINES = DEFAULT_LIMIT
+DEFAULT_GREP_MATCHES = DEFAULT_MAX_MATCHES
+#: Most matches one call may ask for (the result is cut further to the grep tool's budget).
 MAX_GREP_MATCHES = 200
 #: Longest one-line error message handed to the model.
 ERROR_CHARS = 400
@@ -76,6 +88,17 @@ the total number of matching lines. To read around a match at line L, call \
 read_artifact(source_id, offset=L-1). The pattern is a regular expression in RE2 syntax \
 (Python-like, but no backreferences or lookarounds); add (?i) at its start to ignore case."""
 
+LIST_DESCRIPTION = """\
+List the tool outputs stored in this session (artifacts), newest first: one line each with \
+its source_id, when it was stored, the tool (and call id) that produced it, its size in bytes \
+and lines, and a one-line summary. Use it to find an output whose pointer is no longer in \
+your context, instead of re-running the command; then read_artifact or grep_artifact it by \
+its source_id."""
+
+#: Human-facing titles (MCP ``title``), by tool kind.
+TITLES = {"read": "Read a stored tool output", "grep": "Search a stored tool output",
+          "list": "List stored tool outputs"}
+
 EXTERNALIZE_DESCRIPTION = """\
 For the harness, not the model: pass a tool's complete output; it is stored as an \
 artifact when it is over the spill policy's threshold and the text to put in the model's \
@@ -89,6 +112,9 @@ class ToolOutcome:
 
     text: str
     is_error: bool = False
+    #: The same answer as data (MCP ``structuredContent``), matching the tool's output schema;
+    #: ``None`` for an error.
+    structured: dict[str, Any] | None = None
 
 
 def error_line(exc: BaseException) -> str:
@@ -99,6 +125,14 @@ def error_line(exc: BaseException) -> str:
 def _parameters(name: str) -> dict[str, Any]:
     """JSON schemas of the tool arguments (shared by the MCP server and chat-API specs)."""
     sid = {"type": "string", "description": SOURCE_ID_HELP}
+    if name == "list":
+        return {
+            "type": "object",
+            "properties": {
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT,
+                          "default": DEFAULT_LIST_LIMIT, "description": "Most artifacts to list."},
+            },
+        }
     if name == "read":
         return {
             "type": "object",
@@ -132,6 +166,55 @@ def _parameters(name: str) -> dict[str, Any]:
     }
 
 
+_NULLABLE_INT = {"type": ["integer", "null"]}
+
+
+def output_schema(kind: str) -> dict[str, Any]:
+    """JSON schema of a tool's structured result (MCP ``outputSchema``).
+
+    ``text`` is what the model reads (the same as the text content), so a host that
+    passes only structured content to its model loses nothing; the other fields let a
+    harness continue or count without parsing the text.
+    """
+    if kind == "read":
+        props: dict[str, Any] = {
+            "source_id": {"type": "string"}, "first_line": _NULLABLE_INT, "last_line": _NULLABLE_INT,
+            "total_lines": {"type": "integer"}, "size_bytes": {"type": "integer"}, "eof": {"type": "boolean"},
+            "next_offset": _NULLABLE_INT, "next_char_offset": _NULLABLE_INT, "text": {"type": "string"}}
+    elif kind == "grep":
+        props = {
+            "source_id": {"type": "string"}, "pattern": {"type": "string"},
+            "total_matches": {"type": "integer"}, "exact": {"type": "boolean"},
+            "line_numbers": {"type": "array", "items": {"type": "integer"},
+                             "description": "1-based numbers of the matching lines shown."},
+            "omitted": {"type": "integer"}, "text": {"type": "string"}}
+    else:
+        entry = {"type": "object", "properties": {
+            "source_id": {"type": "string"}, "created_at": {"type": "string", "format": "date-time"},
+            "tool": {"type": "string"}, "call_id": {"type": ["string", "null"]},
+            "label": {"type": ["string", "null"]}, "size_bytes": {"type": "integer"},
+            "line_count": {"type": "integer"}, "summary": {"type": "string"}},
+            "required": ["source_id", "created_at", "tool", "size_bytes", "line_count", "summary"]}
+        props = {"total": {"type": "integer"}, "shown": {"type": "integer"},
+                 "unreadable": {"type": "integer"}, "artifacts": {"type": "array", "items": entry}}
+    return {"type": "object", "properties": props, "required": sorted(props)}
+
+
+def _page_data(page: Page, text: str) -> dict[str, Any]:
+    return {"source_id": page.source_id,
+            "first_line": page.lines[0].number if page.lines else None,
+            "last_line": page.lines[-1].number if page.lines else None,
+            "total_lines": page.total_lines, "size_bytes": page.size_bytes, "eof": page.eof,
+            "next_offset": page.next_offset, "next_char_offset": page.next_char_offset, "text": text}
+
+
+def _grep_data(result: GrepResult, text: str) -> dict[str, Any]:
+    return {"source_id": result.source_id, "pattern": result.pattern,
+            "total_matches": result.total_matches, "exact": result.exact,
+            "line_numbers": [m.line_number for m in result.matches], "omitted": result.omitted,
+            "text": text}
+
+
 class AgentTools:
     """``read_artifact`` and ``grep_artifact`` for one session, each result within budget.
 
@@ -146,7 +229,7 @@ class AgentTools:
             raise ValueError("AgentTools needs the harness's session id")
         self.store = store
         self.session_id = session_id
-        self.policy = policy or SpillPolicy(read_tool=READ_TOOL, grep_tool=GREP_TOOL)
+        self.policy = policy or SpillPolicy()
         self.artifacts = artifacts or ArtifactStore(store, session_id=session_id)
         self.page_chars = min(page_chars, self.policy.hard_cap_chars)
 
@@ -158,6 +241,10 @@ class AgentTools:
     def grep_name(self) -> str:
         return self.policy.grep_tool
 
+    @property
+    def list_name(self) -> str:
+        return LIST_TOOL
+
     def _fits(self, text: str, tool: str) -> bool:
         return not self.policy.should_externalize(text, tool)
 
@@ -166,6 +253,11 @@ class AgentTools:
     def read_artifact(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
                       char_offset: int = 0) -> str:
         """One verified page, rendered, made smaller until the policy would keep it inline."""
+        return self.read_outcome(source_id, offset, limit, char_offset).text
+
+    def read_outcome(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
+             char_offset: int = 0) -> ToolOutcome:
+        """:meth:`read_artifact` with the page's facts as structured data."""
         max_chars = self.page_chars
         text = ""
         for _ in range(_SHRINK_STEPS):
@@ -175,12 +267,13 @@ class AgentTools:
             text = page.render()
             over = self._overshoot(text, self.read_name)
             if over <= 1.0:
-                return text
+                return ToolOutcome(text, structured=_page_data(page, text))
             max_chars = min(max_chars - 1, int(max_chars / over * 0.95))
             if max_chars < 1_000:
                 break
         log.warning("agent_tools.page_clipped", source_id=source_id, chars=len(text))
-        return self._clip(text, self.read_name)
+        text = self._clip(text, self.read_name)
+        return ToolOutcome(text, structured=_page_data(page, text))
 
     def _overshoot(self, text: str, tool: str) -> float:
         """How many times over its tightest budget ``text`` is (<= 1.0: it stays inline)."""
@@ -197,23 +290,44 @@ class AgentTools:
     def grep_artifact(self, source_id: str, pattern: str, context: int = 0,
                       max_matches: int = DEFAULT_GREP_MATCHES) -> str:
         """A verified search; the match list is cut (and the cut counted) to fit the budget."""
+        return self.grep_outcome(source_id, pattern, context, max_matches).text
+
+    def grep_outcome(self, source_id: str, pattern: str, context: int = 0,
+             max_matches: int = DEFAULT_GREP_MATCHES) -> ToolOutcome:
+        """:meth:`grep_artifact` with the matches' line numbers and counts as structured data."""
         if not 1 <= max_matches <= MAX_GREP_MATCHES:
             raise InvalidRequest(f"max_matches must be 1-{MAX_GREP_MATCHES}")
         result = self.artifacts.grep(source_id, pattern, context=context, max_matches=max_matches,
                                      session_id=self.session_id)
         text = result.render()
         if self._fits(text, self.grep_name):
-            return text
+            return ToolOutcome(text, structured=_grep_data(result, text))
         lo, hi = 0, len(result.matches) - 1  # largest number of matches that fits
-        best = _first(result, 0).render()
+        best = _first(result, 0)
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            candidate = _first(result, mid).render()
-            if self._fits(candidate, self.grep_name):
+            candidate = _first(result, mid)
+            if self._fits(candidate.render(), self.grep_name):
                 lo, best = mid, candidate
             else:
                 hi = mid - 1
-        return best if self._fits(best, self.grep_name) else self._clip(best, self.grep_name)
+        text = best.render()
+        if not self._fits(text, self.grep_name):
+            text = self._clip(text, self.grep_name)
+        return ToolOutcome(text, structured=_grep_data(best, text))
+
+    def list_artifacts(self, limit: int = DEFAULT_LIST_LIMIT) -> str:
+        """This session's newest stored outputs, one line each (see :mod:`s3spill.agent.listing`)."""
+        return self.list_outcome(limit).text
+
+    def list_outcome(self, limit: int = DEFAULT_LIST_LIMIT) -> ToolOutcome:
+        """:meth:`list_artifacts` with the references as structured data, within the budget."""
+        listing: ArtifactListing = list_artifacts(self.artifacts, self.session_id, limit)
+        shown = len(listing.artifacts)
+        while shown > 0 and not self._fits(listing.first(shown).render(), self.list_name):
+            shown -= 1
+        fitted = listing.first(shown)
+        return ToolOutcome(fitted.render(), structured=fitted.structured())
 
     def _clip(self, text: str, tool: str) -> str:
         """Last resort for a text no smaller page or match list brings within budget."""
@@ -228,9 +342,11 @@ class AgentTools:
         """Run a tool by name; a refusal or failure comes back as a one-line error outcome."""
         try:
             if name == self.read_name:
-                return ToolOutcome(self.read_artifact(**_args(arguments, _READ_ARGS)))
+                return self.read_outcome(**_args(arguments, _READ_ARGS))
             if name == self.grep_name:
-                return ToolOutcome(self.grep_artifact(**_args(arguments, _GREP_ARGS)))
+                return self.grep_outcome(**_args(arguments, _GREP_ARGS))
+            if name == self.list_name:
+                return self.list_outcome(**_args(arguments, _LIST_ARGS))
             raise InvalidRequest(f"unknown tool {one_line(name, 64)!r}")
         except (S3SpillError, OSError) as exc:
             log.info("agent_tools.refused", tool=name, error=type(exc).__name__)
@@ -238,10 +354,10 @@ class AgentTools:
 
     def specs(self, dialect: Literal["openai", "anthropic", "mcp"] = "openai") -> list[dict[str, Any]]:
         """Tool declarations in the shape a chat API expects (``openai``: Chat Completions
-        and Responses-style ``function`` tools; ``anthropic``: Messages API tools)."""
+        and Responses-style ``function`` tools; ``anthropic``: Messages API tools; ``mcp``:
+        with ``title`` and ``outputSchema``)."""
         out: list[dict[str, Any]] = []
-        for name, kind, description in ((self.read_name, "read", READ_DESCRIPTION),
-                                        (self.grep_name, "grep", GREP_DESCRIPTION)):
+        for name, kind, description in self.declared():
             params = _parameters(kind)
             if dialect == "openai":
                 out.append({"type": "function", "function": {
@@ -249,12 +365,19 @@ class AgentTools:
             elif dialect == "anthropic":
                 out.append({"name": name, "description": description, "input_schema": params})
             else:
-                out.append({"name": name, "description": description, "inputSchema": params})
+                out.append({"name": name, "title": TITLES[kind], "description": description,
+                            "inputSchema": params, "outputSchema": output_schema(kind)})
         return out
+
+    def declared(self) -> list[tuple[str, str, str]]:
+        """(name, kind, description) of each model-facing tool, in declaration order."""
+        return [(self.read_name, "read", READ_DESCRIPTION), (self.grep_name, "grep", GREP_DESCRIPTION),
+                (self.list_name, "list", LIST_DESCRIPTION)]
 
 
 _READ_ARGS = {"source_id": str, "offset": int, "limit": int, "char_offset": int}
 _GREP_ARGS = {"source_id": str, "pattern": str, "context": int, "max_matches": int}
+_LIST_ARGS = {"limit": int}
 
 
 def _args(arguments: Mapping[str, Any], allowed: Mapping[str, type]) -> dict[str, Any]:

@@ -1,12 +1,15 @@
 """``s3spill mcp``: serve read_artifact / grep_artifact (and externalize) over MCP.
 
 The store and the session come from ``--store`` and ``--session`` / ``$S3SPILL_SESSION``
-— the harness's configuration — so the model can only ever reach its own session.
+— the harness's configuration — so the model can only ever reach its own session. With
+``--http --tokens FILE`` one server serves many sessions, each request bound to the session
+of the bearer token it carries (tokens issued by the operator with ``--issue-token``).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from s3spill.agent.mcp_config import check_bind, parse_http_address
 from s3spill.cli.common import session_from_args, store_from_args
@@ -25,10 +28,49 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="allow a non-loopback --http address (the endpoint has no authentication)")
     p.add_argument("--no-externalize", action="store_true",
                    help="do not offer the harness-facing externalize tool (model-facing tools only)")
+    p.add_argument("--tokens", metavar="FILE",
+                   help="with --http: serve every session that has a bearer token in FILE (token "
+                   "SHA-256 -> session); each request is bound to its token's session")
+    p.add_argument("--issue-token", action="store_true",
+                   help="add a token for --session to the --tokens FILE, print it once, and exit")
+    p.add_argument("--label", help="with --issue-token: a note kept next to the token's hash")
     p.set_defaults(func=cmd_mcp)
 
 
+def _cmd_mcp_tokens(args: argparse.Namespace) -> int:
+    """``--issue-token`` and the multi-session ``--http --tokens`` server."""
+    from s3spill.agent.mcp_tokens import TokenRegistry, issue_token
+
+    if not args.tokens:
+        raise ConfigError("--issue-token needs --tokens FILE")
+    if args.issue_token:
+        token = issue_token(args.tokens, session_from_args(args), args.label)
+        sys.stdout.write(token + "\n")
+        return 0
+    if not args.http:
+        raise ConfigError("--tokens serves many sessions over HTTP: add --http HOST:PORT "
+                          "(stdio serves the one --session)")
+    address = parse_http_address(args.http)
+    check_bind(address[0], allow_remote=args.allow_remote)
+    tokens = TokenRegistry(args.tokens)
+    try:
+        from s3spill.agent import mcp_multi
+    except ImportError as exc:  # the optional extra is missing
+        raise ConfigError(f"s3spill mcp needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
+    store = store_from_args(args)
+    pool = mcp_multi.SessionPool(store, externalize=not args.no_externalize)
+    try:
+        server = mcp_multi.build_token_server(pool, tokens)
+        mcp_multi.serve_http_tokens(server, tokens, *address, allow_remote=args.allow_remote)
+    finally:
+        pool.close()
+        store.close()
+    return 0
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
+    if args.tokens or args.issue_token:
+        return _cmd_mcp_tokens(args)
     # Configuration first: the SDK takes seconds to import, a refusal should not.
     session = session_from_args(args)
     address = parse_http_address(args.http) if args.http else None

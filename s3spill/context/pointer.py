@@ -8,8 +8,9 @@ One template (tested verbatim)::
     [s3spill] Full output of bash (call c-7, exit code 3): 2097212 bytes, 40001 lines,
     SHA-256 0123456789abcdef, stored as source_id="<source id>".
     Summary: <one line>
-    Page it with read(source_id, offset=<lines to skip>, limit=<number of lines>) - line
-    N is at offset=N-1; add char_offset=<n> ... - or search it with grep(source_id, ...).
+    Page it with read_artifact(source_id, offset=<lines to skip>, limit=<number of lines>)
+    - line N is at offset=N-1; add char_offset=<n> ... - or search it with
+    grep_artifact(source_id, ...).
     Do not re-run the command: its full output is already stored.
 
 The context text starts with the output's first bytes and its tail section ends with the
@@ -32,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from s3spill.context.policy import GREP_TOOL, READ_TOOL
 from s3spill.context.retention import Omitted, RetainedText
 from s3spill.context.salient import SalientLine
 from s3spill.context.tokens import ContextBudget
@@ -60,8 +62,8 @@ class PointerFacts:
     exit_code: int | None = None
     total_bytes: int | None = None
     line_count: int | None = None
-    read_tool: str = "read"
-    grep_tool: str = "grep"
+    read_tool: str = READ_TOOL
+    grep_tool: str = GREP_TOOL
     view: str | None = None
 
 

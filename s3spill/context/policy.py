@@ -23,6 +23,13 @@ from s3spill.context.tokens import ContextBudget, TokenCounter, default_token_co
 
 KiB = 1024
 
+#: The names of the model's retrieval tools (s3spill.agent.tools, ``s3spill mcp``, the
+#: framework adapters). The pointer names them, so they are defined once, here, and a
+#: harness that renames its tools sets ``read_tool``/``grep_tool`` on the policy it hands
+#: to both the Spiller and the tools.
+READ_TOOL = "read_artifact"
+GREP_TOOL = "grep_artifact"
+
 #: Tool names treated as shell-like unless overridden (compared case-insensitively).
 SHELL_TOOLS: frozenset[str] = frozenset(
     {"bash", "sh", "zsh", "shell", "run", "run_shell", "exec", "execute", "terminal",
@@ -127,8 +134,8 @@ class SpillPolicy(BaseModel):
     #: Longest one-line summary put in the pointer and the artifact reference.
     summary_chars: int = Field(default=160, ge=40, le=500)
     #: Tool names the pointer tells the model to use to page and to search.
-    read_tool: str = Field(default="read", min_length=1, max_length=64)
-    grep_tool: str = Field(default="grep", min_length=1, max_length=64)
+    read_tool: str = Field(default=READ_TOOL, min_length=1, max_length=64)
+    grep_tool: str = Field(default=GREP_TOOL, min_length=1, max_length=64)
     #: Seconds the store may add to a turn before the Spiller degrades (fails open).
     store_deadline: float = Field(default=5.0, gt=0)
     #: Buffer up to this many bytes of a ``log_compress`` tool's output to compress it;

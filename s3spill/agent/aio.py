@@ -1,0 +1,176 @@
+"""The async API: the Spiller and the retrieval tools for an asyncio harness.
+
+Why threads and not a second, native-async implementation: the store layer is boto3 (or
+the file system), which blocks, and the Spiller's guarantees — one pass, bounded memory,
+a bounded added latency, never an exception in the agent's turn — are built and tested
+once, on the blocking path. Each call here runs that path on a worker thread
+(:func:`asyncio.to_thread`), so a spill or a page read never stalls the event loop that
+the agent framework's other tool calls and model streams run on.
+
+What is async-native is the output: :meth:`AsyncSpiller.externalize` also takes an
+async iterator of chunks (e.g. ``asyncio.subprocess`` stdout) and an async exit-code
+callable (``proc.wait``). The worker thread pulls each chunk from the event loop when it
+needs it, so memory stays bounded exactly as with a blocking stream.
+
+Cancelling the awaiting task does not cancel the worker: the Spiller finishes (it never
+raises), and what it stored stays stored — never lose a byte. The result is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from s3spill.agent.listing import DEFAULT_LIST_LIMIT
+from s3spill.agent.tools import DEFAULT_GREP_MATCHES, DEFAULT_PAGE_LINES, AgentTools, ToolOutcome
+from s3spill.context.blocks import Block
+from s3spill.context.budget import TurnBudgetReport, TurnResult
+from s3spill.spill.blocks import BlocksResult
+from s3spill.spill.job import ExitCode, SpillResult
+from s3spill.spill.source import Output
+from s3spill.spill.spiller import Spiller
+
+__all__ = ["AsyncAgentTools", "AsyncOutput", "AsyncSpiller", "aexternalize"]
+
+T = TypeVar("T")
+#: What the async ``externalize`` accepts: anything the Spiller takes, or an async stream.
+AsyncOutput = Output | AsyncIterable[bytes | str]
+#: An exit code, a callable asked when the output has ended, or an async one (``proc.wait``).
+AsyncExitCode = ExitCode | Callable[[], Awaitable[int | None]]
+
+
+def _bridge_stream(source: AsyncIterable[bytes | str],
+                   loop: asyncio.AbstractEventLoop) -> Iterator[bytes | str]:
+    """A blocking iterator (for the worker thread) over an async one (on ``loop``)."""
+    iterator = source.__aiter__()
+
+    async def step() -> tuple[bool, bytes | str]:
+        try:
+            return True, await iterator.__anext__()
+        except StopAsyncIteration:
+            return False, b""
+
+    while True:
+        more, chunk = asyncio.run_coroutine_threadsafe(step(), loop).result()
+        if not more:
+            return
+        yield chunk
+
+
+def _bridge_exit_code(exit_code: AsyncExitCode, loop: asyncio.AbstractEventLoop) -> ExitCode:
+    if callable(exit_code) and inspect.iscoroutinefunction(exit_code):
+        async_code = exit_code
+
+        def blocking() -> int | None:
+            coro: Any = async_code()
+            result: int | None = asyncio.run_coroutine_threadsafe(coro, loop).result()
+            return result
+
+        return blocking
+    return exit_code  # type: ignore[return-value]
+
+
+class AsyncSpiller:
+    """:class:`~s3spill.spill.spiller.Spiller` for asyncio: the same calls, awaited.
+
+    Construct it with the same arguments as a ``Spiller`` or around an existing one
+    (``AsyncSpiller.wrap(spiller)``); one instance per session, shared by every
+    concurrent tool call of that session.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.spiller = Spiller(*args, **kwargs)
+
+    @classmethod
+    def wrap(cls, spiller: Spiller) -> AsyncSpiller:
+        self = cls.__new__(cls)
+        self.spiller = spiller
+        return self
+
+    @property
+    def policy(self) -> Any:
+        return self.spiller.policy
+
+    @property
+    def session_id(self) -> str:
+        return self.spiller.session_id
+
+    async def externalize(self, output: AsyncOutput, tool: str, call_id: str | None = None,
+                          exit_code: AsyncExitCode = None, spillable: bool = True, *,
+                          label: str | None = None, force: bool = False) -> SpillResult:
+        """:meth:`Spiller.externalize` on a worker thread; never raises for store failures."""
+        loop = asyncio.get_running_loop()
+        source: Output = _bridge_stream(output, loop) if isinstance(output, AsyncIterable) else output
+        code = _bridge_exit_code(exit_code, loop)
+        return await asyncio.to_thread(self.spiller.externalize, source, tool, call_id, code, spillable,
+                                       label=label, force=force)
+
+    async def enforce_turn_budget(self, results: Sequence[TurnResult], per_result: int = 100_000,
+                                  turn_total: int = 200_000,
+                                  context_window: int | None = None) -> TurnBudgetReport:
+        return await asyncio.to_thread(self.spiller.enforce_turn_budget, results, per_result, turn_total,
+                                       context_window)
+
+    async def externalize_blocks(self, blocks: Sequence[Block], tool: str, call_id: str | None = None,
+                                 exit_code: int | None = None) -> BlocksResult:
+        return await asyncio.to_thread(self.spiller.externalize_blocks, blocks, tool, call_id, exit_code)
+
+    async def aclose(self, timeout: float | None = None) -> None:
+        """Wait (bounded, off the loop) for follow-up work of accepted uploads."""
+        await asyncio.to_thread(self.spiller.close, timeout)
+
+    async def __aenter__(self) -> AsyncSpiller:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+async def aexternalize(spiller: Spiller, output: AsyncOutput, tool: str, call_id: str | None = None,
+                       exit_code: AsyncExitCode = None, **kwargs: Any) -> SpillResult:
+    """One async externalize with an existing blocking :class:`Spiller`."""
+    return await AsyncSpiller.wrap(spiller).externalize(output, tool, call_id, exit_code, **kwargs)
+
+
+class AsyncAgentTools:
+    """:class:`~s3spill.agent.tools.AgentTools` for asyncio: each call on a worker thread.
+
+    Results and refusals are exactly the blocking tools' (same budget, same one-line
+    errors); ``call`` never raises for a store failure or a bad argument.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.tools = AgentTools(*args, **kwargs)
+
+    @classmethod
+    def wrap(cls, tools: AgentTools) -> AsyncAgentTools:
+        self = cls.__new__(cls)
+        self.tools = tools
+        return self
+
+    @property
+    def read_name(self) -> str:
+        return self.tools.read_name
+
+    @property
+    def grep_name(self) -> str:
+        return self.tools.grep_name
+
+    async def read_artifact(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
+                            char_offset: int = 0) -> str:
+        return await asyncio.to_thread(self.tools.read_artifact, source_id, offset, limit, char_offset)
+
+    async def grep_artifact(self, source_id: str, pattern: str, context: int = 0,
+                            max_matches: int = DEFAULT_GREP_MATCHES) -> str:
+        return await asyncio.to_thread(self.tools.grep_artifact, source_id, pattern, context, max_matches)
+
+    async def list_artifacts(self, limit: int = DEFAULT_LIST_LIMIT) -> str:
+        return await asyncio.to_thread(self.tools.list_artifacts, limit)
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        return await asyncio.to_thread(self.tools.call, name, arguments)
+
+    def specs(self, dialect: Any = "openai") -> list[dict[str, Any]]:
+        return self.tools.specs(dialect)
