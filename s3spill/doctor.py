@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -27,6 +28,8 @@ from s3spill.errors import (
     NotFound,
     PreconditionFailed,
     S3SpillError,
+    StoreCapabilityError,
+    StoreUnavailable,
     UnsupportedOperation,
 )
 from s3spill.log import get_logger
@@ -384,6 +387,76 @@ def _cleanup(store: ObjectStore, s3: Any, scratch: str) -> None:
                                               UploadId=item["UploadId"])
     except Exception as exc:  # noqa: BLE001 - a failed cleanup must not hide the report
         log.warning("doctor.cleanup_failed", prefix=scratch, error=type(exc).__name__)
+
+
+#: Attribute under which a store object remembers its verdict (per process, per store).
+_VERDICT_ATTR = "_s3spill_conditional_writes"
+_CHECK_LOCK = threading.Lock()
+_NEEDED = ("create_if_absent", "if_match_put", "if_match_put_missing")
+
+
+def require_conditional_writes(store: ObjectStore, *, purpose: str) -> None:
+    """Refuse (:class:`StoreCapabilityError`) a store that ignores create-once or CAS.
+
+    Why: on such a store (s3rver, a misconfigured gateway) the journal's compare-and-
+    swap silently loses concurrent updates and an owner slot can be overwritten, so a
+    "committed" reference may vanish and GC would delete its artifact. The check runs
+    the doctor's three conditional-write probes on scratch keys once per store object
+    in this process (about ten requests) and caches the verdict on the object. A probe
+    that fails transiently is not a verdict: nothing is cached and the caller goes on
+    (its own conditional writes will fail or retry as usual).
+    """
+    # A pass-through wrapper (a meter, a fault injector) names the store whose conditional
+    # semantics it forwards unchanged; probe that one, so wrappers share one verdict.
+    seen = 0
+    while isinstance(getattr(store, "conditions_from", None), ObjectStore) and seen < 16:
+        store = store.conditions_from  # type: ignore[attr-defined]
+        seen += 1
+    verdict: DoctorReport | bool | None = getattr(store, _VERDICT_ATTR, None)
+    if verdict is None:
+        with _CHECK_LOCK:
+            verdict = getattr(store, _VERDICT_ATTR, None)
+            if verdict is None:
+                verdict = _probe_conditional_writes(store)
+                if verdict is None:
+                    return
+                with contextlib.suppress(AttributeError):
+                    setattr(store, _VERDICT_ATTR, verdict)
+    if verdict is True:
+        return
+    assert isinstance(verdict, DoctorReport)
+    missing = [p.title for p in verdict.probes if p.honoured is False]
+    raise StoreCapabilityError(
+        f"{store.url} does not honour {', '.join(missing)}: {purpose} refuses to run on a store "
+        "that ignores conditional writes (updates would be lost silently). Run `s3spill doctor` "
+        "for details.\n" + render(verdict), missing=missing, table=render(verdict))
+
+
+def _probe_conditional_writes(store: ObjectStore) -> DoctorReport | bool | None:
+    """True when honoured, the report when not, None when the store could not be probed now."""
+    scratch = f"{SCRATCH}/{secrets.token_hex(8)}"
+    probes: list[Probe] = []
+    try:
+        for fn in _generic_probes(store, scratch):
+            if fn.__name__ not in _NEEDED:
+                continue
+            try:
+                probes.append(fn())
+            except StoreUnavailable:
+                return None
+            except UnsupportedOperation:
+                probes.append(_run(fn))
+            except S3SpillError as exc:
+                log.warning("store.capability_probe_failed", probe=fn.__name__, error=type(exc).__name__)
+                return None
+    finally:
+        _cleanup(store, _s3_parts(store), scratch)
+    if all(p.honoured for p in probes):
+        return True
+    report = DoctorReport(store_url=store.url, kind=store.kind, probes=probes)
+    log.warning("store.CONDITIONAL_WRITES_NOT_HONOURED", store=store.url,
+                missing=[p.name for p in probes if p.honoured is False])
+    return report
 
 
 def render(report: DoctorReport) -> str:

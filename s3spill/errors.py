@@ -20,6 +20,7 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   │   └── ArtifactExpired      an artifact a pointer names is gone (GC'd after its TTL)
     │   ├── StoreUnavailable         transient faults that outlived retries and the deadline
     │   └── UnsupportedOperation     the backend cannot honour a requested guarantee
+    │       └── StoreCapabilityError create-once / compare-and-swap not honoured (probed)
     ├── IntegrityError               bytes or records that do not match their digest
     ├── SourceIdError                a source id that is malformed or names another session
     ├── InvalidRequest               a page or search that cannot be served (offset past the end)
@@ -86,6 +87,19 @@ class StoreUnavailable(StoreError):
 
 class UnsupportedOperation(StoreError):
     """The backend does not honour the guarantee an operation needs."""
+
+
+class StoreCapabilityError(UnsupportedOperation):
+    """The store does not honour create-once or compare-and-swap, so the journal, the
+    owner and GC refuse to run on it (a store that ignores ``If-None-Match`` /
+    ``If-Match`` silently loses concurrent updates). ``table`` is the doctor's table of
+    what was probed; ``missing`` names the guarantees that failed.
+    """
+
+    def __init__(self, message: str, *, missing: list[str] | None = None, table: str = "") -> None:
+        super().__init__(message)
+        self.missing = list(missing or [])
+        self.table = table
 
 
 class IntegrityError(S3SpillError):

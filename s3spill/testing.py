@@ -4,6 +4,8 @@ Why these and not fakes: every test of s3spill runs against real S3 semantics (m
 and faults are injected *around* the real thing — at the HTTP level with botocore event
 hooks, or around any :class:`~s3spill.store.base.ObjectStore` with :class:`FaultyStore`
 — so what is tested is our handling of a real answer, never a mock's idea of one.
+:class:`ConditionIgnoringStore` turns a real store into one that ignores conditional
+headers (as some S3 look-alikes do), to check that s3spill refuses it.
 
 :class:`EmbeddedS3` runs moto's WSGI app in a child process behind werkzeug's
 *single-threaded* server: moto's conditional checks are not atomic under its threaded
@@ -36,7 +38,13 @@ from botocore.httpsession import URLLib3Session
 from urllib3.exceptions import ProtocolError
 
 from s3spill.config import TransferConfig
-from s3spill.errors import ConditionalConflict, StoreUnavailable
+from s3spill.errors import (
+    AlreadyExists,
+    ConditionalConflict,
+    NotFound,
+    PreconditionFailed,
+    StoreUnavailable,
+)
 from s3spill.store.base import (
     STALE_TEMPORARY_SECONDS,
     Body,
@@ -45,6 +53,7 @@ from s3spill.store.base import (
     ObjectStore,
     PutResult,
     StoreCapabilities,
+    iter_body,
 )
 
 __all__ = [
@@ -395,6 +404,9 @@ class FaultyStore(ObjectStore):
 
     def __post_init__(self) -> None:
         self.kind = self.inner.kind
+        #: Faults are failures, not ignored conditions: the capability check probes ``inner``
+        #: (so it never consumes an injected fault).
+        self.conditions_from = self.inner
         self._lock = threading.Lock()
 
     def add(self, fault: Fault) -> Fault:
@@ -502,6 +514,82 @@ def serve(port: int = 0, *, host: str = "127.0.0.1", buckets: Sequence[str] = ()
         threading.Thread(target=create, daemon=True).start()
 
     _serve(port, exit_on_stdin_eof=exit_on_stdin_eof, host=host, ready=announce)
+
+
+class ConditionIgnoringStore(ObjectStore):
+    """A real store made to behave like one that ignores ``If-None-Match`` / ``If-Match``.
+
+    Some S3 look-alikes (s3rver, old gateways) accept conditional headers and then do the
+    unconditional thing. This wrapper reproduces that on any real backend: a
+    create-if-absent overwrites, a compare-and-swap replaces whatever is there, a
+    conditional delete deletes. Use it to check that s3spill refuses such a store
+    (:class:`~s3spill.errors.StoreCapabilityError`) instead of losing updates. It has no
+    ``conditions_from``: the capability check probes it, not the store it wraps.
+    """
+
+    def __init__(self, inner: ObjectStore) -> None:
+        self.inner = inner
+        self.kind = inner.kind
+
+    @property
+    def url(self) -> str:
+        return self.inner.url
+
+    def _overwrite(self, key: str, body: Body, metadata: dict[str, str] | None,
+                   content_type: str) -> PutResult:
+        data = b"".join(iter_body(body))
+        for _ in range(64):
+            try:
+                current = self.inner.head(key)
+            except NotFound:
+                try:
+                    return self.inner.put_if_absent(key, data, metadata=metadata,
+                                                    content_type=content_type)
+                except AlreadyExists:
+                    continue
+            try:
+                return self.inner.put_if_match(key, data, current.etag, metadata=metadata,
+                                               content_type=content_type)
+            except (PreconditionFailed, NotFound):
+                continue
+        raise StoreUnavailable(f"could not overwrite {key}", key=key)
+
+    def put_if_absent(self, key: str, body: Body, *, metadata: dict[str, str] | None = None,
+                      content_type: str = "application/octet-stream") -> PutResult:
+        return self._overwrite(key, body, metadata, content_type)
+
+    def put_if_match(self, key: str, body: Body, etag: str, *,
+                     metadata: dict[str, str] | None = None,
+                     content_type: str = "application/octet-stream") -> PutResult:
+        return self._overwrite(key, body, metadata, content_type)
+
+    def get(self, key: str, byte_range: ByteRange | None = None) -> bytes:
+        return self.inner.get(key, byte_range)
+
+    def iter_chunks(self, key: str, byte_range: ByteRange | None = None,
+                    chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
+        return self.inner.iter_chunks(key, byte_range, chunk_size)
+
+    def head(self, key: str) -> ObjectInfo:
+        return self.inner.head(key)
+
+    def delete_if_match(self, key: str, etag: str) -> None:
+        self.inner.delete_unconditional(key)
+
+    def delete_unconditional(self, key: str) -> None:
+        self.inner.delete_unconditional(key)
+
+    def delete_version(self, key: str, version_id: str) -> None:
+        self.inner.delete_version(key, version_id)
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        return self.inner.list(prefix)
+
+    def capabilities(self) -> StoreCapabilities:
+        return self.inner.capabilities()  # what it *claims*; the check finds the truth
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 def main(argv: list[str] | None = None) -> int:

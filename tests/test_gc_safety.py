@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -17,7 +18,13 @@ from s3spill.cli import main
 from s3spill.cli.gc_cmds import EXIT_JOURNAL_DOUBT
 from s3spill.config import TransferConfig
 from s3spill.doctor import render, run_doctor
-from s3spill.errors import CleanupRefused, JournalCorrupt, NotFound, UnsupportedOperation
+from s3spill.errors import (
+    CleanupRefused,
+    JournalCorrupt,
+    NotFound,
+    StoreCapabilityError,
+    UnsupportedOperation,
+)
 from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.doc import CleanupPlan
 from s3spill.gc.models import CleanupPolicy, CleanupScope
@@ -25,10 +32,11 @@ from s3spill.gc.plan import plan_cleanup
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import S3ReferenceOwner
 from s3spill.leases.references import memory_reference_for, publish_memory_reference
+from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore, StoreCapabilities
 from s3spill.store.s3.errors import Kind, classify
 from s3spill.store.s3.store import S3Store
-from s3spill.testing import HttpFaults, record_operations
+from s3spill.testing import ConditionIgnoringStore, HttpFaults, record_operations
 from tests.gc_helpers import claim_for, later, put_artifact
 
 REAL = CleanupPolicy(dry_run=False)
@@ -335,3 +343,66 @@ def test_keyed_plans_refuse_edits(local_store: ObjectStore, tmp_path: Path,
     monkeypatch.setenv("S3SPILL_PLAN_KEY", "another-secret-of-32-characters!")
     with pytest.raises(CleanupRefused, match="MAC mismatch"):
         CleanupPlan.open(plan.path)
+
+
+# -- a store that ignores If-None-Match / If-Match is refused -----------------------------
+
+
+def test_journal_owner_and_gc_refuse_a_store_ignoring_conditions(race_store: ObjectStore,
+                                                                 tmp_path: Path) -> None:
+    """Journal, owner, plan and apply raise StoreCapabilityError with the doctor's table; nothing changes."""
+    name = put_artifact(race_store, "s1", b"x\n")
+    LeaseJournal(race_store, "s1").touch()
+    plan = plan_cleanup(race_store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    before = {i.key: i.etag for i in race_store.list("")}
+    weak = ConditionIgnoringStore(race_store)
+    claim = claim_for(race_store, "s1", name)
+    with pytest.raises(StoreCapabilityError) as caught:
+        LeaseJournal(weak, "s1").publish_reference(claim, lambda: None, transaction_id="tx-1")
+    assert "create-if-absent" in caught.value.missing[0] and "honoured" in caught.value.table
+    assert "NO" in str(caught.value)
+    ref = memory_reference_for(race_store, claim.source_id)
+    with pytest.raises(StoreCapabilityError):
+        S3ReferenceOwner(weak, "s1").publish("tx-1", ref)
+    with pytest.raises(StoreCapabilityError):
+        plan_cleanup(weak, CleanupScope(), REAL, out=tmp_path / "q", now=later())
+    with pytest.raises(StoreCapabilityError):
+        apply_cleanup(weak, plan, now=later, force_unverified_deletes=True)
+    assert {i.key: i.etag for i in race_store.list("")} == before
+
+
+def test_concurrent_publishes_on_an_ignoring_store_are_refused_not_lost(race_store: ObjectStore) -> None:
+    """8 threads publishing on a store ignoring conditions all get StoreCapabilityError; none commits."""
+    names = [put_artifact(race_store, "s1", f"a{i}\n".encode()) for i in range(8)]
+    weak = ConditionIgnoringStore(race_store)
+    outcomes: list[str] = []
+
+    def publish(i: int) -> None:
+        try:
+            LeaseJournal(weak, "s1").publish_reference(claim_for(race_store, "s1", names[i]),
+                                                       lambda: None, transaction_id=f"tx-{i}")
+            outcomes.append("committed")
+        except StoreCapabilityError:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=publish, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes == ["refused"] * 8
+    assert LeaseJournal(race_store, "s1").view().exists is False
+
+
+def test_spiller_on_an_ignoring_store_spills_and_warns_once(local_store: ObjectStore,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The Spiller still stores outputs on such a store (fails open) and warns once, clearly."""
+    weak = ConditionIgnoringStore(local_store)
+    spiller = Spiller(weak, "s1", touch_interval=0.0)
+    try:
+        results = [spiller.externalize(b"line\n" * 40_000, "bash", f"c{i}") for i in range(3)]
+    finally:
+        spiller.close(timeout=10)
+    assert all(r.spilled for r in results)
+    err = capsys.readouterr().err
+    assert err.count("STORE_IGNORES_CONDITIONAL_WRITES") == 1

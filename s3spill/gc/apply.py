@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 
 from s3spill import failpoints, keys
 from s3spill.config import TransferConfig
+from s3spill.doctor import require_conditional_writes
 from s3spill.errors import (
     CleanupRefused,
     InvalidKey,
@@ -508,6 +509,8 @@ def apply_cleanup(
     if dry_run is None:
         dry_run = configured.dry_run if explicit_policy else plan.header.policy.dry_run
     dry = dry_run
+    if not dry:
+        require_conditional_writes(store, purpose="GC")
     caps = capabilities or store.capabilities()
     method = choose_delete_method(caps, force_unverified=force_unverified_deletes)
     meter = metered or MeteredStore(store, rate_limit=rate_limit, capabilities=caps)

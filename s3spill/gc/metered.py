@@ -37,6 +37,8 @@ class MeteredStore(ObjectStore):
     def __init__(self, inner: ObjectStore, *, rate_limit: float | None = None,
                  capabilities: StoreCapabilities | None = None) -> None:
         self.inner = inner
+        #: Forwards every condition unchanged: the capability check probes ``inner``.
+        self.conditions_from = inner
         self.kind: Literal["s3", "local"] = inner.kind
         self.requests: Counter[str] = Counter()
         self._caps = capabilities

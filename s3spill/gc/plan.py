@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from s3spill.config import TransferConfig
+from s3spill.doctor import require_conditional_writes
 from s3spill.errors import CleanupRefused, NotFound, S3SpillError
 from s3spill.gc.doc import CleanupPlan, PlanWriter
 from s3spill.gc.fence import SessionFacts, journal_doubts, read_session_facts
@@ -358,6 +359,7 @@ def plan_cleanup(
     bounded look-ahead; entries are written in listing order, so the plan is the same
     whatever the concurrency, and ``max_deletions`` is enforced in that order.
     """
+    require_conditional_writes(store, purpose="GC")
     workers = (config or TransferConfig()).max_concurrency
     scope = scope or CleanupScope()
     policy = policy or CleanupPolicy()

@@ -31,6 +31,7 @@ from tenacity import (
 
 from s3spill import keys
 from s3spill.config import TransferConfig
+from s3spill.doctor import require_conditional_writes
 from s3spill.errors import (
     AlreadyExists,
     ConditionalConflict,
@@ -291,6 +292,9 @@ class ManifestCas:
     # -- the CAS loop --------------------------------------------------------------------
 
     def _cas(self, build: Builder, *, verify: bool = True) -> TransitionResult:
+        # A store that ignores If-None-Match / If-Match would make every CAS below "win"
+        # and silently drop concurrent records: refuse it (probed once per store object).
+        require_conditional_writes(self.store, purpose="the lease journal")
         attempted: dict[str, Built] = {}
         cfg = self.config
         backoff = wait_random_exponential(multiplier=cfg.backoff_base, max=cfg.backoff_max)

@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol
 from pydantic import Field, ValidationError
 
 from s3spill import keys
+from s3spill.doctor import require_conditional_writes
 from s3spill.errors import (
     AlreadyExists,
     ArtifactPublicationRejected,
@@ -161,6 +162,7 @@ class S3ReferenceOwner:
         reference was not written and never will be); a slot holding *another*
         reference raises :class:`IntegrityError` instead, which keeps the lease pending.
         """
+        require_conditional_writes(self.store, purpose="the reference owner")
         try:
             put = self.store.put_if_absent(self._key(transaction_id), self._body(
                 "published", transaction_id, reference, journal_sequence=journal_sequence),
@@ -182,6 +184,7 @@ class S3ReferenceOwner:
 
     def remove(self, transaction_id: str, attempts: int = 8) -> None:
         """Replace the reference with a removed tombstone (idempotent; seals a never-used slot)."""
+        require_conditional_writes(self.store, purpose="the reference owner")
         for _ in range(attempts):
             current = self._read(transaction_id)
             try:
@@ -222,6 +225,7 @@ class S3ReferenceOwner:
         txid = transaction.transaction_id
         if observed_generation is not None:
             return "stale"  # the slot existed when observed: not an absence to seal
+        require_conditional_writes(self.store, purpose="the reference owner")
         try:
             self.store.put_if_absent(self._key(txid), self._body("sealed", txid), content_type=_JSON)
         except AlreadyExists:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from s3spill.artifacts.store import ArtifactStore
+from s3spill.errors import StoreCapabilityError
 from s3spill.keys import session_hash
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
@@ -112,6 +113,17 @@ class SpillSink:
             self._last_touch = now
         try:
             self.journal.touch(self.touch_interval)
+        except StoreCapabilityError as exc:
+            # Never retried: the store ignores conditional writes, so the journal (and with
+            # it leases and GC's liveness) cannot work here. Spilling goes on; say so once.
+            with self._touch_lock:
+                first, self.journal = self.journal is not None, None
+            if not first:
+                return
+            log.warning("spill.STORE_IGNORES_CONDITIONAL_WRITES", session_hash=self.session_hash,
+                        missing=exc.missing, detail="artifacts are still written, but the lease "
+                        "journal is disabled for this session: references cannot be protected "
+                        "from GC on this store (run `s3spill doctor`)")
         except Exception as exc:  # noqa: BLE001 - liveness is a hint; never fail a spill on it
             with self._touch_lock:
                 self._last_touch = None
