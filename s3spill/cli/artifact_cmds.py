@@ -14,6 +14,10 @@ from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli.common import count, positive, session_from_args, store_from_args, utf8
+from s3spill.errors import S3SpillError
+from s3spill.log import get_logger
+
+log = get_logger("s3spill.cli.artifacts")
 
 
 def _out(text: str) -> None:
@@ -28,12 +32,32 @@ def _artifacts(args: argparse.Namespace) -> tuple[ArtifactStore, str]:
 
 def cmd_spill(args: argparse.Namespace) -> int:
     arts, session = _artifacts(args)
-    ref = arts.write(session, sys.stdin.buffer, args.tool, call_id=args.call_id, label=args.label)
+    if args.file in (None, "-"):
+        ref = arts.write(session, sys.stdin.buffer, args.tool, call_id=args.call_id, label=args.label)
+    else:
+        with open(args.file, "rb") as fh:
+            ref = arts.write(session, fh, args.tool, call_id=args.call_id, label=args.label)
+    _mark_active(arts, session)
     if args.json:
         _out(ref.model_dump_json() + "\n")
     else:
         _out(f"{ref.source_id}\n{ref.summary}\nsha256 {ref.sha256}\n")
     return 0
+
+
+def _mark_active(arts: ArtifactStore, session: str) -> None:
+    """A spill is activity: GC keeps every artifact of a session active within its TTL.
+
+    The Spiller does the same after each spill; a CLI spill is the harness's spill, so it
+    must protect its fresh artifact the same way before any reference is published. A
+    failed mark is a warning, not a failed spill: the artifact is stored either way.
+    """
+    from s3spill.leases.journal import LeaseJournal
+
+    try:
+        LeaseJournal(arts.store, session, arts.config).touch()
+    except S3SpillError as exc:
+        log.warning("spill.touch_failed", error=type(exc).__name__)
 
 
 def cmd_read(args: argparse.Namespace) -> int:
@@ -63,7 +87,9 @@ def cmd_grep(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("spill", help="store stdin as an immutable artifact and print its reference")
+    p = sub.add_parser("spill", help="store a file (or stdin) as an immutable artifact, print its reference")
+    p.add_argument("file", nargs="?", metavar="FILE", type=utf8,
+                   help="the output to store; '-' or nothing: standard input")
     p.add_argument("--tool", default="stdin", type=utf8,
                    help="tool that produced the output (default: stdin)")
     p.add_argument("--call-id", type=utf8, help="the tool call's id, kept in the reference")

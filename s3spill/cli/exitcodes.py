@@ -21,6 +21,7 @@ class ExitCode(enum.IntEnum):
     REFUSED = 4
     CORRUPT = 5
     UNAVAILABLE = 6
+    JOURNAL_DOUBT = 7
     INTERNAL = 70
     INTERRUPTED = 130
     BROKEN_PIPE = 141
@@ -41,6 +42,9 @@ MEANINGS: dict[ExitCode, str] = {
     "journal); nothing unverified was printed, and GC keeps the session's artifacts",
     ExitCode.UNAVAILABLE: "the store could not be reached or kept failing until the deadline; "
     "a write's outcome may be unknown, so retry with the same ids",
+    ExitCode.JOURNAL_DOUBT: "`gc` finished, but some session's lease journal is in doubt (its "
+    "manifest is missing or behind its own history or owner slots): everything in it was "
+    "kept; look at it with `journal verify` (an alert, not a retry)",
     ExitCode.INTERNAL: "an unexpected error (a bug): run again with `--debug` for the traceback",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitCode.BROKEN_PIPE: "the reader of stdout went away (`head -0`); nothing else is printed",

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from s3spill.cli.exitcodes import ExitCode
 from s3spill.errors import (
+    ArtifactExpired,
     CleanupRefused,
     ConfigError,
     IntegrityError,
@@ -84,6 +85,8 @@ def _ours(exc: S3SpillError) -> Failure:
         return Failure(ExitCode.ERROR, _named(exc), "use a source id printed for this session")
     if isinstance(exc, InvalidRequest):
         return Failure(ExitCode.ERROR, _named(exc), "see the command's --help")
+    if isinstance(exc, ArtifactExpired):
+        return Failure(ExitCode.ERROR, _named(exc), "re-run the command to produce it again")
     if isinstance(exc, NotFound) and "bucket" in str(exc):
         return Failure(ExitCode.ERROR, _named(exc), "create the bucket or fix --store")
     if isinstance(exc, NotFound):

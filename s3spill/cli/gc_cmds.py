@@ -3,7 +3,10 @@
 Exit codes come from the one table (:mod:`s3spill.cli.exitcodes`): 0 done; 3 done, but
 some planned deletions met a race or a store error and were retained (run again later);
 4 refused (unsafe TTL, a plan that does not verify or belongs to another store, no safe
-delete method); 2 a usage error or failed request. The final report is one JSON
+delete method); 7 done, but some session's journal is in doubt
+(``retained_journal_doubt``: its manifest is missing or behind its owner slots or
+segments; everything in it was kept, and an operator should look); 2 a usage error or
+failed request. The final report is one JSON
 document on stdout; progress goes to stderr (a bar on a TTY, structured log lines otherwise).
 """
 
@@ -34,6 +37,7 @@ from s3spill.store.base import ObjectStore, StoreCapabilities
 EXIT_OK = int(ExitCode.OK)
 EXIT_RACES = int(ExitCode.RETAINED)
 EXIT_REFUSED = int(ExitCode.REFUSED)
+EXIT_JOURNAL_DOUBT = int(ExitCode.JOURNAL_DOUBT)
 log = get_logger("s3spill.cli.gc")
 
 
@@ -44,6 +48,11 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
     who.add_argument("--all", action="store_true", help="plan every session in the store")
     p.add_argument("--shard", metavar="K/N", type=_shard,
                    help="with --all: only shard K of N of the session-hash space")
+    _policy_args(p)
+
+
+def _policy_args(p: argparse.ArgumentParser) -> None:
+    """The cleanup policy; ``gc apply`` takes it too, because apply never trusts a plan's."""
     p.add_argument("--orphan-ttl", default="24h", help="keep unclaimed artifacts this long (default 24h)")
     p.add_argument("--session-ttl", default="24h", help="an active session protects all its artifacts "
                    "this long after its last activity (default 24h)")
@@ -92,6 +101,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     apply = gcsub.add_parser("apply", help="apply a plan: condemn, revalidate, delete conditionally")
     apply.add_argument("plan", metavar="PLAN", help="a plan file, or store:PLAN_ID for a stored plan")
     apply.add_argument("--dry-run", action="store_true", help="revalidate nothing, delete nothing")
+    _policy_args(apply)
     _apply_args(apply)
     apply.set_defaults(func=cmd_apply)
 
@@ -172,6 +182,8 @@ def _remove(path: object) -> None:
 
 
 def _exit_code(report: CleanupReport) -> int:
+    if report.journal_doubts:
+        return EXIT_JOURNAL_DOUBT
     return EXIT_RACES if report.races else EXIT_OK
 
 
@@ -193,10 +205,12 @@ def _capabilities(args: argparse.Namespace, store: ObjectStore) -> StoreCapabili
 
 def _apply(args: argparse.Namespace, plan: CleanupPlan, dry_run: bool) -> CleanupReport:
     store = store_from_args(args)
+    policy = _policy(args, dry_run=dry_run)  # apply's own policy: the plan's only narrows it
     caps = None if dry_run else _capabilities(args, store)
     update, close = _progress(plan.footer.entries)
     try:
         return apply_cleanup(store, plan, dry_run=dry_run, config=_config(args), capabilities=caps,
+                             policy=policy,
                              rate_limit=args.rate_limit,
                              force_unverified_deletes=args.force_unverified_deletes, progress=update)
     finally:
@@ -226,7 +240,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 doc["note"] = ("the plan file is in the temporary directory and yours to delete "
                                "once applied (or pass --out FILE or --out store)")
         _print(doc)
-        return EXIT_OK
+        return EXIT_JOURNAL_DOUBT if plan.footer.counts.get("retained_journal_doubt") else EXIT_OK
     except CleanupRefused as exc:
         return _refused(exc)
 
@@ -266,6 +280,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print({"plan": planned.model_dump(mode="json") | {
                     "plan_path": str(plan.path), "plan_kept": bool(args.out)},
                 "apply": report.model_dump(mode="json")})
+        if planned.counts.get("retained_journal_doubt"):
+            return EXIT_JOURNAL_DOUBT
         return _exit_code(report)
     except CleanupRefused as exc:
         return _refused(exc)

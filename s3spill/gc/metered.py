@@ -104,6 +104,9 @@ class MeteredStore(ObjectStore):
     def delete_if_match(self, key: str, etag: str) -> None:
         self._run("delete_if_match", lambda: self.inner.delete_if_match(key, etag))
 
+    def delete_unconditional(self, key: str) -> None:
+        self._run("delete_unconditional", lambda: self.inner.delete_unconditional(key))
+
     def delete_version(self, key: str, version_id: str) -> None:
         self._run("delete_version", lambda: self.inner.delete_version(key, version_id))
 

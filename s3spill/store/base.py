@@ -154,6 +154,17 @@ class ObjectStore(abc.ABC):
     def delete_if_match(self, key: str, etag: str) -> None:
         """Delete ``key`` only if its ETag is ``etag``; :class:`PreconditionFailed` otherwise."""
 
+    def delete_unconditional(self, key: str) -> None:
+        """Delete ``key`` whatever it holds: only for ``gc apply --force-unverified-deletes``.
+
+        Why it exists: on a store that refuses or ignores ``If-Match`` on DELETE, a
+        conditional delete either fails (501) or is unconditional anyway; the operator
+        who accepted that risk gets a plain delete that works. This default reads the
+        current ETag and deletes conditionally on it (backends that can send a plain
+        DELETE override it). :class:`NotFound` if the key is absent.
+        """
+        self.delete_if_match(key, self.head(key).etag)
+
     @abc.abstractmethod
     def delete_version(self, key: str, version_id: str) -> None:
         """Delete exactly one version (versioned stores); :class:`UnsupportedOperation` elsewhere."""

@@ -26,7 +26,14 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError
 
 from s3spill.config import TransferConfig
-from s3spill.errors import ConditionalConflict, NotFound, PreconditionFailed, StoreError, StoreUnavailable
+from s3spill.errors import (
+    ConditionalConflict,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+    StoreUnavailable,
+    UnsupportedOperation,
+)
 from s3spill.log import get_logger
 from s3spill.store.retry import Attempts, RetryPolicy
 from s3spill.store.s3.errors import Kind, classify, is_transient
@@ -135,4 +142,6 @@ class S3Ops:
             return PreconditionFailed(msg, key=key)
         if kind is Kind.CONFLICT:
             return ConditionalConflict(msg, key=key)
+        if kind is Kind.UNSUPPORTED:
+            return UnsupportedOperation(f"the store does not implement this request: {msg}", key=key)
         return StoreError(msg, key=key)

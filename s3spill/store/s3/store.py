@@ -332,6 +332,20 @@ class S3Store(ObjectStore):
                 raise self.ops.translate(exc, key) from exc
         self.ops.log("delete_if_match", key, started, attempts, ambiguous=attempts.ambiguous)
 
+    def delete_unconditional(self, key: str) -> None:
+        """A plain DeleteObject, no ``If-Match`` (stores that answer 501 to it still delete)."""
+        full = self.full_key(key)
+        started = time.monotonic()
+        attempts = Attempts()
+        if self.ops.head_raw(full) is None:
+            raise NotFound(f"no such object: {key}", key=key)
+        try:
+            self.ops.call("delete_unconditional", key, attempts=attempts, fn=lambda:
+                          self.client.delete_object(Bucket=self.bucket, Key=full))
+        except ClientError as exc:
+            raise self.ops.translate(exc, key) from exc
+        self.ops.log("delete_unconditional", key, started, attempts)
+
     def delete_version(self, key: str, version_id: str) -> None:
         full = self.full_key(key)
         started = time.monotonic()
