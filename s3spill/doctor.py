@@ -365,28 +365,50 @@ def _s3_probes(store: ObjectStore, s3: Any, scratch: str) -> list[ProbeFn]:
 
 
 def _cleanup(store: ObjectStore, s3: Any, scratch: str) -> None:
-    """Remove every object, version and pending upload under the scratch prefix."""
-    try:
-        if s3 is None:
-            for info in list(store.list(scratch + "/")):
-                with contextlib.suppress(NotFound, PreconditionFailed, UnsupportedOperation):
-                    store.delete_if_match(info.key, info.etag)
-            return
-        client, bucket, prefix = s3.client, s3.bucket, s3.full_key(scratch) + "/"
+    """Remove every object, version and pending upload under the scratch prefix.
+
+    Each step runs whatever the previous one did: a store without ListObjectVersions
+    (many S3-compatible ones answer 501) must still lose its scratch objects through
+    ListObjectsV2, and its pending uploads through ListMultipartUploads.
+    """
+    if s3 is None:
+        _cleanup_step(scratch, "objects", lambda: _delete_local(store, scratch))
+        return
+    client, bucket, prefix = s3.client, s3.bucket, s3.full_key(scratch) + "/"
+
+    def versions() -> None:
         for page in client.get_paginator("list_object_versions").paginate(
                 Bucket=bucket, Prefix=prefix):
             for item in page.get("Versions", []) + page.get("DeleteMarkers", []):
                 client.delete_object(Bucket=bucket, Key=item["Key"], VersionId=item["VersionId"])
+
+    def objects() -> None:
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             for item in page.get("Contents", []):
                 client.delete_object(Bucket=bucket, Key=item["Key"])
+
+    def uploads() -> None:
         for page in client.get_paginator("list_multipart_uploads").paginate(
                 Bucket=bucket, Prefix=prefix):
             for item in page.get("Uploads", []):
                 client.abort_multipart_upload(Bucket=bucket, Key=item["Key"],
                                               UploadId=item["UploadId"])
+
+    for name, step in (("versions", versions), ("objects", objects), ("uploads", uploads)):
+        _cleanup_step(scratch, name, step)
+
+
+def _delete_local(store: ObjectStore, scratch: str) -> None:
+    for info in list(store.list(scratch + "/")):
+        with contextlib.suppress(NotFound, PreconditionFailed, UnsupportedOperation):
+            store.delete_if_match(info.key, info.etag)
+
+
+def _cleanup_step(scratch: str, name: str, step: Callable[[], None]) -> None:
+    try:
+        step()
     except Exception as exc:  # noqa: BLE001 - a failed cleanup must not hide the report
-        log.warning("doctor.cleanup_failed", prefix=scratch, error=type(exc).__name__)
+        log.warning("doctor.cleanup_failed", prefix=scratch, step=name, error=type(exc).__name__)
 
 
 #: Attribute under which a store object remembers its verdict (per process, per store).

@@ -29,7 +29,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from s3spill._version import __version__
-from s3spill.agent.mcp_config import check_bind
+from s3spill.agent.mcp_config import check_bind, rebinding_allowlist
 from s3spill.agent.tools import (
     EXTERNALIZE_DESCRIPTION,
     AgentTools,
@@ -145,6 +145,17 @@ def _externalize(externalizer: Externalizer, arguments: Mapping[str, Any]) -> To
 # -- transports --------------------------------------------------------------------------
 
 
+def transport_security(host: str) -> Any:
+    """The SDK's DNS-rebinding settings for ``host``: on for every loopback address."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    allow = rebinding_allowlist(host)
+    if allow is None:
+        return None
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=allow[0],
+                                     allowed_origins=allow[1])
+
+
 def serve_stdio(server: Server[Any]) -> None:
     """Serve one client on stdin/stdout until it closes stdin."""
     from mcp.server.stdio import stdio_server
@@ -160,12 +171,13 @@ def serve_http(server: Server[Any], host: str, port: int, *, allow_remote: bool 
     """Serve the streamable HTTP transport at ``http://HOST:PORT/mcp`` until interrupted.
 
     There is no authentication, so a non-loopback address is refused unless the operator
-    says otherwise; on loopback the SDK's DNS-rebinding protection (Host/Origin checks) is on.
+    says otherwise; on every loopback address the SDK's DNS-rebinding protection
+    (Host/Origin checks) is on (the SDK itself enables it only for three host names).
     """
     check_bind(host, allow_remote=allow_remote)
     import uvicorn
 
-    app = server.streamable_http_app(host=host)
+    app = server.streamable_http_app(host=host, transport_security=transport_security(host))
     log.info("mcp.http_listening", host=host, port=port)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
     anyio.run(uvicorn.Server(config).serve)

@@ -13,6 +13,7 @@ document on stdout; progress goes to stderr (a bar on a TTY, structured log line
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -91,7 +92,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     plan = gcsub.add_parser("plan", help="read-only: decide what could be deleted, write a plan")
     _plan_args(plan)
     plan.add_argument("--out", metavar="FILE", help="write the plan here (JSON Lines); "
-                      f"'store' saves it in the store under {GC_PLANS}/ (default: a temporary file)")
+                      f"'store' saves it in the store under {GC_PLANS}/ (default: a file in the "
+                      "temporary directory, named in the output: yours to delete after applying)")
     plan.add_argument("--max-concurrency", type=positive, default=None,
                       help="sessions planned in parallel (default: TransferConfig.max_concurrency)")
     plan.set_defaults(func=cmd_plan)
@@ -107,7 +109,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _plan_args(run)
     _apply_args(run)
     run.add_argument("--apply", action="store_true", help="really delete (default: dry run)")
-    run.add_argument("--out", metavar="FILE", help="keep the plan file here")
+    run.add_argument("--out", metavar="FILE", help="keep the plan file here (default: a temporary "
+                     "file, removed when the run ends)")
     run.set_defaults(func=cmd_run)
 
     def usage(_args: argparse.Namespace) -> int:
@@ -173,6 +176,11 @@ def _print(doc: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
 
 
+def _remove(path: object) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(str(path))
+
+
 def _exit_code(report: CleanupReport) -> int:
     if report.journal_doubts:
         return EXIT_JOURNAL_DOUBT
@@ -224,6 +232,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if to_store:
             doc["plan_key"] = save_plan_to_store(store, plan)
             doc["apply_with"] = f"s3spill gc apply store:{plan.plan_id}"
+            os.unlink(plan.path)  # the stored copy is the plan; the local one was scaffolding
+            doc["plan_path"] = None
+        else:
+            doc["apply_with"] = f"s3spill gc apply {plan.path}"
+            if not args.out:
+                doc["note"] = ("the plan file is in the temporary directory and yours to delete "
+                               "once applied (or pass --out FILE or --out store)")
         _print(doc)
         return EXIT_JOURNAL_DOUBT if plan.footer.counts.get("retained_journal_doubt") else EXIT_OK
     except CleanupRefused as exc:
@@ -232,11 +247,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     try:
-        if args.plan.startswith("store:"):
+        downloaded = args.plan.startswith("store:")
+        if downloaded:
             plan = load_plan_from_store(store_from_args(args), args.plan[len("store:"):])
         else:
             plan = CleanupPlan.open(args.plan)
-        report = _apply(args, plan, dry_run=args.dry_run)
+        try:
+            report = _apply(args, plan, dry_run=args.dry_run)
+        finally:
+            if downloaded:  # our temporary copy of the stored plan
+                _remove(plan.path)
         _print(report.model_dump(mode="json"))
         return _exit_code(report)
     except CleanupRefused as exc:
@@ -251,9 +271,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         meter = MeteredStore(store)
         started = time.monotonic()
         plan = plan_cleanup(meter, scope, policy, out=args.out, config=_config(args))
-        planned = plan_report(plan, time.monotonic() - started, dict(meter.requests))
-        report = _apply(args, plan, dry_run=not args.apply)
-        _print({"plan": planned.model_dump(mode="json") | {"plan_path": str(plan.path)},
+        try:
+            planned = plan_report(plan, time.monotonic() - started, dict(meter.requests))
+            report = _apply(args, plan, dry_run=not args.apply)
+        finally:
+            if not args.out:  # a plan nobody asked to keep does not outlive the run
+                _remove(plan.path)
+        _print({"plan": planned.model_dump(mode="json") | {
+                    "plan_path": str(plan.path), "plan_kept": bool(args.out)},
                 "apply": report.model_dump(mode="json")})
         if planned.counts.get("retained_journal_doubt"):
             return EXIT_JOURNAL_DOUBT
