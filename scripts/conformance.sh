@@ -208,6 +208,7 @@ if [ "$BACKEND" = s3rver ]; then
   GC_RC=$?
   set -e
   [ "$GC_RC" -ne 0 ] || fail "gc run --apply ran on a store that ignores conditional deletes"
+  log "gc refused (exit $GC_RC): $(grep -v '^{' "$WORK/gc.err" | head -c 300)"
   "${S3SPILL[@]}" read --limit 1 "$DROP" >/dev/null || fail "a refused GC deleted an artifact"
   # --- journal refusal (issue 12, StoreCapabilityError) ------------------------------
   # Once the journal refuses a store without conditional writes, `ref publish` must exit
