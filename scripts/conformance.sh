@@ -108,8 +108,10 @@ case "$BACKEND" in
     install_localstack
     export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
     mkdir -p "$WORK/localstack"
+    # Host mode with every directory under $WORK (in a container LocalStack would take
+    # /var/lib/localstack), no DNS server, no certificate download, no telemetry.
     SERVICES=s3 GATEWAY_LISTEN=127.0.0.1:$PORT PERSISTENCE=0 DNS_ADDRESS=0 \
-      SKIP_SSL_CERT_DOWNLOAD=1 DISABLE_EVENTS=1 LOCALSTACK_VOLUME_DIR=$WORK/localstack \
+      SKIP_SSL_CERT_DOWNLOAD=1 DISABLE_EVENTS=1 OVERRIDE_IN_DOCKER=0 FILESYSTEM_ROOT=$WORK/localstack \
       setsid "$VENV/bin/python" -m localstack.runtime.main >"$WORK/server.log" 2>&1 </dev/null &
     ;;
   s3rver)
@@ -153,7 +155,7 @@ except ClientError as exc:
     status = f"refused ({exc.response['Error']['Code']})"
 print(f"bucket {sys.argv[1]}: versioning {status}")
 EOF
-  cat "$WORK/server.log" >&2
+  tail -40 "$WORK/server.log" >&2
   exit 1
 fi
 log "server up on $ENDPOINT"
