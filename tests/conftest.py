@@ -2,6 +2,8 @@
 
 ``store`` is parametrised over the backends so a test written once runs against each:
 the local directory, and the S3 backend on in-process moto (``mock_aws``, fast).
+With ``S3SPILL_CONFORMANCE_ENDPOINT`` set, ``store`` and ``http_s3_store`` also run on that
+endpoint (see ``tests/endpoint_support.py``); unset, nothing changes.
 ``server_store`` is the S3 backend over real HTTP against the session's ``moto_server``
 (an :class:`~s3spill.testing.EmbeddedS3` serving one request at a time), for
 concurrency, multi-process and HTTP-level fault tests; each test gets its own prefix.
@@ -21,8 +23,9 @@ from s3spill.store import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3
+from tests.endpoint_support import ENDPOINT_PARAMS, endpoint_env, endpoint_store
 
-BACKENDS = ["local", "moto"]
+BACKENDS = ["local", "moto", *ENDPOINT_PARAMS]
 TEST_BUCKET = "s3spill-test"
 VERSIONED_BUCKET = "s3spill-versioned"
 #: Small parts and short deadlines so multipart and retry paths run in seconds.
@@ -76,8 +79,30 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStor
         s.close()
     elif request.param == "moto":
         yield request.getfixturevalue("moto_store")
+    elif request.param == "endpoint":
+        with endpoint_store(TEST_CONFIG) as es:
+            yield es
     else:  # pragma: no cover - a new backend must be wired here
         raise AssertionError(request.param)
+
+
+@pytest.fixture(params=["moto_server", *ENDPOINT_PARAMS])
+def http_s3_store(request: pytest.FixtureRequest) -> Iterator[S3Store]:
+    """The S3 backend over real HTTP: the serialized moto server, plus the endpoint if set."""
+    if request.param == "endpoint":
+        with endpoint_store(TEST_CONFIG) as es:
+            yield es
+    else:
+        yield request.getfixturevalue("server_store")
+
+
+@pytest.fixture
+def http_s3_env(request: pytest.FixtureRequest, http_s3_store: S3Store) -> dict[str, str]:
+    """The AWS environment a child process needs to reach ``http_s3_store``'s server."""
+    if request.node.callspec.params["http_s3_store"] == "endpoint":
+        return endpoint_env()
+    moto_server: EmbeddedS3 = request.getfixturevalue("moto_server")
+    return moto_server.env()
 
 
 @pytest.fixture(params=["local", "moto_server"])

@@ -1,7 +1,8 @@
 """Create-if-absent races: 16 writers, threads and separate processes, on S3 and locally.
 
 S3 races run against the serialized moto server, so the only atomicity under test is
-the store's conditional request, not luck in the emulator's threading.
+the store's conditional request, not luck in the emulator's threading; with
+``S3SPILL_CONFORMANCE_ENDPOINT`` set they run against that server too.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from s3spill.errors import AlreadyExists
 from s3spill.store import ObjectStore, open_store
 from s3spill.store.local import LocalStore
 from s3spill.store.s3.store import S3Store
-from s3spill.testing import EmbeddedS3
 
 WRITERS = 16
 
@@ -98,10 +98,10 @@ def race_processes(url: str, key: str, env: dict[str, str]) -> dict[int, str]:
                 proc.join()
 
 
-def test_threads_race_on_s3(server_store: S3Store) -> None:
+def test_threads_race_on_s3(http_s3_store: S3Store) -> None:
     """16 threads sharing one S3 store create one key: exactly one wins, the rest get AlreadyExists."""
-    outcomes = race_threads(lambda: server_store, "race/t")
-    check_one_winner(server_store, "race/t", outcomes)
+    outcomes = race_threads(lambda: http_s3_store, "race/t")
+    check_one_winner(http_s3_store, "race/t", outcomes)
 
 
 def test_threads_race_locally(local_store: LocalStore) -> None:
@@ -111,10 +111,10 @@ def test_threads_race_locally(local_store: LocalStore) -> None:
 
 
 @pytest.mark.slow
-def test_processes_race_on_s3(moto_server: EmbeddedS3, server_store: S3Store) -> None:
+def test_processes_race_on_s3(http_s3_store: S3Store, http_s3_env: dict[str, str]) -> None:
     """16 processes creating one key on S3 (configured from the AWS environment): one wins."""
-    outcomes = race_processes(server_store.url, "race/p", moto_server.env())
-    check_one_winner(server_store, "race/p", outcomes)
+    outcomes = race_processes(http_s3_store.url, "race/p", http_s3_env)
+    check_one_winner(http_s3_store, "race/p", outcomes)
 
 
 @pytest.mark.slow
