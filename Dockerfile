@@ -11,7 +11,7 @@
 FROM python:3.11.13-slim-bookworm@sha256:86adf8dbadc3d6e82ee5dd2c74bec2e1c2467cdad47886280501df722372d2e1 AS build
 
 # Extras to bake in, e.g. "local" for the embedded moto demo store; empty for production.
-ARG S3SPILL_EXTRAS=""
+ARG S3SPILL_EXTRAS="metrics"
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1

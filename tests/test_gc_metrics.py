@@ -36,7 +36,7 @@ def test_textfile_holds_counts_bytes_requests_and_outcome(tmp_path: Path) -> Non
     assert samples[("s3spill_gc_objects", (*base, ("status", "deleted")))] == 7
     assert samples[("s3spill_gc_bytes", (*base, ("status", "deleted")))] == 7000
     assert samples[("s3spill_gc_requests", (("operation", "delete_if_match"), *base))] == 7
-    assert samples[("s3spill_gc_journal_doubt_sessions", base)] == 1
+    assert samples[("s3spill_gc_journal_doubt_objects", base)] == 1
     assert samples[("s3spill_gc_last_success_timestamp_seconds", base)] == 1_700_000_000
 
 

@@ -22,6 +22,7 @@ class ExitCode(enum.IntEnum):
     CORRUPT = 5
     UNAVAILABLE = 6
     JOURNAL_DOUBT = 7
+    LOCKED = 8
     INTERNAL = 70
     INTERRUPTED = 130
     BROKEN_PIPE = 141
@@ -45,8 +46,11 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.JOURNAL_DOUBT: "`gc` finished, but some session's lease journal is in doubt (its "
     "manifest is missing or behind its own history or owner slots): everything in it was "
     "kept; look at it with `journal verify` (an alert, not a retry)",
+    ExitCode.LOCKED: "`gc` did not start: another run holds this scope's lock (in the store, "
+    "with an expiry); wait with `--lock-wait SECONDS`, or let the CronJob try again later",
     ExitCode.INTERNAL: "an unexpected error (a bug): run again with `--debug` for the traceback",
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+    ExitCode.INTERRUPTED: "interrupted: Ctrl-C, or SIGTERM during `gc apply`/`gc run`, which "
+    "finishes the sessions in flight and still prints the report of what it did",
     ExitCode.BROKEN_PIPE: "the reader of stdout went away (`head -0`); nothing else is printed",
 }
 

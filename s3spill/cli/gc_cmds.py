@@ -18,13 +18,22 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 from s3spill.cli.common import count, positive, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
+from s3spill.cli.gc_ops import (
+    DecisionReport,
+    Progress,
+    emit_metrics,
+    lock_scope,
+    ops_args,
+    renewing,
+    run_lock,
+    stop_on_sigterm,
+)
 from s3spill.config import TransferConfig
-from s3spill.errors import CleanupRefused, ConfigError
+from s3spill.errors import CleanupRefused, ConfigError, GcRunLocked
 from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.doc import CleanupPlan, load_plan_from_store, save_plan_to_store
 from s3spill.gc.metered import MeteredStore
@@ -96,6 +105,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                       "temporary directory, named in the output: yours to delete after applying)")
     plan.add_argument("--max-concurrency", type=positive, default=None,
                       help="sessions planned in parallel (default: TransferConfig.max_concurrency)")
+    ops_args(plan, deletes=False)
     plan.set_defaults(func=cmd_plan)
 
     apply = gcsub.add_parser("apply", help="apply a plan: condemn, revalidate, delete conditionally")
@@ -103,6 +113,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     apply.add_argument("--dry-run", action="store_true", help="revalidate nothing, delete nothing")
     _policy_args(apply)
     _apply_args(apply)
+    ops_args(apply, deletes=True)
     apply.set_defaults(func=cmd_apply)
 
     run = gcsub.add_parser("run", help="plan and apply in one process (a dry run unless --apply)")
@@ -111,6 +122,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run.add_argument("--apply", action="store_true", help="really delete (default: dry run)")
     run.add_argument("--out", metavar="FILE", help="keep the plan file here (default: a temporary "
                      "file, removed when the run ends)")
+    ops_args(run, deletes=True)
     run.set_defaults(func=cmd_run)
 
     def usage(_args: argparse.Namespace) -> int:
@@ -145,35 +157,18 @@ def _config(args: argparse.Namespace) -> TransferConfig:
     return TransferConfig()
 
 
-def _progress(total: int) -> tuple[Callable[[int], None], Callable[[], None]]:
-    """A tqdm bar on a TTY (if tqdm is installed); structured log lines every 5% otherwise."""
-    if sys.stderr.isatty():
-        try:
-            from tqdm import tqdm
-
-            bar = tqdm(total=total, unit="obj", desc="gc apply", file=sys.stderr)
-            seen = [0]
-
-            def update(done: int) -> None:
-                bar.update(done - seen[0])
-                seen[0] = done
-
-            return update, bar.close
-        except ImportError:
-            pass
-    step = max(1, total // 20)
-    last = [0]
-
-    def log_progress(done: int) -> None:
-        if done - last[0] >= step or done == total:
-            last[0] = done
-            log.info("gc.apply.progress", done=done, total=total)
-
-    return log_progress, lambda: None
+def _print(doc: dict[str, Any], report: DecisionReport) -> None:
+    """The summary: the report's last line, and stdout (compact off a TTY) unless replaced."""
+    if report.enabled:
+        doc = _without_items(doc)  # each decision has its own line in the report
+        report.summary(doc)
+    if not report.replaces_stdout:
+        indent = 2 if sys.stdout.isatty() else None
+        sys.stdout.write(json.dumps(doc, indent=indent, sort_keys=True, default=str) + "\n")
 
 
-def _print(doc: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+def _without_items(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: _without_items(v) if isinstance(v, dict) else v for k, v in doc.items() if k != "items"}
 
 
 def _remove(path: object) -> None:
@@ -182,6 +177,8 @@ def _remove(path: object) -> None:
 
 
 def _exit_code(report: CleanupReport) -> int:
+    if report.interrupted:
+        return int(ExitCode.INTERRUPTED)
     if report.journal_doubts:
         return EXIT_JOURNAL_DOUBT
     return EXIT_RACES if report.races else EXIT_OK
@@ -203,31 +200,66 @@ def _capabilities(args: argparse.Namespace, store: ObjectStore) -> StoreCapabili
     return report.capabilities()
 
 
-def _apply(args: argparse.Namespace, plan: CleanupPlan, dry_run: bool) -> CleanupReport:
+def _apply(args: argparse.Namespace, plan: CleanupPlan, dry_run: bool,
+           report: DecisionReport) -> CleanupReport:
+    """Apply under the scope's run lock (when it may delete), stopping cleanly on SIGTERM."""
     store = store_from_args(args)
     policy = _policy(args, dry_run=dry_run)  # apply's own policy: the plan's only narrows it
     caps = None if dry_run else _capabilities(args, store)
-    update, close = _progress(plan.footer.entries)
+    progress = Progress("apply", plan.footer.entries)
     try:
-        return apply_cleanup(store, plan, dry_run=dry_run, config=_config(args), capabilities=caps,
-                             policy=policy,
-                             rate_limit=args.rate_limit,
-                             force_unverified_deletes=args.force_unverified_deletes, progress=update)
+        with run_lock(args, store, plan.header.scope, plan.plan_id, deletes=not dry_run) as lock, \
+                stop_on_sigterm() as stop:
+            return apply_cleanup(
+                store, plan, dry_run=dry_run, config=_config(args), capabilities=caps, policy=policy,
+                rate_limit=args.rate_limit, force_unverified_deletes=args.force_unverified_deletes,
+                progress=renewing(progress.update, lock), stop=stop,
+                decisions=report.decision if report.enabled else None)
     finally:
-        close()
+        progress.close()
+
+
+def _finish(args: argparse.Namespace, report: DecisionReport, doc: dict[str, Any], code: int, *,
+            phase: str, scope: CleanupScope, started: float) -> int:
+    """Print the summary, publish metrics, close the report; returns the exit code."""
+    _print(doc, report)
+    counts = (doc.get("apply") or doc).get("counts", {})
+    log.info(f"gc.{phase}.done", exit_code=code, counts=counts)
+    metrics_doc = doc.get("apply") or doc
+    emit_metrics(args, phase=phase, scope=lock_scope(scope), doc=metrics_doc, exit_code=code,
+                 duration=time.monotonic() - started)
+    report.close()
+    return code
+
+
+def _failed(args: argparse.Namespace, report: DecisionReport, code: int, *, phase: str,
+            scope: CleanupScope | None, started: float) -> int:
+    emit_metrics(args, phase=phase, scope=lock_scope(scope or CleanupScope()), doc=None,
+                 exit_code=code, duration=time.monotonic() - started)
+    report.close()
+    return code
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    report = DecisionReport(args.report)
+    started = time.monotonic()
+    scope: CleanupScope | None = None
     try:
         scope = _scope(args)
         policy = _policy(args, dry_run=True)
         store = store_from_args(args)
         to_store = args.out == "store"
         meter = MeteredStore(store)
-        started = time.monotonic()
-        plan = plan_cleanup(meter, scope, policy, out=None if to_store or not args.out else args.out,
-                            config=_config(args))
-        doc = plan_report(plan, time.monotonic() - started, dict(meter.requests)).model_dump(mode="json")
+        progress = Progress("plan", None)
+        try:
+            plan = plan_cleanup(meter, scope, policy,
+                                out=None if to_store or not args.out else args.out,
+                                config=_config(args), progress=progress.update)
+        finally:
+            progress.close()
+        sessions = report.plan_decisions(plan) if report.enabled else _sessions(plan)
+        doc = plan_report(plan, time.monotonic() - started, dict(meter.requests),
+                          sessions=sessions).model_dump(mode="json")
         doc["plan_path"] = str(plan.path)
         if to_store:
             doc["plan_key"] = save_plan_to_store(store, plan)
@@ -239,49 +271,84 @@ def cmd_plan(args: argparse.Namespace) -> int:
             if not args.out:
                 doc["note"] = ("the plan file is in the temporary directory and yours to delete "
                                "once applied (or pass --out FILE or --out store)")
-        _print(doc)
-        return EXIT_JOURNAL_DOUBT if plan.footer.counts.get("retained_journal_doubt") else EXIT_OK
+        code = EXIT_JOURNAL_DOUBT if plan.footer.counts.get("retained_journal_doubt") else EXIT_OK
+        return _finish(args, report, doc, code, phase="plan", scope=scope, started=started)
     except CleanupRefused as exc:
-        return _refused(exc)
+        return _failed(args, report, _refused(exc), phase="plan", scope=scope, started=started)
+    except BaseException:
+        report.close()
+        raise
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
+    report = DecisionReport(args.report)
+    started = time.monotonic()
+    scope: CleanupScope | None = None
     try:
         downloaded = args.plan.startswith("store:")
         if downloaded:
             plan = load_plan_from_store(store_from_args(args), args.plan[len("store:"):])
         else:
             plan = CleanupPlan.open(args.plan)
+        scope = plan.header.scope
         try:
-            report = _apply(args, plan, dry_run=args.dry_run)
+            result = _apply(args, plan, args.dry_run, report)
         finally:
             if downloaded:  # our temporary copy of the stored plan
                 _remove(plan.path)
-        _print(report.model_dump(mode="json"))
-        return _exit_code(report)
+        return _finish(args, report, result.model_dump(mode="json"), _exit_code(result), phase="apply",
+                       scope=scope, started=started)
+    except GcRunLocked as exc:
+        return _failed(args, report, _locked(exc), phase="apply", scope=scope, started=started)
     except CleanupRefused as exc:
-        return _refused(exc)
+        return _failed(args, report, _refused(exc), phase="apply", scope=scope, started=started)
+    except BaseException:
+        report.close()
+        raise
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    report = DecisionReport(args.report)
+    started = time.monotonic()
+    scope: CleanupScope | None = None
     try:
         scope = _scope(args)
         policy = _policy(args, dry_run=not args.apply)
         store = store_from_args(args)
         meter = MeteredStore(store)
-        started = time.monotonic()
-        plan = plan_cleanup(meter, scope, policy, out=args.out, config=_config(args))
+        progress = Progress("plan", None)
         try:
-            planned = plan_report(plan, time.monotonic() - started, dict(meter.requests))
-            report = _apply(args, plan, dry_run=not args.apply)
+            plan = plan_cleanup(meter, scope, policy, out=args.out, config=_config(args),
+                                progress=progress.update)
+        finally:
+            progress.close()
+        try:
+            sessions = report.plan_decisions(plan) if report.enabled else _sessions(plan)
+            planned = plan_report(plan, time.monotonic() - started, dict(meter.requests),
+                                  sessions=sessions)
+            result = _apply(args, plan, not args.apply, report)
         finally:
             if not args.out:  # a plan nobody asked to keep does not outlive the run
                 _remove(plan.path)
-        _print({"plan": planned.model_dump(mode="json") | {
-                    "plan_path": str(plan.path), "plan_kept": bool(args.out)},
-                "apply": report.model_dump(mode="json")})
-        if planned.counts.get("retained_journal_doubt"):
-            return EXIT_JOURNAL_DOUBT
-        return _exit_code(report)
+        doc = {"plan": planned.model_dump(mode="json") | {
+                   "plan_path": str(plan.path), "plan_kept": bool(args.out)},
+               "apply": result.model_dump(mode="json")}
+        code = EXIT_JOURNAL_DOUBT if planned.counts.get("retained_journal_doubt") else _exit_code(result)
+        return _finish(args, report, doc, code, phase="apply", scope=scope, started=started)
+    except GcRunLocked as exc:
+        return _failed(args, report, _locked(exc), phase="apply", scope=scope, started=started)
     except CleanupRefused as exc:
-        return _refused(exc)
+        return _failed(args, report, _refused(exc), phase="apply", scope=scope, started=started)
+    except BaseException:
+        report.close()
+        raise
+
+
+def _sessions(plan: CleanupPlan) -> int:
+    """Distinct sessions the plan covers (the plan's log line and report agree on it)."""
+    return len({e.session_hash for e in plan.entries() if e.session_hash})
+
+
+def _locked(exc: GcRunLocked) -> int:
+    print(f"s3spill: locked: {exc}", file=sys.stderr)
+    return int(ExitCode.LOCKED)

@@ -20,10 +20,11 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from s3spill import failpoints, keys
 from s3spill.config import TransferConfig
@@ -119,11 +120,18 @@ class _Tally:
     sessions: int = 0
     deletions: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Receives every decision (one dict per object) for the JSON Lines report.
+    sink: Callable[[dict[str, Any]], None] | None = None
 
     def add(self, outcome: ApplyOutcome | str, entry: PlanEntry, reason: str = "") -> None:
         with self.lock:
             self.counts[outcome] += 1
             self.bytes[outcome] += entry.size
+            if self.sink is not None:
+                self.sink({"kind": "gc_decision", "phase": "apply", "outcome": outcome,
+                           "planned": entry.status, "object_kind": entry.object_kind,
+                           "key": entry.key, "session_hash": entry.session_hash,
+                           "size": entry.size, "reason": (reason or entry.reason)[:300]})
             if entry.status != "planned_delete":
                 return
             if outcome != "deleted" or len(self.items) < self.max_items:
@@ -487,6 +495,8 @@ def apply_cleanup(
     progress: Callable[[int], None] | None = None,
     metered: MeteredStore | None = None,
     policy: CleanupPolicy | None = None,
+    decisions: Callable[[dict[str, Any]], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> CleanupReport:
     """Apply a verified plan: condemn, revalidate, delete conditionally, record; report.
 
@@ -497,6 +507,12 @@ def apply_cleanup(
     ``policy.dry_run`` when a policy is given, else to the plan's. ``capabilities`` overrides what the store
     claims (pass the doctor's verified findings). Raises :class:`CleanupRefused` for a
     plan made against another store or when no safe delete method exists.
+
+    ``progress`` is called with the number of plan entries *finished* (not queued);
+    ``decisions`` receives one dict per object as it is decided (the JSON Lines report);
+    once ``stop`` is set (SIGTERM) no further session is started, the ones in flight
+    finish, and the report says ``interrupted`` — so a terminated run still reports
+    exactly what it did.
     """
     started_at = datetime.now(UTC)
     started = time.monotonic()
@@ -515,33 +531,43 @@ def apply_cleanup(
     method = choose_delete_method(caps, force_unverified=force_unverified_deletes)
     meter = metered or MeteredStore(store, rate_limit=rate_limit, capabilities=caps)
     config = config or TransferConfig()
-    tally = _Tally(max_report_items)
+    tally = _Tally(max_report_items, sink=decisions)
     run_id = f"{plan.plan_id[:40]}-{secrets.token_hex(4)}"
     clock = now or (lambda: datetime.now(UTC))
     applier = _Applier(meter, policy, method, ledger_factory, run_id, clock, tally, dry)
-    in_flight: set[Future[None]] = set()
+    in_flight: dict[Future[None], int] = {}
     done_entries = 0
+    interrupted = False
+
+    def finish(futures: Iterable[Future[None]]) -> None:
+        nonlocal done_entries
+        for fut in futures:
+            fut.result()
+            done_entries += in_flight.pop(fut)
+        if progress:
+            progress(done_entries)
+
     with ThreadPoolExecutor(max_workers=config.max_concurrency, thread_name_prefix="s3spill-gc") as pool:
         for shash, group in _session_groups(plan):
+            if stop is not None and stop.is_set():
+                interrupted = True
+                break
             if shash is None:
                 for e in group:
                     tally.add(e.status, e)
+                done_entries += len(group)
                 continue
-            in_flight.add(pool.submit(applier.session, shash, group))
-            done_entries += len(group)
+            in_flight[pool.submit(applier.session, shash, group)] = len(group)
             if len(in_flight) >= 2 * config.max_concurrency:
-                finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    fut.result()
-            if progress:
-                progress(done_entries)
-        for fut in in_flight:
-            fut.result()
+                finished, _ = wait(set(in_flight), return_when=FIRST_COMPLETED)
+                finish(finished)
+        finish(list(in_flight))
     report = CleanupReport(
         phase="apply", plan_id=plan.plan_id, dry_run=dry, delete_method=method, started_at=started_at,
         duration_seconds=round(time.monotonic() - started, 3), sessions=tally.sessions,
         counts=dict(tally.counts), bytes=dict(tally.bytes), requests=dict(meter.requests),
         items=tally.items, items_truncated=tally.truncated, recovered=dict(tally.recovered),
+        interrupted=interrupted,
     )
     log.info("gc.apply", plan_id=plan.plan_id, run_id=run_id, counts=report.counts,
              requests=report.requests, duration=report.duration_seconds)

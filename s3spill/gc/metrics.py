@@ -29,7 +29,7 @@ class RunMetrics:
     bytes: Mapping[str, int] = field(default_factory=dict)
     requests: Mapping[str, int] = field(default_factory=dict)
     duration_seconds: float = 0.0
-    #: Sessions whose journal evidence was in doubt (retained, needs a human).
+    #: Objects kept because their session's journal evidence was in doubt (needs a human).
     journal_doubt: int = 0
     #: The exit code the run ends with (0 ok; see the CLI's exit-code table).
     exit_code: int = 0
@@ -49,8 +49,8 @@ class RunMetrics:
                          [*labels, "operation"], registry=reg)
         duration = Gauge("s3spill_gc_duration_seconds", "Wall time of the last GC run", labels,
                          registry=reg)
-        doubt = Gauge("s3spill_gc_journal_doubt_sessions",
-                      "Sessions retained because their journal evidence was in doubt", labels,
+        doubt = Gauge("s3spill_gc_journal_doubt_objects",
+                      "Objects retained because their session's journal evidence was in doubt", labels,
                       registry=reg)
         exit_code = Gauge("s3spill_gc_exit_code", "Exit code of the last GC run (0 = ok)", labels,
                           registry=reg)

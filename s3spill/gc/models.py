@@ -269,6 +269,9 @@ class CleanupReport(Record):
     items_truncated: bool = False
     #: Condemnations left by an earlier, interrupted run that this run finished or lifted.
     recovered: dict[str, int] = Field(default_factory=dict)
+    #: The run was stopped (SIGTERM) before it reached every session; the counts say
+    #: exactly what it did, and the next run takes up the rest.
+    interrupted: bool = False
 
     @property
     def races(self) -> int:

@@ -350,6 +350,7 @@ def plan_cleanup(
     now: datetime | None = None,
     facts_reader: FactsReader = read_session_facts,
     config: TransferConfig | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> CleanupPlan:
     """List the store, fold each session's journal, and write a plan; never writes to the store.
 
@@ -358,6 +359,8 @@ def plan_cleanup(
     ``config.max_concurrency`` threads (their HEADs and journal reads overlap) with a
     bounded look-ahead; entries are written in listing order, so the plan is the same
     whatever the concurrency, and ``max_deletions`` is enforced in that order.
+    ``progress`` is called with the number of sessions planned so far (listing is
+    streamed, so no total is known in advance).
     """
     require_conditional_writes(store, purpose="GC")
     workers = (config or TransferConfig()).max_concurrency
@@ -377,11 +380,18 @@ def plan_cleanup(
     started = time.monotonic()
     window: deque[Future[list[PlanEntry]] | list[PlanEntry]] = deque()
 
+    planned_sessions = 0
+
     def drain(keep: int) -> None:
+        nonlocal planned_sessions
         while len(window) > keep:
             head = window.popleft()
             for entry in head.result() if isinstance(head, Future) else head:
                 planner.write(entry)
+            if isinstance(head, Future):
+                planned_sessions += 1
+                if progress:
+                    progress(planned_sessions)
 
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="s3spill-gc-plan") as pool:

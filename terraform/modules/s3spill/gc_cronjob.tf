@@ -3,8 +3,16 @@
 # One pod runs `s3spill gc run --apply --all`; with gc_shards = N > 1 the job is an indexed
 # job of N completions whose pod K runs `--shard K/N` (K = the pod's completion index,
 # 0-based, as `s3spill gc` expects). concurrencyPolicy Forbid: a run never overlaps the
-# previous one. The JSON report goes to stdout and structured JSON logs to stderr, so
-# `kubectl logs` shows both.
+# previous one (a manual `kubectl create job --from=cronjob/...` is kept apart by the run
+# lock in the store: it exits 8 instead of racing). The JSON report goes to stdout and
+# structured JSON logs to stderr, so `kubectl logs` shows both.
+#
+# The pod failure policy maps s3spill's exit codes (README "Exit codes and errors"):
+# a node drain or eviction never counts as a failure; exit codes that a retry a few
+# seconds later cannot change (2 usage, 3 races — the next scheduled run takes them up —,
+# 4 refused, 5 corrupt, 7 journal doubt, 8 another run holds the lock) end the Job at
+# once instead of burning its retries; 6 (store unavailable) and anything else is retried
+# up to backoff_limit.
 
 locals {
   gc_labels = merge(var.labels, {
@@ -14,7 +22,8 @@ locals {
 
   gc_base_args  = ["--log-level", "INFO", "gc", "run", "--apply", "--all"]
   gc_shard_args = var.gc_shards > 1 ? ["--shard", "$(S3SPILL_SHARD_INDEX)/${var.gc_shards}"] : []
-  gc_args       = concat(local.gc_base_args, local.gc_shard_args, var.gc_extra_args)
+  gc_push_args  = var.gc_pushgateway != "" ? ["--pushgateway", var.gc_pushgateway] : []
+  gc_args       = concat(local.gc_base_args, local.gc_shard_args, local.gc_push_args, var.gc_extra_args)
 }
 
 resource "kubernetes_service_account_v1" "gc" {
@@ -58,11 +67,29 @@ resource "kubernetes_cron_job_v1" "gc" {
       }
 
       spec {
-        completion_mode            = var.gc_shards > 1 ? "Indexed" : "NonIndexed"
-        completions                = var.gc_shards
-        parallelism                = min(var.gc_parallelism, var.gc_shards)
-        backoff_limit              = 2
-        active_deadline_seconds    = var.gc_active_deadline_seconds
+        completion_mode         = var.gc_shards > 1 ? "Indexed" : "NonIndexed"
+        completions             = var.gc_shards
+        parallelism             = min(var.gc_parallelism, var.gc_shards)
+        backoff_limit           = 2
+        active_deadline_seconds = var.gc_active_deadline_seconds
+
+        pod_failure_policy {
+          rule {
+            action = "Ignore"
+            on_pod_condition {
+              type   = "DisruptionTarget"
+              status = "True"
+            }
+          }
+          rule {
+            action = "FailJob"
+            on_exit_codes {
+              container_name = "gc"
+              operator       = "In"
+              values         = [2, 3, 4, 5, 7, 8]
+            }
+          }
+        }
         ttl_seconds_after_finished = 604800
 
         template {

@@ -168,6 +168,12 @@ variable "gc_extra_args" {
   default     = []
 }
 
+variable "gc_pushgateway" {
+  description = "Prometheus Pushgateway (host:port) the GC job pushes its metrics to; empty: no push. Example alert rules: deploy/prometheus/s3spill-gc-alerts.yml."
+  type        = string
+  default     = ""
+}
+
 variable "gc_active_deadline_seconds" {
   description = "Hard time limit of one GC job run; a killed run is finished or undone by the next one."
   type        = number
