@@ -137,17 +137,20 @@ _GENERIC = {
 }
 
 
+def _refused(name: str) -> Probe:
+    title, needed = _GENERIC.get(name, (name.replace("_", " "), "info"))
+    return Probe(name=name, title=title, honoured=False, needed_by=needed,
+                 detail="the store refused the request as not implemented (501 NotImplemented)")
+
+
 def _run(fn: ProbeFn) -> Probe:
     try:
         return fn()
     except UnsupportedOperation as exc:
         # 501 NotImplemented (LocalStack's answer to If-Match on DeleteObject) is a clear
         # "no": the guarantee is not honoured, which is not the same as "not probed".
-        name = getattr(fn, "probe_name", fn.__name__)
-        title, needed = _GENERIC.get(name, (name.replace("_", " "), "info"))
-        log.warning("doctor.probe_refused", probe=name, error=type(exc).__name__)
-        return Probe(name=name, title=title, honoured=False, needed_by=needed,
-                     detail="the store refused the request as not implemented (501 NotImplemented)")
+        log.warning("doctor.probe_refused", probe=fn.__name__, error=type(exc).__name__)
+        return _refused(getattr(fn, "probe_name", fn.__name__))
     except S3SpillError as exc:
         name = getattr(fn, "probe_name", fn.__name__)
         log.warning("doctor.probe_failed", probe=name, error=type(exc).__name__)
@@ -467,7 +470,7 @@ def _probe_conditional_writes(store: ObjectStore) -> DoctorReport | bool | None:
             except StoreUnavailable:
                 return None
             except UnsupportedOperation:
-                probes.append(_run(fn))
+                probes.append(_refused(fn.__name__))
             except S3SpillError as exc:
                 log.warning("store.capability_probe_failed", probe=fn.__name__, error=type(exc).__name__)
                 return None

@@ -406,3 +406,22 @@ def test_spiller_on_an_ignoring_store_spills_and_warns_once(local_store: ObjectS
     assert all(r.spilled for r in results)
     err = capsys.readouterr().err
     assert err.count("STORE_IGNORES_CONDITIONAL_WRITES") == 1
+
+
+def test_leftover_condemnation_of_a_published_artifact_is_not_finished(local_store: ObjectStore,
+                                                                      tmp_path: Path) -> None:
+    """A condemnation left by an earlier run is not finished by deleting while an owner slot publishes it."""
+    from s3spill.leases.journal import CondemnItem
+
+    store = local_store
+    shash = keys.session_hash("s1")
+    name = put_artifact(store, "s1", b"expired lease, live reference\n", index=False)
+    _publish(store, "s1", name, "tx-a", retain_until=later(-timedelta(days=2)))
+    claim = claim_for(store, "s1", name)
+    journal = LeaseJournal(store, "s1", clock=later)
+    verdicts = journal.condemn_batch([CondemnItem(claim.source_id, claim.sha256)], "crashed-run")
+    assert verdicts == {claim.source_id: "condemned"}  # the lease expired: the journal allows it
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    report = apply_cleanup(store, plan, now=later)
+    assert "deleted" not in report.counts and report.recovered == {}
+    assert _exists(store, keys.artifact_key(shash, name))

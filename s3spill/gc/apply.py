@@ -271,8 +271,8 @@ class _Applier:
         work: dict[str, _Work] = {}
         # Condemnations an interrupted (or concurrent) run left behind: adopt and finish them.
         for name, cf in sorted(facts.condemned.items()):
-            if not _layout_ok(shash, name):
-                continue
+            if not _layout_ok(shash, name) or name in published:
+                continue  # a published slot outranks a leftover condemnation: never delete it
             work[name] = _Work(name, cf, None, None, takeover=cf.run_id)
         for e in planned:
             assert e.snapshot is not None and e.name is not None
