@@ -14,6 +14,8 @@ import pytest
 
 from s3spill.cli import main
 from s3spill.cli.exitcodes import ExitCode, markdown_table
+from s3spill.store import ObjectStore
+from s3spill.store.local import LocalStore
 from s3spill.testing import EmbeddedS3, child_env
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -169,3 +171,30 @@ def test_grep_without_match_and_stdin_round_trip_keep_their_codes(
     assert main([*base, "spill"]) == 0
     sid = capsysbinary.readouterr().out.splitlines()[0].decode()
     assert main([*base, "grep", sid, "zzz"]) == ExitCode.NEGATIVE
+
+
+def test_journal_verify_exits_corrupt_when_the_manifest_fails_its_digest(
+        store: ObjectStore, capsys: pytest.CaptureFixture[str]) -> None:
+    """A manifest whose bytes no longer match their stored SHA-256 is corrupt: exit 5, not 2."""
+    from s3spill import keys
+    from tests.journal_helpers import SESSION, put_artifact
+
+    claim, _ = put_artifact(store)
+    assert main(["--store", store.url, "--session", SESSION, "ref", "publish", claim.source_id]) == 0
+    key = keys.manifest_key(keys.session_hash(SESSION))
+    info = store.head(key)
+    raw = store.get(key)
+    # Same length, still valid JSON, same records: only the digest can tell.
+    at = raw.index(b'"created_at":"') + len(b'"created_at":"2')
+    tampered = raw[:at] + (b"1" if raw[at:at + 1] != b"1" else b"3") + raw[at + 1:]
+    if isinstance(store, LocalStore):  # flip body bytes in place; the trailer keeps the old digest
+        path = store.root / "objects" / key
+        path.write_bytes(tampered + path.read_bytes()[len(raw):])
+    else:
+        client, bucket = store.client, store.bucket  # type: ignore[attr-defined]
+        client.put_object(Bucket=bucket, Key=store.full_key(key),  # type: ignore[attr-defined]
+                          Body=tampered, Metadata=info.metadata)
+    capsys.readouterr()
+    code = main(["--store", store.url, "--session", SESSION, "journal", "verify"])
+    err = capsys.readouterr().err
+    assert code == ExitCode.CORRUPT and err.startswith("s3spill: error: ") and err.count("\n") == 1

@@ -9,6 +9,7 @@ command has started, it exits with that command's status, as a shell would.
 from __future__ import annotations
 
 import enum
+import textwrap
 
 
 class ExitCode(enum.IntEnum):
@@ -64,6 +65,8 @@ def markdown_table() -> str:
 
 def help_epilog() -> str:
     """The table as plain text for ``s3spill --help``."""
-    lines = ["exit codes (`run` exits with its command's own status):"]
-    lines += [f"  {int(code):>3}  {MEANINGS[code].replace('`', '')}" for code in ExitCode]
+    lines = ["exit codes (run exits with its command's own status):"]
+    lines += [textwrap.fill(MEANINGS[code].replace("`", ""), width=88,
+                            initial_indent=f"  {int(code):>3}  ", subsequent_indent=" " * 7)
+              for code in ExitCode]
     return "\n".join(lines)
