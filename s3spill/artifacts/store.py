@@ -69,6 +69,7 @@ from datetime import UTC, datetime
 from pydantic import ValidationError
 
 from s3spill import keys
+from s3spill.artifacts.frames import SNIFF_BYTES as _SNIFF
 from s3spill.artifacts.frames import FrameEncoder, choose_codec
 from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
@@ -99,14 +100,16 @@ _CHUNK_CACHE_BYTES = 8 * 1024 * 1024
 SourceRef = str | keys.SourceId | ArtifactReference | ArtifactMemoryReference
 
 
-def _peek(chunks: Iterator[bytes], limit: int) -> tuple[bytes, Iterator[bytes] | None]:
-    """Up to ``limit`` bytes, and the rest of ``chunks`` (None when they ended first)."""
-    buffer = bytearray()
+def _peek(chunks: Iterator[bytes], limit: int) -> tuple[list[bytes], Iterator[bytes] | None]:
+    """The first chunks, up to ``limit`` bytes, and the rest (None when they ended first)."""
+    head: list[bytes] = []
+    size = 0
     for chunk in chunks:
-        buffer += chunk
-        if len(buffer) >= limit:
-            return bytes(buffer), chunks
-    return bytes(buffer), None
+        head.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            return head, chunks
+    return head, None
 
 
 @dataclass(frozen=True)
@@ -149,17 +152,22 @@ class ArtifactStore:
         rest: Iterator[bytes] | None = None
         if isinstance(stream, (bytes, bytearray, memoryview)):
             view = memoryview(stream).cast("B")
-            first = bytes(view[: self.config.index_chunk_size])
+            head = [bytes(view[: self.config.index_chunk_size])]
             source = functools.partial(iter_body, view, self.config.index_chunk_size)
         else:
-            first, rest = _peek(iter_body(stream, self.config.index_chunk_size),
-                                self.config.multipart_threshold)
-            source = None if rest is not None else functools.partial(iter, (first,))
-        codec = choose_codec(self.config, first)
+            head, rest = _peek(iter_body(stream, self.config.index_chunk_size),
+                               self.config.multipart_threshold)
+            source = None if rest is not None else functools.partial(iter, head)
+        sniff = bytearray()
+        for chunk in head:
+            sniff += chunk[: _SNIFF - len(sniff)]
+            if len(sniff) >= _SNIFF:
+                break
+        codec = choose_codec(self.config, bytes(sniff))
         for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
             name = keys.new_artifact_name(tool, created_at)
             encoder = FrameEncoder(self.config, codec)
-            chunks = source() if source is not None else itertools.chain((first,), rest or ())
+            chunks = source() if source is not None else itertools.chain(head, rest or ())
             akey = keys.artifact_key(shash, name)
             try:
                 put = self.store.put_if_absent(akey, StreamedBody(encoder.frames(chunks)),
