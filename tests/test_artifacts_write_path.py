@@ -22,7 +22,7 @@ from s3spill.spill.spiller import Spiller
 from s3spill.store import ObjectStore
 from s3spill.store.commit import content_info
 from s3spill.store.s3.store import S3Store
-from s3spill.testing import inject_http_errors
+from s3spill.testing import drop_response_after_send, inject_http_errors
 from tests.artifact_support import CountingStore, overwrite, read_all, stored_content
 from tests.conftest import TEST_CONFIG
 
@@ -214,3 +214,16 @@ def test_the_spiller_degrades_on_a_409_at_completion(server_store: S3Store) -> N
     assert result.degraded_reason and "StreamNotReplayable" in result.degraded_reason
     assert "could NOT be saved" in result.context_text and "artifact:" not in result.context_text
     assert not [o for o in server_store.list("") if o.key.endswith(".idx")]
+
+
+def test_a_lost_answer_to_a_streamed_completion_is_read_back(server_store: S3Store) -> None:
+    """The completion lands but its answer is lost: the put id found by HEAD makes it a win."""
+    arts = ArtifactStore(server_store, RAW, session_id="S")
+    data = os.urandom(11 * MiB)
+    faults = drop_response_after_send(server_store.client, "CompleteMultipartUpload")
+    try:
+        ref = arts.write("S", _stream(data), "bash")
+    finally:
+        faults.remove()
+    assert faults.fired == 1
+    assert b"".join(arts.iter_verified(ref.source_id)) == data
