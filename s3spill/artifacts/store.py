@@ -48,11 +48,15 @@ in a small cache, so re-fitting a page to its budget never fetches a chunk twice
 Any mismatch raises :class:`IntegrityError` naming the source id. :meth:`grep` streams all
 chunks and also checks the full SHA-256 before returning.
 
-Threat model in one line: accidental corruption or an unconditional overwrite of the body
-*or* of the index is always detected; a writer who replaces body and index consistently
-(with metadata to match) is detected by :meth:`verify` and :meth:`grep` against the full
-SHA-256 (its 64-bit prefix is in the source id, all of it in an ``ArtifactReference``), but
-not by a single page read, which checks only the chunks it touches.
+Threat model: accidental corruption or an unconditional overwrite of the body is always
+detected (the index pins its ETag, each frame its raw SHA-256), and so is a damaged or
+replaced index that misdescribes the bytes a read touches. A version 2 index cannot be
+pinned by a body written before it, so a deliberate rewrite of only its descriptive fields
+(tool, label, created_at) that keeps the body's ETag is not detected; a version 1 index
+is pinned whole. A writer who replaces body and index consistently is detected by
+:meth:`verify` and :meth:`grep` against the full SHA-256 (its 64-bit prefix is in the
+source id, all of it in an ``ArtifactReference``), but not by a single page read, which
+checks only the chunks it touches.
 """
 
 from __future__ import annotations
