@@ -7,6 +7,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import zstandard
@@ -16,15 +17,19 @@ from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import MiB
 from s3spill.context.policy import SpillPolicy
 from s3spill.errors import DanglingReference, IntegrityError, StreamNotReplayable
+from s3spill.gc.apply import apply_cleanup
+from s3spill.gc.models import CleanupPolicy, CleanupScope
+from s3spill.gc.plan import plan_cleanup
 from s3spill.leases.journal import LeaseJournal
 from s3spill.models import ArtifactRetentionClaim
 from s3spill.spill.spiller import Spiller
 from s3spill.store import ObjectStore
 from s3spill.store.commit import content_info
 from s3spill.store.s3.store import S3Store
-from s3spill.testing import inject_http_errors
+from s3spill.testing import drop_response_after_send, inject_http_errors
 from tests.artifact_support import CountingStore, overwrite, read_all, stored_content
 from tests.conftest import TEST_CONFIG
+from tests.gc_helpers import later
 
 CHUNK = 4096
 TEXT = TEST_CONFIG.model_copy(update={"index_chunk_size": CHUNK})
@@ -214,3 +219,36 @@ def test_the_spiller_degrades_on_a_409_at_completion(server_store: S3Store) -> N
     assert result.degraded_reason and "StreamNotReplayable" in result.degraded_reason
     assert "could NOT be saved" in result.context_text and "artifact:" not in result.context_text
     assert not [o for o in server_store.list("") if o.key.endswith(".idx")]
+
+
+def test_a_lost_answer_to_a_streamed_completion_is_read_back(server_store: S3Store) -> None:
+    """The completion lands but its answer is lost: the put id found by HEAD makes it a win."""
+    arts = ArtifactStore(server_store, RAW, session_id="S")
+    data = os.urandom(11 * MiB)
+    faults = drop_response_after_send(server_store.client, "CompleteMultipartUpload")
+    try:
+        ref = arts.write("S", _stream(data), "bash")
+    finally:
+        faults.remove()
+    assert faults.fired == 1
+    assert b"".join(arts.iter_verified(ref.source_id)) == data
+
+
+def test_gc_deletes_an_orphaned_committed_artifact_and_keeps_a_claimed_one(
+    store: ObjectStore, tmp_path: Path
+) -> None:
+    """GC reads a streamed artifact's digest from its commit record: claimed stays, orphan goes."""
+    arts = ArtifactStore(store, TEXT, session_id="s1")
+    orphan = arts.write("s1", _stream(_log(3000)), "bash")
+    kept = arts.write("s1", _stream(_log(2000)), "bash")
+    LeaseJournal(store, "s1").publish_reference(
+        ArtifactRetentionClaim(source_id=kept.source_id, sha256=kept.sha256), lambda: None,
+        transaction_id="tx-kept")
+    policy = CleanupPolicy(dry_run=False)
+    plan = plan_cleanup(store, CleanupScope(), policy, out=tmp_path / "p", now=later())
+    statuses = {e.name: e.status for e in plan.entries() if e.object_kind == "artifact"}
+    assert statuses == {orphan.name: "planned_delete", kept.name: "retained_referenced"}
+    assert apply_cleanup(store, plan, now=later).counts["deleted"] == 1
+    assert [o.key for o in store.list("") if "/artifacts/" in o.key] == sorted(
+        [keys.artifact_key(kept.session_hash, kept.name), keys.index_key(kept.session_hash, kept.name)])
+    assert arts.verify(kept.source_id).sha256 == kept.sha256

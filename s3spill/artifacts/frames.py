@@ -25,7 +25,7 @@ from s3spill.artifacts.index import Codec, ContentStats, IndexBuilder
 from s3spill.config import TransferConfig
 
 #: Bytes looked at to decide whether an output is text (``auto`` compression).
-_SNIFF = 64 * 1024
+SNIFF_BYTES = 64 * 1024
 
 
 def choose_codec(config: TransferConfig, first: bytes) -> Codec:
@@ -34,7 +34,7 @@ def choose_codec(config: TransferConfig, first: bytes) -> Codec:
         return "identity"
     if config.artifact_compression == "zstd":
         return "zstd"
-    return "identity" if b"\0" in first[:_SNIFF] else "zstd"
+    return "identity" if b"\0" in first[:SNIFF_BYTES] else "zstd"
 
 
 class FrameEncoder:

@@ -48,11 +48,15 @@ in a small cache, so re-fitting a page to its budget never fetches a chunk twice
 Any mismatch raises :class:`IntegrityError` naming the source id. :meth:`grep` streams all
 chunks and also checks the full SHA-256 before returning.
 
-Threat model in one line: accidental corruption or an unconditional overwrite of the body
-*or* of the index is always detected; a writer who replaces body and index consistently
-(with metadata to match) is detected by :meth:`verify` and :meth:`grep` against the full
-SHA-256 (its 64-bit prefix is in the source id, all of it in an ``ArtifactReference``), but
-not by a single page read, which checks only the chunks it touches.
+Threat model: accidental corruption or an unconditional overwrite of the body is always
+detected (the index pins its ETag, each frame its raw SHA-256), and so is a damaged or
+replaced index that misdescribes the bytes a read touches. A version 2 index cannot be
+pinned by a body written before it, so a deliberate rewrite of only its descriptive fields
+(tool, label, created_at) that keeps the body's ETag is not detected; a version 1 index
+is pinned whole. A writer who replaces body and index consistently is detected by
+:meth:`verify` and :meth:`grep` against the full SHA-256 (its 64-bit prefix is in the
+source id, all of it in an ``ArtifactReference``), but not by a single page read, which
+checks only the chunks it touches.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ from datetime import UTC, datetime
 from pydantic import ValidationError
 
 from s3spill import keys
+from s3spill.artifacts.frames import SNIFF_BYTES as _SNIFF
 from s3spill.artifacts.frames import FrameEncoder, choose_codec
 from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
@@ -100,14 +105,16 @@ _CHUNK_CACHE_BYTES = 8 * 1024 * 1024
 SourceRef = str | keys.SourceId | ArtifactReference | ArtifactMemoryReference
 
 
-def _peek(chunks: Iterator[bytes], limit: int) -> tuple[bytes, Iterator[bytes] | None]:
-    """Up to ``limit`` bytes, and the rest of ``chunks`` (None when they ended first)."""
-    buffer = bytearray()
+def _peek(chunks: Iterator[bytes], limit: int) -> tuple[list[bytes], Iterator[bytes] | None]:
+    """The first chunks, up to ``limit`` bytes, and the rest (None when they ended first)."""
+    head: list[bytes] = []
+    size = 0
     for chunk in chunks:
-        buffer += chunk
-        if len(buffer) >= limit:
-            return bytes(buffer), chunks
-    return bytes(buffer), None
+        head.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            return head, chunks
+    return head, None
 
 
 @dataclass(frozen=True)
@@ -150,17 +157,22 @@ class ArtifactStore:
         rest: Iterator[bytes] | None = None
         if isinstance(stream, (bytes, bytearray, memoryview)):
             view = memoryview(stream).cast("B")
-            first = bytes(view[: self.config.index_chunk_size])
+            head = [bytes(view[: self.config.index_chunk_size])]
             source = functools.partial(iter_body, view, self.config.index_chunk_size)
         else:
-            first, rest = _peek(iter_body(stream, self.config.index_chunk_size),
-                                self.config.multipart_threshold)
-            source = None if rest is not None else functools.partial(iter, (first,))
-        codec = choose_codec(self.config, first)
+            head, rest = _peek(iter_body(stream, self.config.index_chunk_size),
+                               self.config.multipart_threshold)
+            source = None if rest is not None else functools.partial(iter, head)
+        sniff = bytearray()
+        for chunk in head:
+            sniff += chunk[: _SNIFF - len(sniff)]
+            if len(sniff) >= _SNIFF:
+                break
+        codec = choose_codec(self.config, bytes(sniff))
         for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
             name = keys.new_artifact_name(tool, created_at)
             encoder = FrameEncoder(self.config, codec)
-            chunks = source() if source is not None else itertools.chain((first,), rest or ())
+            chunks = source() if source is not None else itertools.chain(head, rest or ())
             akey = keys.artifact_key(shash, name)
             try:
                 put = self.store.put_if_absent(akey, StreamedBody(encoder.frames(chunks)),

@@ -9,21 +9,37 @@ is abandoned, never completed, if they differ. The completion carries the write'
 condition (``If-None-Match: *`` or ``If-Match``); its failures are interpreted by the
 caller (:class:`~s3spill.store.s3.store.S3Store`), which reads back the put id and, on a 409, starts a
 fresh upload from the beginning of the payload as S3 requires.
+
+A :class:`~s3spill.store.payload.StreamedBody` takes the other road
+(:func:`upload_stream` / :func:`put_stream`): parts in parallel as the stream arrives,
+nothing kept, and so no restart — a 409 there is :class:`~s3spill.errors.StreamNotReplayable`.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
+import zlib
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from s3spill.errors import IntegrityError
+from botocore.exceptions import ClientError
+
+from s3spill.errors import (
+    AlreadyExists,
+    IntegrityError,
+    PreconditionFailed,
+    StoreUnavailable,
+    StreamNotReplayable,
+)
 from s3spill.log import get_logger
+from s3spill.store.base import META_PUT_ID, PutResult
 from s3spill.store.payload import Payload, b64_sha256
 from s3spill.store.retry import Attempts
+from s3spill.store.s3.errors import Kind, classify
 from s3spill.store.s3.ops import S3Ops
 
 MAX_PARTS = 10_000
@@ -96,8 +112,10 @@ def upload_stream(
 
     Why parallel: a part's round trip is mostly waiting, and the producer (hashing,
     compressing) keeps the CPU busy meanwhile. Memory is bounded by the parts in flight
-    plus the one being filled: ``(max_concurrency + 1) * part_size``. Each part carries
-    its own ``ChecksumSHA256``, computed on the worker thread (hashlib releases the GIL).
+    plus the one being filled: ``(max_concurrency + 1) * part_size``. Each part carries a
+    ``ChecksumCRC32`` (S3 verifies it in transit): the producer already hashed every byte
+    with SHA-256 into its index, which every read verifies end to end, so a third
+    SHA-256 pass here would buy nothing but time (zlib's CRC32 is ~10x cheaper).
     The completion's failures are the caller's to interpret; since the stream cannot be
     sent again, a 409 there is final (see :class:`~s3spill.errors.StreamNotReplayable`).
     """
@@ -106,7 +124,7 @@ def upload_stream(
         "create_multipart_upload", full, attempts=attempts,
         fn=functools.partial(
             client.create_multipart_upload, Bucket=ops.bucket, Key=full, Metadata=metadata,
-            ContentType=content_type, ChecksumAlgorithm="SHA256"))
+            ContentType=content_type, ChecksumAlgorithm="CRC32"))
     upload_id = created["UploadId"]
     part_attempts = Attempts()
     completed = False
@@ -116,13 +134,13 @@ def upload_stream(
     parts: list[dict[str, Any]] = []
 
     def send(number: int, piece: bytes) -> dict[str, Any]:
-        checksum = b64_sha256(piece)
+        checksum = base64.b64encode(zlib.crc32(piece).to_bytes(4, "big")).decode()
         response = ops.call(
             "upload_part", full, attempts=part_attempts,
             fn=functools.partial(
                 client.upload_part, Bucket=ops.bucket, Key=full, UploadId=upload_id,
-                PartNumber=number, Body=piece, ChecksumSHA256=checksum))
-        return {"PartNumber": number, "ETag": response["ETag"], "ChecksumSHA256": checksum}
+                PartNumber=number, Body=piece, ChecksumCRC32=checksum))
+        return {"PartNumber": number, "ETag": response["ETag"], "ChecksumCRC32": checksum}
 
     def submit(piece: bytes) -> None:
         number = len(parts) + len(in_flight) + 1
@@ -159,3 +177,62 @@ def upload_stream(
         attempts.count += part_attempts.count
         if not completed:
             _abort(ops, full, upload_id)
+
+
+def put_stream(
+    ops: S3Ops, key: str, full: str, first: bytes, rest: Iterator[bytes],
+    metadata: dict[str, str], content_type: str, condition: dict[str, str], put_id: str,
+    attempts: Attempts, *, create: bool,
+) -> PutResult:
+    """:func:`upload_stream`, with every failure read back and named (won, lost, unknown).
+
+    Our put id on the object means our completion landed though its answer was lost. A
+    409 (or a vanished upload that is not ours) cannot be retried: the stream is spent.
+    """
+    counted = _Counted(first, rest)
+    try:
+        response = upload_stream(ops, full, first, counted, metadata, content_type, condition,
+                                 attempts)
+        return PutResult(key=key, etag=response["ETag"], size=counted.size, sha256=None,
+                         version_id=_version(response))
+    except (ClientError, StoreUnavailable) as exc:
+        head = ops.head_raw(full)
+        if head is not None and head.get("Metadata", {}).get(META_PUT_ID) == put_id:
+            attempts.ambiguous = True
+            return PutResult(key=key, etag=head["ETag"], size=int(head["ContentLength"]),
+                             sha256=None, version_id=_version(head))
+        if isinstance(exc, StoreUnavailable):
+            raise
+        kind = classify(exc)
+        if kind is Kind.DIGEST:
+            raise IntegrityError(f"store refused our checksum for {key}: {exc}") from exc
+        if kind in (Kind.CONFLICT, Kind.NO_SUCH_UPLOAD):
+            raise StreamNotReplayable(
+                f"completing the upload of {key} met a conflict and its one-shot body cannot"
+                " be sent again: nothing was saved", key=key) from exc
+        if kind in (Kind.PRECONDITION, Kind.NOT_FOUND):
+            if create:
+                raise AlreadyExists(f"object exists: {key}", key=key) from exc
+            raise PreconditionFailed(f"ETag mismatch or missing object: {key}", key=key) from exc
+        raise ops.translate(exc, key) from exc
+
+
+class _Counted:
+    """The rest of a stream, counting the bytes that pass (the size is known only at the end)."""
+
+    def __init__(self, first: bytes, rest: Iterator[bytes]) -> None:
+        self.size = len(first)
+        self._rest = rest
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        chunk = next(self._rest)
+        self.size += len(chunk)
+        return chunk
+
+
+def _version(response: dict[str, Any]) -> str | None:
+    version = response.get("VersionId")
+    return None if version in (None, "", "null") else str(version)

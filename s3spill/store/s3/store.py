@@ -43,7 +43,6 @@ from s3spill.errors import (
     NotFound,
     PreconditionFailed,
     StoreUnavailable,
-    StreamNotReplayable,
 )
 from s3spill.store.base import (
     META_PUT_ID,
@@ -60,7 +59,7 @@ from s3spill.store.base import (
 from s3spill.store.payload import Payload, StreamedBody, b64_sha256, prepare
 from s3spill.store.retry import Attempts
 from s3spill.store.s3.errors import Kind, classify
-from s3spill.store.s3.multipart import upload_multipart, upload_stream
+from s3spill.store.s3.multipart import put_stream, upload_multipart
 from s3spill.store.s3.ops import S3Ops
 from s3spill.store.s3.read import read_object
 
@@ -240,34 +239,8 @@ class S3Store(ObjectStore):
         attempts = Attempts()
         if mode == "replace":
             self._precheck_replace(key, full, str(etag))
-        counted = _Counted(first, rest)
-        try:
-            response = upload_stream(self.ops, full, first, counted, meta, content_type, cond,
-                                     attempts)
-            result = PutResult(key=key, etag=response["ETag"], size=counted.size, sha256=None,
-                               version_id=_version(response))
-        except (ClientError, StoreUnavailable) as exc:
-            head = self.ops.head_raw(full)
-            if head is not None and head.get("Metadata", {}).get(META_PUT_ID) == put_id:
-                attempts.ambiguous = True  # our completion landed; its answer was lost
-                result = PutResult(key=key, etag=head["ETag"], size=int(head["ContentLength"]),
-                                   sha256=None, version_id=_version(head))
-            else:
-                if isinstance(exc, StoreUnavailable):
-                    raise
-                kind = classify(exc)
-                if kind is Kind.DIGEST:
-                    raise IntegrityError(f"store refused our checksum for {key}: {exc}") from exc
-                if kind in (Kind.CONFLICT, Kind.NO_SUCH_UPLOAD):
-                    raise StreamNotReplayable(
-                        f"completing the upload of {key} met a conflict and its one-shot body"
-                        " cannot be sent again: nothing was saved", key=key) from exc
-                if kind in (Kind.PRECONDITION, Kind.NOT_FOUND):
-                    if mode == "create":
-                        raise AlreadyExists(f"object exists: {key}", key=key) from exc
-                    raise PreconditionFailed(
-                        f"ETag mismatch or missing object: {key}", key=key) from exc
-                raise self.ops.translate(exc, key) from exc
+        result = put_stream(self.ops, key, full, first, rest, meta, content_type, cond, put_id,
+                            attempts, create=mode == "create")
         self.ops.log("put_if_absent" if mode == "create" else "put_if_match", key, started,
                      attempts, result.size, multipart=True, streamed=True,
                      ambiguous=attempts.ambiguous)
@@ -451,22 +424,6 @@ class S3Store(ObjectStore):
 
     def close(self) -> None:
         self.client.close()
-
-
-class _Counted:
-    """The rest of a stream, counting the bytes that pass (the size is known only at the end)."""
-
-    def __init__(self, first: bytes, rest: Iterator[bytes]) -> None:
-        self.size = len(first)
-        self._rest = rest
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        chunk = next(self._rest)
-        self.size += len(chunk)
-        return chunk
 
 
 def _version(response: dict[str, Any]) -> str | None:
