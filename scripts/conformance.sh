@@ -53,6 +53,8 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+trap "exit 143" TERM
+trap "exit 130" INT
 
 find_python313() {
   if [ -n "${S3SPILL_PYTHON313:-}" ]; then echo "$S3SPILL_PYTHON313"; return; fi
