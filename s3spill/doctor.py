@@ -106,6 +106,9 @@ def run_doctor(store: ObjectStore) -> DoctorReport:
     scratch = f"{SCRATCH}/{secrets.token_hex(8)}"
     probes: list[Probe] = []
     s3 = _s3_parts(store)
+    # One listing first: an unreachable endpoint, a missing bucket or missing credentials
+    # is an error of its own (raised), not a report of guarantees that "could not be probed".
+    next(iter(store.list(scratch + "/")), None)
     try:
         for probe in _generic_probes(store, scratch):
             probes.append(_run(probe))
@@ -122,9 +125,26 @@ def run_doctor(store: ObjectStore) -> DoctorReport:
 ProbeFn = Callable[[], Probe]
 
 
+#: Title and need of the generic probes, for a refusal that ends a probe early.
+_GENERIC = {
+    "create_if_absent": ("create-if-absent (If-None-Match: *)", "all"),
+    "if_match_put": ("If-Match put (compare-and-swap)", "all"),
+    "if_match_put_missing": ("If-Match put on a missing key", "all"),
+    "conditional_delete": ("conditional delete (If-Match)", "gc"),
+}
+
+
 def _run(fn: ProbeFn) -> Probe:
     try:
         return fn()
+    except UnsupportedOperation as exc:
+        # 501 NotImplemented (LocalStack's answer to If-Match on DeleteObject) is a clear
+        # "no": the guarantee is not honoured, which is not the same as "not probed".
+        name = getattr(fn, "probe_name", fn.__name__)
+        title, needed = _GENERIC.get(name, (name.replace("_", " "), "info"))
+        log.warning("doctor.probe_refused", probe=name, error=type(exc).__name__)
+        return Probe(name=name, title=title, honoured=False, needed_by=needed,
+                     detail="the store refused the request as not implemented (501 NotImplemented)")
     except S3SpillError as exc:
         name = getattr(fn, "probe_name", fn.__name__)
         log.warning("doctor.probe_failed", probe=name, error=type(exc).__name__)

@@ -16,6 +16,7 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   ├── PreconditionFailed       If-Match lost (includes S3's 404 to If-Match on a missing key)
     │   ├── ConditionalConflict      S3 409: a concurrent conditional write; re-read and retry
     │   ├── NotFound                 the key (or version) does not exist
+    │   │   └── ArtifactExpired      an artifact a pointer names is gone (GC'd after its TTL)
     │   ├── StoreUnavailable         transient faults that outlived retries and the deadline
     │   └── UnsupportedOperation     the backend cannot honour a requested guarantee
     ├── IntegrityError               bytes or records that do not match their digest
@@ -30,6 +31,8 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   ├── ArtifactReferenced       a live or pending claim protects it; GC may not condemn
     │   └── DanglingReference        the claimed artifact is missing or has another digest
     └── CleanupRefused               GC refuses to run (unsafe TTL, missing delete guarantee)
+        ├── GcRunLocked              another run holds the scope's lock (and did not release it in time)
+        └── GcLockLost               this run's lock was taken over after it expired; stop deleting
 """
 
 from __future__ import annotations
@@ -108,7 +111,9 @@ class JournalCorrupt(JournalError):
 
     ``reason`` is a stable code (``hash_mismatch``, ``chain_break``, ``sequence_gap``,
     ``foreign_record``, ``rewritten_intent``, ``unparseable``, ``invalid_transition``,
-    ``view_mismatch``, ``segment_missing``, ``segment_mismatch``, ``generation``) for
+    ``view_mismatch``, ``segment_missing``, ``segment_mismatch``, ``generation``,
+    ``manifest_missing``, ``rollback``: owner slots or segments show history the manifest
+    lacks) for
     reports and tests; the message says what was found where, in words.
     """
 
@@ -140,3 +145,19 @@ class DanglingReference(JournalError):
 
 class CleanupRefused(S3SpillError):
     """GC refuses to plan or apply (unsafe TTL, missing delete guarantee, bad plan)."""
+
+
+class GcRunLocked(CleanupRefused):
+    """Another GC run holds this scope's lock; wait for it or let it expire."""
+
+
+class GcLockLost(CleanupRefused):
+    """This run's lock expired and was taken over: it must not delete any more."""
+
+
+class ArtifactExpired(NotFound):
+    """The artifact a pointer names is gone: GC deleted it after its TTL (or it never existed).
+
+    Its own type so a harness and the model can tell "expired, re-run it" from a broken
+    store: the output was recoverable by re-running the command that produced it.
+    """

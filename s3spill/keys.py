@@ -13,6 +13,7 @@ matches on, so changing it is a breaking change (bump ``LAYOUT_VERSION``)::
     <prefix>/v1/sessions/<session_hash>/journal/segments/<from>-<to>-<sha16>.json  history
     <prefix>/v1/owner/<session_hash>/<txid_hash>.json            memory publication slot
     <prefix>/v1/gc/plans/<plan_id>.jsonl                         a cleanup plan kept in the store
+    <prefix>/v1/gc/locks/<scope>.json                            a GC run's lock (expiry + fence)
 
 ``<prefix>`` is the store's own root (``s3://bucket/prefix``); keys here are
 relative to it.
@@ -30,6 +31,7 @@ from s3spill.errors import InvalidKey, SourceIdError
 from s3spill.store.base import validate_key, validate_prefix
 
 __all__ = [
+    "GC_LOCKS",
     "GC_PLANS",
     "INDEX_SUFFIX",
     "LAYOUT_VERSION",
@@ -40,6 +42,7 @@ __all__ = [
     "artifact_key",
     "check_artifact_name",
     "check_session_hash",
+    "gc_lock_key",
     "gc_plan_key",
     "index_key",
     "manifest_key",
@@ -58,6 +61,7 @@ LAYOUT_VERSION = "v1"
 SESSIONS = f"{LAYOUT_VERSION}/sessions"
 OWNER = f"{LAYOUT_VERSION}/owner"
 GC_PLANS = f"{LAYOUT_VERSION}/gc/plans"
+GC_LOCKS = f"{LAYOUT_VERSION}/gc/locks"
 INDEX_SUFFIX = ".idx"
 
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
@@ -148,11 +152,18 @@ def gc_plan_key(plan_id: str) -> str:
     return validate_key(f"{GC_PLANS}/{plan_id}.jsonl")
 
 
+def gc_lock_key(scope: str) -> str:
+    """The run lock of one GC scope (``all``, ``session-<hash>``, ``shard-<i>-of-<n>``)."""
+    if not re.match(r"^(all|session-[0-9a-f]{32}|shard-[0-9]{1,6}-of-[0-9]{1,6})$", scope):
+        raise InvalidKey("bad GC lock scope")
+    return validate_key(f"{GC_LOCKS}/{scope}.json")
+
+
 @dataclass(frozen=True)
 class ParsedKey:
     """What a listed key is, by layout; ``kind`` is ``unknown`` for anything else."""
 
-    kind: str  # artifact | index | manifest | segment | owner | gc_plan | unknown
+    kind: str  # artifact | index | manifest | segment | owner | gc_plan | gc_lock | unknown
     session_hash: str | None = None
     name: str | None = None
 
@@ -187,6 +198,8 @@ def parse_key(key: str) -> ParsedKey:
         return ParsedKey("owner", parts[2])
     if key.startswith(GC_PLANS + "/"):
         return ParsedKey("gc_plan")
+    if key.startswith(GC_LOCKS + "/"):
+        return ParsedKey("gc_lock")
     return ParsedKey("unknown")
 
 

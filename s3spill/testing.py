@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -37,7 +37,15 @@ from urllib3.exceptions import ProtocolError
 
 from s3spill.config import TransferConfig
 from s3spill.errors import ConditionalConflict, StoreUnavailable
-from s3spill.store.base import Body, ByteRange, ObjectInfo, ObjectStore, PutResult, StoreCapabilities
+from s3spill.store.base import (
+    STALE_TEMPORARY_SECONDS,
+    Body,
+    ByteRange,
+    ObjectInfo,
+    ObjectStore,
+    PutResult,
+    StoreCapabilities,
+)
 
 __all__ = [
     "EmbeddedS3",
@@ -74,7 +82,7 @@ class EmbeddedS3:
         self.endpoint_url = ""
 
     def start(self) -> str:
-        cmd = [sys.executable, "-m", "s3spill.testing", "--port", str(self.port)]
+        cmd = [sys.executable, "-m", "s3spill.testing", "--port", str(self.port), "--exit-on-stdin-eof"]
         self._proc = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=child_env(),
@@ -163,8 +171,13 @@ def _readline_with_timeout(stream: IO[bytes], timeout: float) -> bytes:
     return result[0] if result else b""
 
 
-def _serve(port: int) -> None:
-    """Child-process entry: serve moto's S3 one request at a time until stdin closes."""
+def _serve(port: int, *, exit_on_stdin_eof: bool = True, host: str = "127.0.0.1",
+           ready: Callable[[str], None] | None = None) -> None:
+    """Serve moto's S3 one request at a time, until interrupted (or stdin closes, if asked).
+
+    ``exit_on_stdin_eof`` is how :class:`EmbeddedS3`'s child notices that its parent died
+    (the pipe closes); ``s3spill serve-s3`` runs without it and stays up until interrupted.
+    """
     import logging
 
     from moto.moto_server.werkzeug_app import (
@@ -182,7 +195,7 @@ def _serve(port: int) -> None:
         protocol_version = "HTTP/1.0"
 
     app = DomainDispatcherApplication(create_backend_app)
-    server = make_server("127.0.0.1", port, app, threaded=False, processes=1,
+    server = make_server(host, port, app, threaded=False, processes=1,
                          request_handler=SerialHandler)
     server.socket.listen(128)
 
@@ -190,10 +203,18 @@ def _serve(port: int) -> None:
         sys.stdin.buffer.read()  # returns at EOF: the parent closed the pipe or died
         threading.Thread(target=server.shutdown, daemon=True).start()
 
-    threading.Thread(target=watch_parent, daemon=True).start()
-    sys.stdout.write(f"READY http://127.0.0.1:{server.server_port}\n")
-    sys.stdout.flush()
-    server.serve_forever()
+    if exit_on_stdin_eof:
+        threading.Thread(target=watch_parent, daemon=True).start()
+    url = f"http://{host}:{server.server_port}"
+    if ready is not None:
+        ready(url)
+    else:
+        sys.stdout.write(f"READY {url}\n")
+        sys.stdout.flush()
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
 
 
 # -- HTTP-level faults (botocore event hooks on a real client) --------------------------
@@ -430,6 +451,9 @@ class FaultyStore(ObjectStore):
     def delete_if_match(self, key: str, etag: str) -> None:
         self._run("delete_if_match", key, lambda: self.inner.delete_if_match(key, etag))
 
+    def delete_unconditional(self, key: str) -> None:
+        self._run("delete_unconditional", key, lambda: self.inner.delete_unconditional(key))
+
     def delete_version(self, key: str, version_id: str) -> None:
         self._run("delete_version", key, lambda: self.inner.delete_version(key, version_id))
 
@@ -439,16 +463,56 @@ class FaultyStore(ObjectStore):
     def capabilities(self) -> StoreCapabilities:
         return self.inner.capabilities()
 
+    def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
+        return self.inner.sweep_temporaries(older_than)
+
     def close(self) -> None:
         self.inner.close()
 
 
+def serve(port: int = 0, *, host: str = "127.0.0.1", buckets: Sequence[str] = (),
+          versioned: bool = False, ready: Callable[[str], None] | None = None,
+          exit_on_stdin_eof: bool = False) -> None:
+    """Run the serialized moto S3 in this process until interrupted (``s3spill serve-s3``).
+
+    ``buckets`` are created once the server answers (versioned if asked), from a thread,
+    before ``ready`` is called with the endpoint URL.
+    """
+    os.environ.setdefault("MOTO_ALLOW_NONEXISTENT_REGION", "true")
+
+    def announce(url: str) -> None:
+        def create() -> None:
+            if buckets:
+                client = boto3.session.Session(
+                    aws_access_key_id=FAKE_CREDENTIALS["aws_access_key_id"],
+                    aws_secret_access_key=FAKE_CREDENTIALS["aws_secret_access_key"],
+                    region_name="us-east-1").client("s3", endpoint_url=url)
+                for name in buckets:
+                    client.create_bucket(Bucket=name)
+                    if versioned:
+                        client.put_bucket_versioning(
+                            Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+                client.close()
+            if ready is not None:
+                ready(url)
+            else:
+                sys.stdout.write(f"READY {url}\n")
+                sys.stdout.flush()
+
+        threading.Thread(target=create, daemon=True).start()
+
+    _serve(port, exit_on_stdin_eof=exit_on_stdin_eof, host=host, ready=announce)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The child-process entry of :class:`EmbeddedS3` (users run ``s3spill serve-s3``)."""
     parser = argparse.ArgumentParser(description="serve an embedded, serialized moto S3")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--exit-on-stdin-eof", action="store_true",
+                        help="stop when standard input closes (the parent process died)")
     args = parser.parse_args(argv)
     os.environ.setdefault("MOTO_ALLOW_NONEXISTENT_REGION", "true")
-    _serve(args.port)
+    _serve(args.port, exit_on_stdin_eof=args.exit_on_stdin_eof)
     return 0
 
 

@@ -46,8 +46,9 @@ def overwrite(
 ) -> None:
     """Replace an object unconditionally, bypassing every guard (what an attacker or a bug does)."""
     if isinstance(store, LocalStore):
-        tmp, _ = store._write_temp(body, metadata, "application/octet-stream")
+        tmp, _, fd = store._write_temp(body, metadata, "application/octet-stream")
         os.replace(tmp, store._path(key))
+        os.close(fd)
         return
     client = getattr(store, "client", None)
     bucket = getattr(store, "bucket", None)

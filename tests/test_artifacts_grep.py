@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
+import threading
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3spill.artifacts.search import Grep
+from s3spill.artifacts.search import Grep, compile_pattern
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.errors import InvalidRequest
@@ -63,7 +63,7 @@ def test_long_lines_are_searched_in_bounded_windows() -> None:
     """Over-long lines are searched in windows with exact offsets; a miss makes counts a bound."""
     line = b"x" * 5000 + b"NEEDLE" + b"y" * 5000
     data = b"short NEEDLE\n" + line + b"\n" + b"z" * 9000 + b"\n" + b"tail NEEDLE"
-    g = Grep("artifact:t", re.compile("NEEDLE"), long_line=1000, overlap=100)
+    g = Grep("artifact:t", compile_pattern("NEEDLE"), long_line=1000, overlap=100)
     for i in range(0, len(data), 333):
         g.feed(data[i : i + 333])
     result = g.result(expected_lines=4)
@@ -74,7 +74,8 @@ def test_long_lines_are_searched_in_bounded_windows() -> None:
     assert "lower bound" in result.render()
 
 
-PATTERNS = ["a", "^a", "a$", r"\s", "[^a]b", "a.b", r"(?<!a)b", r"b(?!\n)", r"\Ab", r"b\Z", "x*", "é|\udcff"]
+PATTERNS = ["a", "^a", "a$", r"\s", "[^a]b", "a.b", r"\Ab", r"b\Z", r"b\z", "x*", "é|b", "^$", r"^\s*$",
+            "a|^$", r"\bb", "(?i)A", "(?s)a.b"]
 
 
 @settings(max_examples=200, deadline=None)
@@ -91,16 +92,15 @@ def test_grep_agrees_with_a_naive_per_line_search(
     data: bytes, pattern: str, cuts: list[int], context: int, max_matches: int
 ) -> None:
     """Whatever the chunking, grep finds exactly the lines a per-line search finds, with exact offsets."""
-    compiled = re.compile(pattern)
+    compiled = compile_pattern(pattern)
     lines = data.split(b"\n")
     if data.endswith(b"\n") or not data:
         lines = lines[:-1]
     expected, offset = [], 0
     for number, raw in enumerate(lines, 1):
-        text = raw.decode("utf-8", "surrogateescape")
-        m = compiled.search(text)
-        if m:
-            expected.append((number, offset + len(text[: m.start()].encode("utf-8", "surrogateescape"))))
+        span = compiled.search(raw)
+        if span is not None:
+            expected.append((number, offset + span[0]))
         offset += len(raw) + 1
     g = Grep("artifact:t", compiled, context=context, max_matches=max_matches)
     windowed = Grep("artifact:t", compiled, max_matches=1000, long_line=64, overlap=8)
@@ -122,3 +122,58 @@ def test_grep_agrees_with_a_naive_per_line_search(
     assert {m.line_number for m in found.matches} <= {n for n, _ in expected}
     if found.exact:
         assert found.total_matches == len(expected)
+
+
+@pytest.mark.parametrize(("pattern", "lines"), [
+    ("^$", [2, 4]), (r"^\s*$", [2, 3, 4]), ("a|^$", [1, 2, 4]),
+])
+def test_patterns_that_match_the_empty_string(store: ObjectStore, pattern: str, lines: list[int]) -> None:
+    """`^$`, `^\\s*$` and `a|^$` find the empty lines (they used to crash: substring not found)."""
+    arts = ArtifactStore(store, TransferConfig(index_chunk_size=16), session_id="S")
+    ref = arts.write("S", b"a\n\n  \n\nxyz\n", "t")
+    result = arts.grep(ref.source_id, pattern)
+    assert [m.line_number for m in result.matches] == lines and result.exact
+
+
+def test_a_catastrophic_pattern_runs_in_linear_time(store: ObjectStore) -> None:
+    """`(a+)+$` against lines of 35 a's and a b (minutes under backtracking) finishes at once."""
+    arts = ArtifactStore(store, session_id="S")
+    ref = arts.write("S", b"a" * 35 + b"b\n" + b"aaa\n", "t")
+    done: list[int] = []
+    worker = threading.Thread(target=lambda: done.append(arts.grep(ref.source_id, "(a+)+$").total_matches),
+                              daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert done == [1]
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\1", "(?=a)a", "(?!a)b", "(?<=a)b", "(?<!a)b"])
+def test_backtracking_syntax_is_refused(store: ObjectStore, pattern: str) -> None:
+    """Backreferences and lookarounds need backtracking: refused with a message naming RE2."""
+    arts = ArtifactStore(store, session_id="S")
+    ref = arts.write("S", b"ab\n", "t")
+    with pytest.raises(InvalidRequest, match="RE2"):
+        arts.grep(ref.source_id, pattern)
+
+
+def test_a_search_past_its_time_budget_stops() -> None:
+    """A grep that outlives its wall-clock budget stops with InvalidRequest instead of running on."""
+    g = Grep("artifact:t", compile_pattern("x"), budget=0.0)
+    with pytest.raises(InvalidRequest, match="stopped after 0 s"):
+        g.feed(b"a\nb\n")
+
+
+def test_bytes_that_are_not_utf8_match_no_pattern() -> None:
+    """The engine runs on UTF-8: an invalid byte is matched by nothing, not even `.`."""
+    g = Grep("artifact:t", compile_pattern("^.$"))
+    g.feed(b"\xff\n\xc3\xa9\n")
+    assert [m.line_number for m in g.result().matches] == [2]
+
+
+@pytest.mark.parametrize("pattern", ["a", "^$", r"\bb", "(a)(b)?", "é", "x*", r"b\z", "(?i)AB"])
+def test_the_direct_search_agrees_with_the_public_api(pattern: str) -> None:
+    """Pattern.search (RE2's Match, called directly) finds the spans google-re2's search finds."""
+    compiled = compile_pattern(pattern)
+    for data in (b"", b"ab", b"b ab\n\xc3\xa9b", b"\xffab", b"xxab"):
+        for pos in range(len(data) + 1):
+            assert compiled.search(data, pos) == compiled.search_portable(data, pos), (data, pos)

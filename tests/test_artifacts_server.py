@@ -132,6 +132,6 @@ def test_cli_against_an_s3_url(
         data.replace(b"row 2999", b"row 9999"),
         {META_INDEX_SHA256: server_store.head(akey).metadata[META_INDEX_SHA256]},
     )
-    assert main(["--store", url, "--session", "S", "read", sid, "--offset", "2998"]) == 2
+    assert main(["--store", url, "--session", "S", "read", sid, "--offset", "2998"]) == 5  # ExitCode.CORRUPT
     out, err = capsysbinary.readouterr()
     assert out == b"" and b"IntegrityError" in err and sid.encode() in err

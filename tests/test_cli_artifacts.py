@@ -72,7 +72,7 @@ def test_session_flag_binds_reads(
 def test_integrity_failure_prints_nothing_unverified(
     store: ObjectStore, capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After tampering, read and grep print nothing to stdout and name the source id on stderr."""
+    """After tampering, read and grep print nothing to stdout, exit 5 and name the source id on stderr."""
     monkeypatch.setenv("S3SPILL_SESSION", "S")
     _, out, _ = _run(capsysbinary, monkeypatch, store, "spill", stdin=DATA)
     sid = out.splitlines()[0].decode()
@@ -82,7 +82,7 @@ def test_integrity_failure_prints_nothing_unverified(
     overwrite(store, akey, DATA.replace(b"19000 ERROR", b"19000 HIDDEN"), meta)
     for argv in (["read", sid, "--offset", "18990"], ["grep", sid, "ERROR"]):
         code, out, err = _run(capsysbinary, monkeypatch, store, *argv)
-        assert code == 2 and out == b"", argv
+        assert code == 5 and out == b"", argv
         assert (
             err.startswith("s3spill: error: IntegrityError: ")
             and sid in err

@@ -64,7 +64,7 @@ def test_publish_refuses_foreign_dangling_and_naive_times(store: ObjectStore,
 
 def test_verify_reports_corruption_with_its_reason(store: ObjectStore,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """journal verify exits 3 and names what broke; show refuses the same journal."""
+    """journal verify exits 5 (corrupt) and names what broke; show refuses the same journal, also 5."""
     claim, _ = put_artifact(store)
     run(store, capsys, "ref", "publish", claim.source_id, "--txid", "tx-1")
     key = keys.manifest_key(keys.session_hash(SESSION))
@@ -72,9 +72,9 @@ def test_verify_reports_corruption_with_its_reason(store: ObjectStore,
     doc["records"][0]["at"] = "1999-01-01T00:00:00Z"
     store.put_if_match(key, json.dumps(doc).encode(), store.head(key).etag)
     code, _, err = run(store, capsys, "journal", "verify")
-    assert code == 3 and "[hash_mismatch]" in err and "record 0" in err
+    assert code == 5 and "[hash_mismatch]" in err and "record 0" in err
     code, _, err = run(store, capsys, "journal", "show")
-    assert code == 2 and "JournalCorrupt" in err
+    assert code == 5 and "JournalCorrupt" in err
 
 
 def test_reconcile_command(store: ObjectStore, capsys: pytest.CaptureFixture[str]) -> None:

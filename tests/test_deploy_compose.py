@@ -110,7 +110,7 @@ def test_s3spill_services_run_doctor_demo_and_gc_against_minio(compose: dict[str
     services = compose["services"]
     commands = {name: services[name]["command"] for name in S3SPILL_SERVICES}
     assert commands["doctor"] == ["doctor"]
-    assert commands["demo"] == ["demo"]
+    assert commands["demo"] == ["demo", "--store", "s3://s3spill/dev"]
     assert commands["gc"][-4:] == ["gc", "run", "--apply", "--all"]
     for name in S3SPILL_SERVICES:
         env = services[name]["environment"]

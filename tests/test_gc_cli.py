@@ -10,6 +10,7 @@ import pytest
 
 from s3spill.cli import main
 from s3spill.cli.gc_cmds import EXIT_REFUSED
+from s3spill.leases.journal import LeaseJournal
 from s3spill.store.local import LocalStore
 from tests.gc_helpers import put_artifact
 
@@ -23,10 +24,11 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str,
 def test_run_is_a_dry_run_unless_apply(local_store: LocalStore, capsys: pytest.CaptureFixture[str]) -> None:
     """`gc run` without --apply deletes nothing; young artifacts are retained_recent either way."""
     put_artifact(local_store, "s1", b"fresh output")
+    LeaseJournal(local_store, "s1").touch()  # as the spiller does: the session is live
     before = sorted(i.key for i in local_store.list(""))
     code, doc = _run(capsys, "--store", local_store.url, "gc", "run", "--all")
     assert code == 0
-    assert doc["plan"]["counts"] == {"retained_recent": 1}  # type: ignore[index]
+    assert doc["plan"]["counts"] == {"retained_recent": 1, "denied": 1}  # type: ignore[index]
     assert doc["apply"]["dry_run"] is True  # type: ignore[index]
     assert sorted(i.key for i in local_store.list("")) == before
 
@@ -52,7 +54,8 @@ def test_plan_to_store_then_apply_by_id(local_store: LocalStore, capsys: pytest.
                      "--out", "store")
     assert code == 0
     plan_id = str(doc["plan_id"])
-    code, report = _run(capsys, "--store", local_store.url, "gc", "apply", f"store:{plan_id}")
+    code, report = _run(capsys, "--store", local_store.url, "gc", "apply", f"store:{plan_id}",
+                        "--orphan-ttl", "1s", "--session-ttl", "1s", "--allow-dangerously-short-ttl")
     assert code == 0 and report["counts"] == {"deleted": 1}
     assert [i.key for i in local_store.list("") if "/artifacts/" in i.key] == []
     code = main(["--store", local_store.url, "gc", "apply", str(tmp_path / "missing.jsonl")])

@@ -6,6 +6,8 @@ import json
 import signal
 import subprocess
 import sys
+import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,10 @@ def _cli(moto_server: EmbeddedS3, store: S3Store, *args: str,
                           env=env, capture_output=True, text=True, timeout=120)
 
 
+#: Apply-time policy for the CLI runs: the artifacts are seconds old, not days.
+SHORT = ("--orphan-ttl", "1s", "--session-ttl", "1s", "--allow-dangerously-short-ttl")
+
+
 def _exists(store: S3Store, key: str) -> bool:
     try:
         store.head(key)
@@ -44,8 +50,13 @@ def _setup(store: S3Store, tmp_path: Path) -> tuple[list[str], str, Path]:
     kept = put_artifact(store, "crash", b"kept\n" * 30)
     LeaseJournal(store, "crash").publish_reference(claim_for(store, "crash", kept), lambda: None,
                                                    transaction_id="tx-kept")
-    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "plan.jsonl", now=later())
+    short = CleanupPolicy(dry_run=False, orphan_ttl=timedelta(seconds=1),
+                          session_ttl=timedelta(seconds=1), allow_dangerously_short_ttl=True)
+    plan = plan_cleanup(store, CleanupScope(), short, out=tmp_path / "plan.jsonl", now=later())
     assert plan.footer.counts["planned_delete"] == 3
+    # `gc apply` judges age again under its own policy (narrowed by the plan's), on the
+    # real clock: short TTLs on both sides, and objects past them.
+    time.sleep(2.1)
     return orphans, kept, plan.path
 
 
@@ -53,7 +64,8 @@ def test_killed_after_condemnation_next_run_completes(
         server_store: S3Store, moto_server: EmbeddedS3, tmp_path: Path) -> None:
     """SIGKILL after CONDEMNED: nothing deleted, claims refused meanwhile; the next run deletes, records."""
     orphans, kept, plan_path = _setup(server_store, tmp_path)
-    proc = _cli(moto_server, server_store, "gc", "apply", str(plan_path), failpoints="gc.after_condemn=kill")
+    proc = _cli(moto_server, server_store, "gc", "apply", str(plan_path), *SHORT,
+                failpoints="gc.after_condemn=kill")
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     shash = keys.session_hash("crash")
     journal = LeaseJournal(server_store, "crash")
@@ -63,7 +75,7 @@ def test_killed_after_condemnation_next_run_completes(
         journal.publish_reference(claim_for(server_store, "crash", orphans[0]), lambda: None,
                                   transaction_id="tx-too-late")
     fresh = plan_cleanup(server_store, CleanupScope(), REAL, out=tmp_path / "again.jsonl", now=later())
-    report = apply_cleanup(server_store, fresh)
+    report = apply_cleanup(server_store, fresh, now=later)
     assert report.recovered == {"deleted": 3}
     assert not any(_exists(server_store, keys.artifact_key(shash, n)) for n in orphans)
     assert not any(_exists(server_store, keys.index_key(shash, n)) for n in orphans)
@@ -76,21 +88,22 @@ def test_killed_between_delete_and_deleted_record_next_run_records(
         server_store: S3Store, moto_server: EmbeddedS3, tmp_path: Path) -> None:
     """SIGKILL after the deletes, before DELETED: the next run (even with a fresh plan) records DELETED."""
     orphans, kept, plan_path = _setup(server_store, tmp_path)
-    proc = _cli(moto_server, server_store, "gc", "apply", str(plan_path), failpoints="gc.after_delete=kill")
+    proc = _cli(moto_server, server_store, "gc", "apply", str(plan_path), *SHORT,
+                failpoints="gc.after_delete=kill")
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     shash = keys.session_hash("crash")
     assert not any(_exists(server_store, keys.artifact_key(shash, n)) for n in orphans)
     assert len(LeaseJournal(server_store, "crash").view().condemned) == 3
     fresh = plan_cleanup(server_store, CleanupScope(), REAL, out=tmp_path / "again.jsonl", now=later())
     assert "planned_delete" not in fresh.footer.counts
-    report = apply_cleanup(server_store, fresh)
+    report = apply_cleanup(server_store, fresh, now=later)
     assert report.recovered == {"already_missing": 3}
     assert LeaseJournal(server_store, "crash").view().condemned == ()
     assert _exists(server_store, keys.artifact_key(shash, kept))
     # The original plan, applied late, finds everything already gone.
     from s3spill.gc.doc import CleanupPlan
 
-    assert apply_cleanup(server_store, CleanupPlan.open(plan_path)).counts == {
+    assert apply_cleanup(server_store, CleanupPlan.open(plan_path), now=later).counts == {
         "already_missing": 3, "retained_referenced": 1, "denied": 1}
 
 
@@ -146,7 +159,7 @@ def test_version_pinned_deletes_where_conditional_deletes_are_ignored(
     shash = keys.session_hash("ver")
     rkey = keys.artifact_key(shash, replaced)
     store.put_if_match(rkey, b"new content\n", store.head(rkey).etag)
-    report = apply_cleanup(store, plan, capabilities=minio_like)
+    report = apply_cleanup(store, plan, capabilities=minio_like, now=later)
     assert report.delete_method == "version_pinned"
     assert report.counts == {"deleted": 1, "race_detected": 1}
     assert report.requests.get("delete_version") == 2 and "delete_if_match" not in report.requests

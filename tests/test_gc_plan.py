@@ -12,6 +12,7 @@ from s3spill.errors import CleanupRefused
 from s3spill.gc.doc import CleanupPlan, load_plan_from_store, save_plan_to_store
 from s3spill.gc.models import CleanupPolicy, CleanupScope, parse_duration
 from s3spill.gc.plan import plan_cleanup
+from s3spill.leases.journal import LeaseJournal
 from s3spill.store.base import ObjectStore
 from tests.gc_helpers import later, put_artifact
 
@@ -58,6 +59,12 @@ def test_plan_gives_each_object_one_status_and_writes_nothing(store: ObjectStore
     assert by_key["somebody-else/file.txt"].status == "retained_unknown"
     assert by_key["v1/sessions/notahash/whatever"].status == "retained_unknown"
     fresh = plan_cleanup(store, CleanupScope(), CleanupPolicy(), out=tmp_path / "q.jsonl")
+    statuses = {e.key: e.status for e in fresh.entries()}
+    # No manifest while the artifact is younger than session_ttl: the session may be live
+    # with its manifest lost, so the whole session is kept and flagged.
+    assert statuses[art.key] == "retained_journal_doubt"
+    LeaseJournal(store, "s1").touch()  # the spiller's liveness mark: a manifest exists
+    fresh = plan_cleanup(store, CleanupScope(), CleanupPolicy(), out=tmp_path / "r.jsonl")
     statuses = {e.key: e.status for e in fresh.entries()}
     assert statuses[art.key] == "retained_recent"
 

@@ -73,8 +73,8 @@ command (its full output is already stored).
 Returns each matching line with its 1-based line number (`  1234:<TAB>text`; context \
 lines are marked with `-`), long lines as an excerpt around the match, and a footer with \
 the total number of matching lines. To read around a match at line L, call \
-read_artifact(source_id, offset=L-1). The pattern is a Python regular expression; \
-add (?i) at its start to ignore case."""
+read_artifact(source_id, offset=L-1). The pattern is a regular expression in RE2 syntax \
+(Python-like, but no backreferences or lookarounds); add (?i) at its start to ignore case."""
 
 EXTERNALIZE_DESCRIPTION = """\
 For the harness, not the model: pass a tool's complete output; it is stored as an \
@@ -119,8 +119,9 @@ def _parameters(name: str) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "source_id": sid,
-            "pattern": {"type": "string", "description": "Python regular expression, matched "
-                        "against each line; (?i) ignores case."},
+            "pattern": {"type": "string", "description": "Regular expression (RE2 syntax: no "
+                        "backreferences or lookarounds), matched against each line; (?i) ignores "
+                        "case."},
             "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "default": 0,
                         "description": "Lines of context to show before and after each match."},
             "max_matches": {"type": "integer", "minimum": 1, "maximum": MAX_GREP_MATCHES,

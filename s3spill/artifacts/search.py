@@ -12,19 +12,31 @@ excerpt of any line is kept. The one price is exactness: in such a line a match 
 the overlap could straddle two windows and be missed, so when a windowed line had no match
 the result says its count is a lower bound (``exact=False``) instead of pretending; and in
 such a line the offsets given are those of *a* match, normally but not always the first.
+
+Patterns come from a model, so they run on RE2 (``google-re2``), whose matching time is
+linear in the input whatever the pattern: ``(a+)+$`` cannot backtrack for minutes. RE2
+refuses what would need backtracking — backreferences (``\\1``), lookarounds
+(``(?=``, ``(?!``, ``(?<=``, ``(?<!``) and possessive or atomic groups — and spells the
+end of text ``\\z`` (Python's ``\\Z`` is accepted and rewritten). The search runs on the
+raw bytes (UTF-8 mode): a pattern matches text, and a byte that is not UTF-8 is matched
+by nothing, not even ``.``. A compiled program is capped at :data:`MAX_PROGRAM_BYTES` and
+one search at :data:`TIME_BUDGET_SECONDS`; past the budget the search stops with
+:class:`InvalidRequest` rather than hold a worker (or an MCP server) indefinitely.
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
+import re2
 from pydantic import BaseModel, ConfigDict
 
-from s3spill.artifacts.index import encode_units
 from s3spill.artifacts.textview import escape
 from s3spill.errors import IntegrityError, InvalidRequest
 
@@ -34,7 +46,11 @@ MAX_PATTERN_CHARS = 1000
 EXCERPT_CHARS = 240
 EXCERPT_LEAD = 60
 LONG_LINE_BYTES = 4 * 1024 * 1024
-OVERLAP_CHARS = 64 * 1024
+OVERLAP_CHARS = 64 * 1024  # bytes, despite the name (kept for callers)
+#: RE2 memory for one compiled pattern; a pattern needing more is refused.
+MAX_PROGRAM_BYTES = 8 * 1024 * 1024
+#: Wall-clock budget of one grep (RE2 is linear, so only a huge artifact gets near it).
+TIME_BUDGET_SECONDS = 60.0
 
 
 class GrepLine(BaseModel):
@@ -113,13 +129,76 @@ class GrepResult(BaseModel):
                 f" shown; {count}; narrow the pattern or raise max_matches]")
 
 
-def compile_pattern(pattern: str, *, ignore_case: bool = False) -> re.Pattern[str]:
+class Pattern:
+    """A model-supplied pattern compiled for RE2, searched over bytes (see module docstring)."""
+
+    def __init__(self, pattern: str, *, ignore_case: bool = False, multiline: bool = False) -> None:
+        self.pattern = pattern
+        self.ignore_case = ignore_case
+        options = re2.Options()
+        options.max_mem = MAX_PROGRAM_BYTES
+        options.log_errors = False
+        options.case_sensitive = not ignore_case
+        options.never_capture = True  # only the whole match's start is used
+        # Python's \Z is RE2's \z; other escapes mean the same in both.
+        source = re.sub(r"(?<!\\)((?:\\\\)*)\\Z", r"\1\\z", pattern)
+        try:
+            self._regex: Any = re2.compile(f"(?m){source}" if multiline else source, options)
+        except re2.error as exc:
+            why = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(
+                exc.args[0], bytes) else str(exc)
+            raise InvalidRequest(f"invalid regular expression {pattern[:80]!r}: {why} (RE2 syntax: "
+                                 "no backreferences or lookarounds)") from None
+
+        # The wrapper's search builds a match object per call (two extension calls and a
+        # generator); grep calls it once per candidate line, so go to RE2's Match directly
+        # when this version of google-re2 exposes it (it does since 1.0), else the wrapper.
+        self._match: Any = getattr(self._regex, "_regexp", None)
+        self._anchor: Any = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+        if not callable(getattr(self._match, "Match", None)) or self._anchor is None:
+            self._match = None
+
+    def search(self, data: bytes, pos: int = 0) -> tuple[int, int] | None:
+        """Byte span of the leftmost match at or after ``pos``."""
+        if self._match is not None:
+            start, end = self._match.Match(self._anchor, data, pos, len(data))[0]
+            return None if start < 0 else (start, end)
+        return self.search_portable(data, pos)
+
+    def search_portable(self, data: bytes, pos: int = 0) -> tuple[int, int] | None:
+        """The same through google-re2's public API (the fallback, and the tests' reference)."""
+        m = self._regex.search(data, pos)
+        return None if m is None else (m.start(), m.end())
+
+    def for_blocks(self) -> Pattern:
+        return Pattern(self.pattern, ignore_case=self.ignore_case, multiline=True)
+
+
+def compile_pattern(pattern: str, *, ignore_case: bool = False) -> Pattern:
     if not isinstance(pattern, str) or not pattern or len(pattern) > MAX_PATTERN_CHARS:
         raise InvalidRequest(f"pattern must be 1-{MAX_PATTERN_CHARS} characters")
     try:
-        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        raise InvalidRequest(f"invalid regular expression {pattern[:80]!r}: {exc}") from None
+        pattern.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequest("pattern must be valid UTF-8 text") from None
+    return Pattern(pattern, ignore_case=ignore_case)
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _units(raw: bytes) -> int:
+    """Characters (units) of ``raw`` as the index counts them (surrogateescape decoding)."""
+    return len(raw) if raw.isascii() else len(_text(raw))
+
+
+def _boundary(data: bytes, i: int) -> int:
+    """``i`` moved forward past UTF-8 continuation bytes (at most 3): a character edge."""
+    for _ in range(3):
+        if i < len(data) and 0x80 <= data[i] <= 0xBF:
+            i += 1
+    return i
 
 
 def _excerpt(number: int, text: str, col: int = 0) -> GrepLine:
@@ -142,49 +221,47 @@ class _Open:
 class _LongLine:
     """Windowed search through one line too long to hold (see module docstring)."""
 
-    def __init__(self, pattern: re.Pattern[str], long_line: int, overlap: int) -> None:
+    def __init__(self, pattern: Pattern, long_line: int, overlap: int) -> None:
         self.pattern = pattern
         self.dec = codecs.getincrementaldecoder("utf-8")("surrogateescape")
-        self.tail = ""
-        self.tail_bytes = 0
+        self.tail = b""
+        self.tail_units = 0  # characters of the line before ``tail`` (tail starts on an edge)
         self.fed = 0  # bytes of the line seen so far
-        self.decoded_bytes = 0  # ...of which decoded (the rest is a pending partial character)
-        self.decoded_units = 0
         self.head = ""  # the line's first characters, for excerpts and context
         self.found: tuple[int, int, GrepLine] | None = None  # (byte off, char off, excerpt)
         self.overlap = overlap
         self.windows = 0
 
     def feed(self, data: bytes, final: bool) -> None:
-        text = self.dec.decode(data, final=final)
-        self.fed += len(data)
         if len(self.head) < EXCERPT_CHARS:
-            self.head += text[: EXCERPT_CHARS - len(self.head)]
+            self.head += self.dec.decode(data[: 4 * EXCERPT_CHARS], final=final)[
+                : EXCERPT_CHARS - len(self.head)]
+        window_start = self.fed - len(self.tail)
+        self.fed += len(data)
         if self.found is None:
-            self._search(self.tail + text, final)
-        self.decoded_bytes = self.fed - len(self.dec.getstate()[0])
-        self.decoded_units += len(text)
+            self._search(self.tail + data, window_start, final)
 
-    def _search(self, window: str, final: bool) -> None:
-        """Search one window. Later windows start one character early and search from 1,
-        so ``^``/``\\A`` and lookbehinds see the real preceding text; a match must end at
-        least ``overlap`` characters before an artificial window end, so ``$``/``\\Z`` and
-        lookaheads do not see it either — the next window, which repeats the last
-        ``2 * overlap`` characters, gets such matches instead."""
+    def _search(self, window: bytes, window_start: int, final: bool) -> None:
+        """Search one window. Later windows start one byte early and search from 1, so
+        ``^``/``\\A`` and ``\\b`` see the real preceding text; a match must end at least
+        ``overlap`` bytes before an artificial window end, so ``$``/``\\z`` do not see it
+        either — the next window, which repeats the last ``2 * overlap`` bytes, gets such
+        matches instead."""
         self.windows += 1
         start = 1 if self.tail else 0
-        m = self.pattern.search(window, start)
-        if m is not None and (final or m.end() <= len(window) - self.overlap):
-            base_units = self.decoded_units - len(self.tail)
-            base_bytes = self.decoded_bytes - self.tail_bytes
-            byte = base_bytes + len(encode_units(window[: m.start()]))
-            lo = max(0, m.start() - EXCERPT_LEAD)
-            shown, escaped = escape(window[lo : lo + EXCERPT_CHARS])
-            self.found = (byte, base_units + m.start(), GrepLine(
-                number=0, char_start=base_units + lo, text=shown, escaped=escaped, truncated=True))
+        span = self.pattern.search(window, start)
+        if span is not None and (final or span[1] <= len(window) - self.overlap):
+            before = _text(window[: span[0]])
+            lo = max(0, len(before) - EXCERPT_LEAD)
+            piece = (before[lo:] + _text(window[span[0] : span[0] + 4 * EXCERPT_CHARS]))
+            shown, escaped = escape(piece[:EXCERPT_CHARS])
+            self.found = (window_start + span[0], self.tail_units + len(before), GrepLine(
+                number=0, char_start=self.tail_units + lo, text=shown, escaped=escaped,
+                truncated=True))
             return
-        self.tail = window[-2 * self.overlap :]
-        self.tail_bytes = len(encode_units(self.tail))
+        cut = _boundary(window, max(0, len(window) - 2 * self.overlap))
+        self.tail_units += _units(window[:cut])
+        self.tail = window[cut:]
 
     def excerpt(self, number: int) -> GrepLine:
         shown, escaped = escape(self.head)
@@ -194,9 +271,9 @@ class _LongLine:
 class Grep:
     """Feed verified chunks in order, then :meth:`result`."""
 
-    def __init__(self, source_id: str, pattern: re.Pattern[str], *, context: int = 0,
+    def __init__(self, source_id: str, pattern: Pattern, *, context: int = 0,
                  max_matches: int = DEFAULT_MAX_MATCHES, long_line: int = LONG_LINE_BYTES,
-                 overlap: int = OVERLAP_CHARS) -> None:
+                 overlap: int = OVERLAP_CHARS, budget: float = TIME_BUDGET_SECONDS) -> None:
         if not 0 <= context <= MAX_CONTEXT:
             raise InvalidRequest(f"context must be 0-{MAX_CONTEXT}")
         if max_matches < 1:
@@ -218,8 +295,17 @@ class Grep:
         #: The pattern for whole-block candidate search, when block and per-line matching
         #: agree (see :func:`_block_pattern`); None means line by line.
         self.fast = _block_pattern(pattern)
+        self.budget = budget
+        self.started = time.monotonic()
 
     def feed(self, chunk: bytes) -> None:
+        self._feed(chunk)
+        if time.monotonic() - self.started > self.budget:
+            raise InvalidRequest(
+                f"grep stopped after {self.budget:g} s ({self.bytes:,} bytes, {self.line_no:,} lines"
+                " scanned): narrow the pattern or read pages instead")
+
+    def _feed(self, chunk: bytes) -> None:
         self.bytes += len(chunk)
         if self.long is not None:
             j = chunk.find(b"\n")
@@ -245,7 +331,7 @@ class Grep:
             self.long.feed(b"", final=True)
             self._finish_long(None)
         elif self.carry:
-            self._line(self.carry.decode("utf-8", "surrogateescape"), newline=False)
+            self._line(self.carry, newline=False)
             self.carry = b""
         if expected_lines is not None and self.line_no != expected_lines:
             raise IntegrityError(f"{self.source_id}: line count disagrees with its index")
@@ -265,51 +351,57 @@ class Grep:
     def _block(self, raw: bytes) -> None:
         """Complete lines (``raw`` ends with a newline): a regex pass over the whole block
         finds candidate lines; only those (and after-context) are handled line by line."""
-        text = raw.decode("utf-8", "surrogateescape")
-        ascii_only = raw.isascii()
-        pos, n = 0, len(text)
+        pos, n = 0, len(raw)
         while pos < n:
             if self.open or self.fast is None:
-                end = text.index("\n", pos)
-                self._line(text[pos:end], ascii_only)
+                end = raw.index(b"\n", pos)
+                self._line(raw[pos:end])
                 pos = end + 1
                 continue
-            m = self.fast.search(text, pos)
-            start = n if m is None else max(pos, text.rfind("\n", pos, m.start()) + 1)
-            self._skip(text, pos, start, ascii_only)
-            if m is None:
+            span = self.fast.search(raw, pos)
+            if span is not None and span[0] >= n:
+                span = None  # an empty match after the last newline: no line is there
+            start = n if span is None else max(pos, raw.rfind(b"\n", pos, span[0]) + 1)
+            self._skip(raw, pos, start)
+            if span is None:
                 return
-            end = text.index("\n", start)
-            self._line(text[start:end], ascii_only)
+            end = raw.index(b"\n", start)
+            # A block match inside one line is that line's own leftmost match: with (?m),
+            # ^, $ and \b see a newline as they see a line edge, and RE2 has no lookarounds.
+            inside = span is not None and span[1] <= end
+            self._line(raw[start:end], found=(span[0] - start) if inside else None)
             pos = end + 1
 
-    def _skip(self, text: str, pos: int, end: int, ascii_only: bool) -> None:
-        """Lines ``text[pos:end]`` are known not to match: count them, remember context."""
+    def _skip(self, raw: bytes, pos: int, end: int) -> None:
+        """Lines ``raw[pos:end]`` are known not to match: count them, remember context."""
         if end <= pos:
             return
-        lines = text.count("\n", pos, end)
+        lines = raw.count(b"\n", pos, end)
         if self.context:
-            tail = text[pos : end - 1].rsplit("\n", self.context)[-min(lines, self.context):]
+            tail = raw[pos : end - 1].rsplit(b"\n", self.context)[-min(lines, self.context):]
             first = self.line_no + lines - len(tail) + 1
             for i, line in enumerate(tail):
-                self.before.append((first + i, line[: EXCERPT_CHARS + 1]))
+                self.before.append((first + i, _prefix(line)))
         self.line_no += lines
-        self.line_start += (end - pos) if ascii_only else len(encode_units(text[pos:end]))
+        self.line_start += end - pos
 
-    def _line(self, text: str, ascii_only: bool = False, newline: bool = True) -> None:
+    def _line(self, raw: bytes, newline: bool = True, found: int | None = None) -> None:
+        """One line; ``found`` is where a match starts when the caller already knows."""
         number = self.line_no + 1
         if self.open:
-            self._after(lambda: _excerpt(number, text))
-        m = self.pattern.search(text)
-        if m is not None:
+            self._after(lambda: _excerpt(number, _text(raw)))
+        if found is None:
+            span = self.pattern.search(raw)
+            found = None if span is None else span[0]
+        if found is not None:
             self.total += 1
             if self.kept < self.max_matches:
-                col = m.start()
-                head = col if ascii_only else len(encode_units(text[:col]))
-                self._keep(number, self.line_start + head, col, _excerpt(number, text, col))
+                text = _text(raw)
+                col = _units(raw[:found])
+                self._keep(number, self.line_start + found, col, _excerpt(number, text, col))
         if self.context:
-            self.before.append((number, text[: EXCERPT_CHARS + 1]))
-        self.line_start += (len(text) if ascii_only else len(encode_units(text))) + int(newline)
+            self.before.append((number, _prefix(raw)))
+        self.line_start += len(raw) + int(newline)
         self.line_no += 1
 
     def _finish_long(self, newline_at: int | None) -> None:
@@ -354,10 +446,15 @@ class Grep:
         self.open = still
 
 
-_LINE_SENSITIVE = re.compile(r"\(\?[<=!aiLmsux-]|\\[AZz]")
+def _prefix(raw: bytes) -> str:
+    """The first ``EXCERPT_CHARS + 1`` characters of a line, decoding only what that needs."""
+    return _text(raw[: 4 * (EXCERPT_CHARS + 2)])[: EXCERPT_CHARS + 1]
 
 
-def _block_pattern(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+_LINE_SENSITIVE = re.compile(r"\(\?[<=!aiLmsuxU-]|\\[AZz]")
+
+
+def _block_pattern(pattern: Pattern) -> Pattern | None:
     """The pattern for searching many lines at once, or None when that could miss a match.
 
     Searching a block finds every line whose own search would match, as long as nothing in
@@ -367,10 +464,10 @@ def _block_pattern(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
     """
     if _LINE_SENSITIVE.search(pattern.pattern):
         return None
-    return re.compile(pattern.pattern, pattern.flags | re.MULTILINE)
+    return pattern.for_blocks()
 
 
-def grep_chunks(chunks: Iterable[bytes], source_id: str, pattern: re.Pattern[str], *,
+def grep_chunks(chunks: Iterable[bytes], source_id: str, pattern: Pattern, *,
                 context: int = 0, max_matches: int = DEFAULT_MAX_MATCHES,
                 expected_lines: int | None = None) -> GrepResult:
     g = Grep(source_id, pattern, context=context, max_matches=max_matches)

@@ -75,6 +75,7 @@ from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pa
 from s3spill.config import TransferConfig
 from s3spill.errors import (
     AlreadyExists,
+    ArtifactExpired,
     ConfigError,
     IntegrityError,
     NotFound,
@@ -249,7 +250,7 @@ class ArtifactStore:
         try:
             info = self.store.head(art.artifact_key)
         except NotFound:
-            raise NotFound(f"no artifact {sid} in this store", key=art.artifact_key) from None
+            raise ArtifactExpired(_expired(sid), key=art.artifact_key) from None
         pinned = info.metadata.get(META_INDEX_SHA256)
         if not pinned:
             raise IntegrityError(f"{sid}: the artifact does not name its index")
@@ -276,7 +277,7 @@ class ArtifactStore:
         try:
             data = self.store.get(art.artifact_key, (start, end))
         except NotFound:
-            raise NotFound(f"artifact {art.source_id} is gone", key=art.artifact_key) from None
+            raise ArtifactExpired(_expired(str(art.source_id)), key=art.artifact_key) from None
         # A shortened body returns fewer bytes (or none, for a range past its end): the
         # length check in verify_chunk turns that into an IntegrityError.
         return index.verify_chunk(k, data, str(art.source_id))
@@ -347,3 +348,6 @@ class ArtifactStore:
                            expected_lines=index.line_count)
 
 
+def _expired(source_id: str) -> str:
+    return (f"{source_id} is no longer stored: this output expired (GC deletes unreferenced "
+            "outputs after their TTL); re-running the command that produced it is fine")

@@ -1,20 +1,27 @@
 """The ``s3spill`` command: a thin layer over the library.
 
 Each sub-module registers its own sub-commands (``register(subparsers)``) and sets
-``func`` on its parser; this module only parses, configures logging, and turns an
-:class:`~s3spill.errors.S3SpillError` into one line on stderr and a non-zero exit
-(a traceback only with ``--debug``).
+``func`` on its parser; this module only parses, configures logging, and is the one
+error boundary: every expected failure becomes ``s3spill: error: <what> (<hint>)`` on
+stderr and the exit code of :mod:`s3spill.cli.exitcodes` (see :mod:`.failures`); a
+traceback only with ``--debug``. Bad arguments are usage errors (exit 2), caught by
+argparse before anything touches a store.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import NoReturn
 
 from s3spill import log
-from s3spill.errors import S3SpillError
+from s3spill._version import __version__
+from s3spill.cli.common import utf8
+from s3spill.cli.exitcodes import ExitCode, help_epilog
+from s3spill.cli.failures import describe
 
 #: Sub-command modules, in help order. Each defines ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -27,23 +34,127 @@ COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.journal_cmds",
 )
 
-EXIT_ERROR = 2
+EXIT_ERROR = int(ExitCode.ERROR)
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="s3spill",
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line in the CLI's format (exit 2, no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(int(ExitCode.ERROR), f"s3spill: error: {message} (see `{self.prog} --help`)\n")
+
+
+def log_level(value: str) -> str:
+    level = value.upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"{value!r}: use one of {', '.join(LOG_LEVELS)}")
+    return level
+
+
+#: Flags that name *this call's* subject, not a setting: no environment variable stands
+#: for them (a leftover S3SPILL_ALL must never widen `gc plan --session X` to every
+#: session, and the demo never takes its store from the environment).
+_NOT_SETTINGS = {"help", "version", "offset", "char_offset", "call_id", "txid", "label", "all",
+                 "shard", "gc_session", "retain_until", "demo_store", "file"}
+#: Switches that delete for real or lower a safety margin: only an explicit flag on the
+#: command line turns them on, never a variable left in some environment.
+FLAG_ONLY = {"apply", "force_unverified_deletes", "allow_dangerously_short_ttl", "allow_remote", "no_probe"}
+
+
+def env_name(action: argparse.Action) -> str | None:
+    """``--orphan-ttl`` -> ``S3SPILL_ORPHAN_TTL``: the variable that sets a flag's default."""
+    longs = [o for o in action.option_strings if o.startswith("--")]
+    if (not longs or action.dest in _NOT_SETTINGS | FLAG_ONLY
+            or action.default is argparse.SUPPRESS):
+        return None
+    return "S3SPILL_" + longs[0][2:].upper().replace("-", "_")
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parser and every sub-command parser below it, depth first."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                found.extend(_parsers(child))
+    return found
+
+
+def _globals_everywhere(parser: argparse.ArgumentParser) -> None:
+    """Accept the global flags after the sub-command too (``s3spill gc plan --debug``).
+
+    Each sub-command gets a copy whose default is SUPPRESS, so the value given before the
+    sub-command survives unless it is given again after it; a sub-command that defines a
+    flag of the same name itself (``demo --store``) keeps its own.
+    """
+    globals_ = [a for a in parser._actions if a.option_strings and a.dest not in _NOT_SETTINGS]
+    for child in _parsers(parser)[1:]:
+        for action in globals_:
+            if any(o in child._option_string_actions for o in action.option_strings):
+                continue
+            kwargs: dict[str, object] = {"dest": action.dest, "default": argparse.SUPPRESS,
+                                         "help": argparse.SUPPRESS}
+            if isinstance(action, argparse._StoreTrueAction):
+                kwargs["action"] = "store_true"
+            else:
+                kwargs.update(type=action.type, metavar=action.metavar)
+            child.add_argument(*action.option_strings, **kwargs)  # type: ignore[arg-type]
+
+
+def _defaults_from_env(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
+    """Every flag's default may come from ``S3SPILL_<FLAG>`` (see :func:`env_name`).
+
+    A string default goes through the flag's own ``type`` (argparse converts string
+    defaults), so an environment value is validated exactly like the flag and a bad one
+    is the same usage error. Switches take 1/true/yes/on.
+    """
+    for p in _parsers(parser):
+        for action in p._actions:
+            name = env_name(action)
+            if name is None or name not in environ or isinstance(action, argparse._AppendAction):
+                continue
+            value = environ[name]
+            if isinstance(action, argparse._StoreTrueAction):
+                action.default = value.strip().lower() in {"1", "true", "yes", "on"}
+            else:
+                action.default = value
+
+
+def settings_table(parser: argparse.ArgumentParser | None = None) -> list[tuple[str, str, str]]:
+    """(variable, flag, commands) for every setting, as the README's table lists them."""
+    parser = parser or build_parser(environ={})
+    rows: dict[str, tuple[str, set[str]]] = {}
+    for p in _parsers(parser):
+        command = p.prog.removeprefix("s3spill").strip() or "(all)"
+        for action in p._actions:
+            name = env_name(action)
+            if name is None or isinstance(action, argparse._AppendAction):
+                continue
+            flag = next(o for o in action.option_strings if o.startswith("--"))
+            rows.setdefault(name, (flag, set()))[1].add(command)
+    return sorted((name, flag, ", ".join(sorted(cmds))) for name, (flag, cmds) in rows.items())
+
+
+def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
+    """The whole CLI; flag defaults come from ``environ`` (``os.environ`` by default)."""
+    parser = Parser(
+        prog="s3spill", epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Spill oversized tool output to immutable, checksummed objects, page it back "
         "through verified reads, and delete only what no reference protects.",
     )
-    parser.add_argument("--store", help="store URL: s3://bucket/prefix or file:///path "
+    parser.add_argument("--store", type=utf8, help="store URL: s3://bucket/prefix or file:///path "
                         "(default: $S3SPILL_STORE, else a per-user state directory)")
-    parser.add_argument("--session", help="session id (default: $S3SPILL_SESSION)")
+    parser.add_argument("--session", type=utf8, help="session id (default: $S3SPILL_SESSION)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
-    parser.add_argument("--log-level", default="WARNING", help="structlog level (default WARNING)")
+    parser.add_argument("--log-level", default="WARNING", type=log_level, metavar="LEVEL",
+                        help=f"log level: {', '.join(LOG_LEVELS)} (default WARNING)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    _defaults_from_env(parser, os.environ if environ is None else environ)
+    _globals_everywhere(parser)
     return parser
 
 
@@ -53,13 +164,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.configure(level="DEBUG" if args.debug else args.log_level)
     if not getattr(args, "func", None):
         parser.print_help()
-        return EXIT_ERROR
+        return int(ExitCode.OK) if not args.command else EXIT_ERROR
     try:
-        return int(args.func(args) or 0)
-    except S3SpillError as exc:
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at exit
+        return code
+    except KeyboardInterrupt:
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        _silence_stdout()
+        return int(ExitCode.BROKEN_PIPE)
+    except Exception as exc:
         if args.debug:
             raise
-        print(f"s3spill: error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        return 130
+        failure = describe(exc)
+        print(failure.line(), file=sys.stderr)
+        return int(failure.code)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass

@@ -2,7 +2,7 @@
 
 The session comes from ``--session`` / ``$S3SPILL_SESSION`` (the harness), never from the
 source id. Output is written only after the library has verified every byte it prints, so
-an integrity failure prints nothing to stdout: just one line on stderr and exit status 2.
+an integrity failure prints nothing to stdout: just one line on stderr and exit status 5.
 """
 
 from __future__ import annotations
@@ -13,7 +13,11 @@ import sys
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.store import ArtifactStore
-from s3spill.cli.common import session_from_args, store_from_args
+from s3spill.cli.common import count, positive, session_from_args, store_from_args, utf8
+from s3spill.errors import S3SpillError
+from s3spill.log import get_logger
+
+log = get_logger("s3spill.cli.artifacts")
 
 
 def _out(text: str) -> None:
@@ -28,12 +32,32 @@ def _artifacts(args: argparse.Namespace) -> tuple[ArtifactStore, str]:
 
 def cmd_spill(args: argparse.Namespace) -> int:
     arts, session = _artifacts(args)
-    ref = arts.write(session, sys.stdin.buffer, args.tool, call_id=args.call_id, label=args.label)
+    if args.file in (None, "-"):
+        ref = arts.write(session, sys.stdin.buffer, args.tool, call_id=args.call_id, label=args.label)
+    else:
+        with open(args.file, "rb") as fh:
+            ref = arts.write(session, fh, args.tool, call_id=args.call_id, label=args.label)
+    _mark_active(arts, session)
     if args.json:
         _out(ref.model_dump_json() + "\n")
     else:
         _out(f"{ref.source_id}\n{ref.summary}\nsha256 {ref.sha256}\n")
     return 0
+
+
+def _mark_active(arts: ArtifactStore, session: str) -> None:
+    """A spill is activity: GC keeps every artifact of a session active within its TTL.
+
+    The Spiller does the same after each spill; a CLI spill is the harness's spill, so it
+    must protect its fresh artifact the same way before any reference is published. A
+    failed mark is a warning, not a failed spill: the artifact is stored either way.
+    """
+    from s3spill.leases.journal import LeaseJournal
+
+    try:
+        LeaseJournal(arts.store, session, arts.config).touch()
+    except S3SpillError as exc:
+        log.warning("spill.touch_failed", error=type(exc).__name__)
 
 
 def cmd_read(args: argparse.Namespace) -> int:
@@ -63,28 +87,31 @@ def cmd_grep(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("spill", help="store stdin as an immutable artifact and print its reference")
-    p.add_argument("--tool", default="stdin", help="tool that produced the output (default: stdin)")
-    p.add_argument("--call-id", help="the tool call's id, kept in the reference")
-    p.add_argument("--label", help="a short human title, kept in the reference")
+    p = sub.add_parser("spill", help="store a file (or stdin) as an immutable artifact, print its reference")
+    p.add_argument("file", nargs="?", metavar="FILE", type=utf8,
+                   help="the output to store; '-' or nothing: standard input")
+    p.add_argument("--tool", default="stdin", type=utf8,
+                   help="tool that produced the output (default: stdin)")
+    p.add_argument("--call-id", type=utf8, help="the tool call's id, kept in the reference")
+    p.add_argument("--label", type=utf8, help="a short human title, kept in the reference")
     p.add_argument("--json", action="store_true", help="print the full ArtifactReference as JSON")
     p.set_defaults(func=cmd_spill)
 
     p = sub.add_parser("read", help="print one verified page of an artifact")
-    p.add_argument("source_id", metavar="SOURCE_ID")
-    p.add_argument("--offset", type=int, default=0, help="lines to skip (0-based; default 0)")
+    p.add_argument("source_id", metavar="SOURCE_ID", type=utf8)
+    p.add_argument("--offset", type=count, default=0, help="lines to skip (0-based; default 0)")
     p.add_argument(
-        "--limit", type=int, default=DEFAULT_LIMIT, help=f"lines (default {DEFAULT_LIMIT})"
+        "--limit", type=positive, default=DEFAULT_LIMIT, help=f"lines (default {DEFAULT_LIMIT})"
     )
     p.add_argument(
         "--char-offset",
-        type=int,
+        type=count,
         default=0,
         help="continue a long line from this character (as the footer says)",
     )
     p.add_argument(
         "--max-chars",
-        type=int,
+        type=positive,
         default=DEFAULT_MAX_CHARS,
         help=f"page size in characters, header and footer included (default {DEFAULT_MAX_CHARS})",
     )
@@ -94,15 +121,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "grep", help="search an artifact with a regular expression (exit 1: no match)"
     )
-    p.add_argument("source_id", metavar="SOURCE_ID")
-    p.add_argument("pattern", metavar="PATTERN", help="Python regular expression, matched per line")
+    p.add_argument("source_id", metavar="SOURCE_ID", type=utf8)
+    p.add_argument("pattern", metavar="PATTERN", type=utf8,
+                   help="regular expression in RE2 syntax (no backreferences or lookarounds), "
+                   "matched per line")
     p.add_argument(
         "--max-matches",
-        type=int,
+        type=count,
         default=DEFAULT_MAX_MATCHES,
         help=f"matching lines to show (default {DEFAULT_MAX_MATCHES}); the rest are counted",
     )
-    p.add_argument("--context", type=int, default=0, help="lines of context around each match")
+    p.add_argument("--context", type=count, default=0, help="lines of context around each match")
     p.add_argument("-i", "--ignore-case", action="store_true")
     p.add_argument("--json", action="store_true", help="print the structured result as JSON")
     p.set_defaults(func=cmd_grep)

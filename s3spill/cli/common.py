@@ -1,4 +1,4 @@
-"""Helpers shared by sub-commands: resolving the store and the session from flags/env."""
+"""Helpers shared by sub-commands: argument types, and the store and session from flags/env."""
 
 from __future__ import annotations
 
@@ -17,4 +17,41 @@ def session_from_args(args: argparse.Namespace) -> str:
     session = getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")
     if not session:
         raise ConfigError("no session: pass --session ID or set S3SPILL_SESSION")
-    return str(session)
+    try:
+        return utf8(str(session))
+    except argparse.ArgumentTypeError as exc:
+        raise ConfigError(f"session id {exc}") from None
+
+
+def utf8(value: str) -> str:
+    """An argparse type: text that will be stored or sent must be valid UTF-8.
+
+    argv arrives decoded with surrogate escapes, so ``$'\\xff'`` becomes a lone surrogate
+    that no JSON record or S3 header can carry; refusing it here is a usage error before
+    any work starts (``run`` has not started its command yet, so no output is lost).
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(f"not valid UTF-8: {value!a}") from None
+    return value
+
+
+
+def count(value: str) -> int:
+    """An argparse type: a whole number >= 0 (a negative limit is a usage error, not a crash)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {number}")
+    return number
+
+
+def positive(value: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    number = count(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {number}")
+    return number

@@ -1,10 +1,13 @@
 """``s3spill gc plan|apply|run``: the garbage collector as a batch job.
 
-Exit codes (documented in the README): 0 done; 3 done, but some planned deletions
-met a race or a store error and were retained (run again later); 4 refused (unsafe
-TTL, a plan that does not verify or belongs to another store, no safe delete method);
-2 any other error. The final report is one JSON document on stdout; progress goes to
-stderr (a bar on a TTY, structured log lines otherwise).
+Exit codes come from the one table (:mod:`s3spill.cli.exitcodes`): 0 done; 3 done, but
+some planned deletions met a race or a store error and were retained (run again later);
+4 refused (unsafe TTL, a plan that does not verify or belongs to another store, no safe
+delete method); 7 done, but some session's journal is in doubt
+(``retained_journal_doubt``: its manifest is missing or behind its owner slots or
+segments; everything in it was kept, and an operator should look); 2 a usage error or
+failed request. The final report is one JSON
+document on stdout; progress goes to stderr (a bar on a TTY, structured log lines otherwise).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from s3spill.cli.common import store_from_args
+from s3spill.cli.common import count, positive, store_from_args, utf8
+from s3spill.cli.exitcodes import ExitCode
 from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused, ConfigError
 from s3spill.gc.apply import apply_cleanup
@@ -29,30 +33,45 @@ from s3spill.keys import GC_PLANS, session_hash
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore, StoreCapabilities
 
-EXIT_OK = 0
-EXIT_RACES = 3
-EXIT_REFUSED = 4
+EXIT_OK = int(ExitCode.OK)
+EXIT_RACES = int(ExitCode.RETAINED)
+EXIT_REFUSED = int(ExitCode.REFUSED)
+EXIT_JOURNAL_DOUBT = int(ExitCode.JOURNAL_DOUBT)
 log = get_logger("s3spill.cli.gc")
 
 
 def _plan_args(p: argparse.ArgumentParser) -> None:
     who = p.add_mutually_exclusive_group()
-    who.add_argument("--session", dest="gc_session", metavar="ID",
+    who.add_argument("--session", dest="gc_session", metavar="ID", type=utf8,
                      help="plan one session (default: the global --session / $S3SPILL_SESSION)")
     who.add_argument("--all", action="store_true", help="plan every session in the store")
-    p.add_argument("--shard", metavar="K/N", help="with --all: only shard K of N of the session-hash space")
+    p.add_argument("--shard", metavar="K/N", type=_shard,
+                   help="with --all: only shard K of N of the session-hash space")
+    _policy_args(p)
+
+
+def _policy_args(p: argparse.ArgumentParser) -> None:
+    """The cleanup policy; ``gc apply`` takes it too, because apply never trusts a plan's."""
     p.add_argument("--orphan-ttl", default="24h", help="keep unclaimed artifacts this long (default 24h)")
     p.add_argument("--session-ttl", default="24h", help="an active session protects all its artifacts "
                    "this long after its last activity (default 24h)")
-    p.add_argument("--max-deletions", type=int, default=10_000,
+    p.add_argument("--max-deletions", type=count, default=10_000,
                    help="plan at most N deletions (default 10000)")
     p.add_argument("--allow-dangerously-short-ttl", action="store_true",
                    help="accept TTLs under one hour (tests and demos only: can delete what a live "
                    "writer is about to reference)")
 
 
+def _shard(text: str) -> CleanupScope:
+    """``K/N`` with 0 <= K < N, checked while parsing (``0/0`` is a usage error)."""
+    try:
+        return CleanupScope.parse_shard(text)
+    except (ConfigError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise argparse.ArgumentTypeError(f"bad shard {text!r}: use K/N with 0 <= K < N") from exc
+
+
 def _apply_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-concurrency", type=int, default=None,
+    p.add_argument("--max-concurrency", type=positive, default=None,
                    help="sessions planned and applied in parallel "
                    "(default: TransferConfig.max_concurrency)")
     p.add_argument("--rate-limit", type=float, default=None, metavar="REQ_PER_S",
@@ -73,13 +92,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _plan_args(plan)
     plan.add_argument("--out", metavar="FILE", help="write the plan here (JSON Lines); "
                       f"'store' saves it in the store under {GC_PLANS}/ (default: a temporary file)")
-    plan.add_argument("--max-concurrency", type=int, default=None,
+    plan.add_argument("--max-concurrency", type=positive, default=None,
                       help="sessions planned in parallel (default: TransferConfig.max_concurrency)")
     plan.set_defaults(func=cmd_plan)
 
     apply = gcsub.add_parser("apply", help="apply a plan: condemn, revalidate, delete conditionally")
     apply.add_argument("plan", metavar="PLAN", help="a plan file, or store:PLAN_ID for a stored plan")
     apply.add_argument("--dry-run", action="store_true", help="revalidate nothing, delete nothing")
+    _policy_args(apply)
     _apply_args(apply)
     apply.set_defaults(func=cmd_apply)
 
@@ -99,8 +119,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _scope(args: argparse.Namespace) -> CleanupScope:
     if args.all:
-        scope = CleanupScope.parse_shard(args.shard) if args.shard else CleanupScope()
-        return scope
+        return args.shard if args.shard else CleanupScope()
     if args.shard:
         raise ConfigError("--shard needs --all")
     session = args.gc_session or getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")
@@ -155,6 +174,8 @@ def _print(doc: dict[str, Any]) -> None:
 
 
 def _exit_code(report: CleanupReport) -> int:
+    if report.journal_doubts:
+        return EXIT_JOURNAL_DOUBT
     return EXIT_RACES if report.races else EXIT_OK
 
 
@@ -176,10 +197,12 @@ def _capabilities(args: argparse.Namespace, store: ObjectStore) -> StoreCapabili
 
 def _apply(args: argparse.Namespace, plan: CleanupPlan, dry_run: bool) -> CleanupReport:
     store = store_from_args(args)
+    policy = _policy(args, dry_run=dry_run)  # apply's own policy: the plan's only narrows it
     caps = None if dry_run else _capabilities(args, store)
     update, close = _progress(plan.footer.entries)
     try:
         return apply_cleanup(store, plan, dry_run=dry_run, config=_config(args), capabilities=caps,
+                             policy=policy,
                              rate_limit=args.rate_limit,
                              force_unverified_deletes=args.force_unverified_deletes, progress=update)
     finally:
@@ -202,7 +225,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             doc["plan_key"] = save_plan_to_store(store, plan)
             doc["apply_with"] = f"s3spill gc apply store:{plan.plan_id}"
         _print(doc)
-        return EXIT_OK
+        return EXIT_JOURNAL_DOUBT if plan.footer.counts.get("retained_journal_doubt") else EXIT_OK
     except CleanupRefused as exc:
         return _refused(exc)
 
@@ -232,6 +255,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         report = _apply(args, plan, dry_run=not args.apply)
         _print({"plan": planned.model_dump(mode="json") | {"plan_path": str(plan.path)},
                 "apply": report.model_dump(mode="json")})
+        if planned.counts.get("retained_journal_doubt"):
+            return EXIT_JOURNAL_DOUBT
         return _exit_code(report)
     except CleanupRefused as exc:
         return _refused(exc)

@@ -14,30 +14,31 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from s3spill.cli.common import session_from_args, store_from_args
-from s3spill.errors import ConfigError, JournalCorrupt
+from s3spill.cli.common import session_from_args, store_from_args, utf8
+from s3spill.cli.exitcodes import ExitCode
+from s3spill.errors import ConfigError, IntegrityError, JournalCorrupt
 from s3spill.keys import SourceId
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import S3ReferenceOwner
 from s3spill.leases.reconcile import reconcile_pending, reconcile_reference
 from s3spill.leases.references import memory_reference_for, publish_memory_reference, remove_memory_reference
 
-#: Exit codes of ``journal verify`` and ``reconcile``.
-EXIT_CORRUPT = 3
-EXIT_PENDING = 1
+#: Exit codes of ``journal verify`` and ``reconcile`` (from the one table).
+EXIT_CORRUPT = int(ExitCode.CORRUPT)
+EXIT_PENDING = int(ExitCode.NEGATIVE)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ref = sub.add_parser("ref", help="publish, remove and list memory references (leases)")
     refs = ref.add_subparsers(dest="ref_command", metavar="ACTION", required=True)
     p = refs.add_parser("publish", help="publish a memory reference to an artifact under a lease")
-    p.add_argument("source_id", metavar="SOURCE_ID")
-    p.add_argument("--txid", help="stable transaction id (default: a fresh one; keep it to retry)")
+    p.add_argument("source_id", metavar="SOURCE_ID", type=utf8)
+    p.add_argument("--txid", type=utf8, help="stable transaction id (default: a fresh one; keep it to retry)")
     p.add_argument("--retain-until", help="lease expiry, ISO 8601 with a timezone (default: none)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_publish)
     p = refs.add_parser("remove", help="remove a reference at the owner, then release its lease")
-    p.add_argument("txid", metavar="TXID")
+    p.add_argument("txid", metavar="TXID", type=utf8)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_remove)
     p = refs.add_parser("list", help="list the session's live and pending leases")
@@ -55,7 +56,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("reconcile", help=f"settle pending leases with the owner (exit {EXIT_PENDING}: "
                        "some stay pending)")
-    p.add_argument("--txid", help="only this transaction")
+    p.add_argument("--txid", type=utf8, help="only this transaction")
     p.add_argument("--include-committed", action="store_true",
                    help="also release committed leases whose reference the owner already removed")
     p.add_argument("--json", action="store_true", help="print the reports as JSON")
@@ -151,11 +152,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     journal, _ = _open(args)
     try:
         report = journal.verify()
-    except JournalCorrupt as exc:
+    except (JournalCorrupt, IntegrityError) as exc:
+        # A manifest or segment whose bytes fail their SHA-256 is as corrupt as a broken chain.
+        reason = exc.reason if isinstance(exc, JournalCorrupt) else "digest_mismatch"
         if args.json:
-            _print_json({"ok": False, "reason": exc.reason, "message": str(exc)})
-        print(f"s3spill: journal verify: {exc} [{exc.reason}]", file=sys.stderr)
-        print("GC keeps every artifact of this session until the journal is repaired.", file=sys.stderr)
+            _print_json({"ok": False, "reason": reason, "message": str(exc)})
+        print(f"s3spill: error: journal verify: {exc} [{reason}] (GC keeps every artifact of this "
+              "session until the journal is repaired)", file=sys.stderr)
         return EXIT_CORRUPT
     if args.json:
         _print_json({"ok": True, **report.to_dict()})

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
-from s3spill.cli.common import session_from_args, store_from_args
+from s3spill.cli.common import session_from_args, store_from_args, utf8
 from s3spill.spill.spiller import Spiller
 
 #: Exit status when the command cannot be started at all (as in a shell).
@@ -31,8 +31,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Run CMD with stdout and stderr merged, pass the output through the Spiller, "
                     "print the model-facing text, and exit with CMD's exit status.",
     )
-    p.add_argument("--tool", default="bash", help="tool name that selects the spill policy (default: bash)")
-    p.add_argument("--call-id", help="call id recorded with the stored output")
+    p.add_argument("--tool", default="bash", type=utf8,
+                   help="tool name that selects the spill policy (default: bash)")
+    p.add_argument("--call-id", type=utf8, help="call id recorded with the stored output")
     p.add_argument("--json", action="store_true", help="print the whole SpillResult as JSON")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="the command to run, after --")

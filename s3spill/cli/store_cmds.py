@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 
 from s3spill.cli.common import store_from_args
+from s3spill.cli.exitcodes import ExitCode
 
-#: Exit status of ``doctor`` when a guarantee s3spill needs is missing.
-EXIT_MISSING_GUARANTEE = 1
+#: Exit status of ``doctor`` when a guarantee s3spill needs is missing; a store it cannot
+#: reach or read is an error with a code of its own (2, or 6 when unreachable), never 1.
+EXIT_MISSING_GUARANTEE = int(ExitCode.NEGATIVE)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -16,10 +16,11 @@ SESSION = "demo-agent-session"
 
 
 def agent_demo_step(ctx: DemoContext) -> None:
+    session = ctx.session(SESSION)
     ctx.say("the model runs `make`; every tool result passes through the Spiller, the model")
     ctx.say("gets read_artifact/grep_artifact bound to its session, and a finding is published")
     ctx.say("as a memory reference under a lease (LeaseJournal.publish_reference).")
-    run = run_agent_example(ctx.store, SESSION, ctx.out, indent="    ")
+    run = run_agent_example(ctx.store, session, ctx.out, indent="    ")
     ctx.state["agent_run"] = run
     (txid,) = run.published
     ctx.say(f"memory reference {txid} is COMMITTED in the session's lease journal: GC keeps the log.")

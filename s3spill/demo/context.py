@@ -19,11 +19,21 @@ class DemoContext:
     out: TextIO
     endpoint_url: str
     store: S3Store
-    s3: Any  # the EmbeddedS3 (typed loosely: s3spill.testing needs the `local` extra)
+    #: Empty on the embedded S3 (its data is discarded); on a real store, a fresh token
+    #: per run so every run has its own sessions and keys and never meets an earlier one.
+    run_id: str = ""
     state: dict[str, Any] = field(default_factory=dict)
 
     def say(self, text: str = "") -> None:
         print(f"    {text}" if text else "", file=self.out)
+
+    def session(self, name: str) -> str:
+        """The session id a step uses, unique to this run on a real store."""
+        return f"{name}-{self.run_id}" if self.run_id else name
+
+    def key(self, leaf: str) -> str:
+        """A scratch key for the store-level steps, under ``demo/`` (and the run's id)."""
+        return f"demo/{self.run_id}/{leaf}" if self.run_id else f"demo/{leaf}"
 
 
 DemoStep = Callable[[DemoContext], None]

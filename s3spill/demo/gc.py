@@ -43,12 +43,13 @@ def _exists(store: ObjectStore, key: str) -> bool:
 
 def gc_demo_step(ctx: DemoContext) -> None:
     """Two tool outputs, one referenced from memory; GC a day later keeps exactly that one."""
+    session = ctx.session(DEMO_SESSION)
     store: ObjectStore = ctx.store
-    shash = keys.session_hash(DEMO_SESSION)
-    kept, kept_sid = _write(store, DEMO_SESSION, "pytest", b"FAILED test_gc.py::test_race\n" * 400)
-    orphan, _ = _write(store, DEMO_SESSION, "grep", b"src/x.py:1: TODO\n" * 400)
-    journal = LeaseJournal(store, DEMO_SESSION)
-    owner = S3ReferenceOwner(store, DEMO_SESSION)
+    shash = keys.session_hash(session)
+    kept, kept_sid = _write(store, session, "pytest", b"FAILED test_gc.py::test_race\n" * 400)
+    orphan, _ = _write(store, session, "grep", b"src/x.py:1: TODO\n" * 400)
+    journal = LeaseJournal(store, session)
+    owner = S3ReferenceOwner(store, session)
     publish_memory_reference(journal, owner, memory_reference_for(store, kept_sid),
                              transaction_id="demo-memory-ref-1")
     ctx.say(f"two artifacts in session {shash[:12]}…: {kept} (referenced from memory), {orphan} (orphan)")

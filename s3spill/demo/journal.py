@@ -18,11 +18,12 @@ SESSION = "demo-journal-session"
 
 
 def journal_step(ctx: DemoContext) -> None:
+    session = ctx.session(SESSION)
     store = ctx.store
-    ref = ArtifactStore(store).write(SESSION, b"FAILED test_journal.py::test_crash\n" * 300, "pytest")
+    ref = ArtifactStore(store).write(session, b"FAILED test_journal.py::test_crash\n" * 300, "pytest")
     memory_ref = memory_reference_for(store, ref.source_id)  # digest from the store's HEAD
-    journal = LeaseJournal(store, SESSION)
-    owner = S3ReferenceOwner(store, SESSION)
+    journal = LeaseJournal(store, session)
+    owner = S3ReferenceOwner(store, session)
     r = publish_memory_reference(journal, owner, memory_ref, transaction_id="demo-ref-1")
     ctx.say(f"published a memory reference to {ref.name}: {r.outcome} (generation {r.generation})")
 
@@ -42,7 +43,7 @@ def journal_step(ctx: DemoContext) -> None:
         ctx.say("a late publish of demo-ref-lost is refused: its slot is sealed")
     r = remove_memory_reference(journal, owner, "demo-ref-landed")
     ctx.say(f"removed demo-ref-landed at the owner, then {r.outcome}")
-    checked = LeaseJournal(store, SESSION).verify()
+    checked = LeaseJournal(store, session).verify()
     claims = journal.claims()
     ctx.say(f"journal verified by a fresh reader: {checked.records} records, chain head "
             f"{checked.head_hash[:12]}…, {checked.live} live claim(s) on "

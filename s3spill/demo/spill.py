@@ -58,8 +58,9 @@ def _show(ctx: DemoContext, text: str, keep_head: int = 3, keep_tail: int = 2) -
 
 
 def spill_step(ctx: DemoContext) -> None:
+    session = ctx.session(SESSION)
     output = command_output()
-    spiller = Spiller(ctx.store, SESSION)
+    spiller = Spiller(ctx.store, session)
     result = spiller.externalize(iter([output[i : i + 65536] for i in range(0, len(output), 65536)]),
                                  "bash", "call-1", exit_code=1)
     spiller.close()
@@ -77,7 +78,7 @@ def spill_step(ctx: DemoContext) -> None:
     ctx.say("")
     ctx.say(f"following the pointer to line {first} (\"line N is at offset=N-1\"): "
             f"read(source_id, offset={first - 1}, limit=3)")
-    reader = ArtifactStore(ctx.store, session_id=SESSION)
+    reader = ArtifactStore(ctx.store, session_id=session)
     page = reader.read_page(sid.group(1), offset=first - 1, limit=3)
     for line in page.render().rstrip("\n").split("\n"):
         ctx.say(f"| {line}")
@@ -86,7 +87,7 @@ def spill_step(ctx: DemoContext) -> None:
     ctx.say(f"the page's bytes equal the original output at that place: {'yes' if same else '!! NO'}")
 
     down = FaultyStore(ctx.store, [Fault("*", "unavailable", times=10**9)])
-    degraded = Spiller(down, SESSION, journal=None).externalize(output, "bash", "call-2", exit_code=1)
+    degraded = Spiller(down, session, journal=None).externalize(output, "bash", "call-2", exit_code=1)
     notice = degraded.context_text[degraded.context_text.rfind("[s3spill] "):]
     ctx.say("")
     ctx.say("with the store down, the same call fails open and says so (no locator):")

@@ -35,9 +35,17 @@ from s3spill.errors import (
     PreconditionFailed,
     S3SpillError,
     StoreError,
+    UnsupportedOperation,
 )
 from s3spill.gc.doc import CleanupPlan
-from s3spill.gc.fence import CondemnFact, GcLedger, LedgerFactory, SessionFacts, open_ledger
+from s3spill.gc.fence import (
+    CondemnFact,
+    GcLedger,
+    LedgerFactory,
+    SessionFacts,
+    journal_doubts,
+    open_ledger,
+)
 from s3spill.gc.metered import MeteredStore
 from s3spill.gc.models import (
     ApplyItem,
@@ -47,7 +55,10 @@ from s3spill.gc.models import (
     DeleteMethod,
     ObjectSnapshot,
     PlanEntry,
+    narrowed_policy,
 )
+from s3spill.gc.plan import object_created
+from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore, StoreCapabilities
 
@@ -104,6 +115,7 @@ class _Tally:
     truncated: bool = False
     recovered: Counter[str] = field(default_factory=Counter)
     sessions: int = 0
+    deletions: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, outcome: ApplyOutcome | str, entry: PlanEntry, reason: str = "") -> None:
@@ -144,6 +156,10 @@ class _Applier:
             if not version_id:
                 raise PreconditionFailed("no version id to pin the delete to", key=key)
             self.store.delete_version(key, version_id)
+        elif self.method == "unconditional":
+            # The operator accepted the risk: a store that refuses If-Match on DELETE (501)
+            # or ignores it must get a plain delete, or "force" would delete nothing.
+            self.store.delete_unconditional(key)
         else:
             self.store.delete_if_match(key, etag)
 
@@ -162,9 +178,10 @@ class _Applier:
         except StoreError as exc:
             log.info("gc.apply.index_left", error=type(exc).__name__)
 
-    def _revalidate_and_delete(self, snap: ObjectSnapshot | CondemnFact, key: str
+    def _revalidate_and_delete(self, snap: ObjectSnapshot | CondemnFact, key: str,
+                               young: Callable[[ObjectInfo], str | None] | None = None,
                                ) -> tuple[ApplyOutcome, str, bool]:
-        """HEAD, compare, delete. Returns (outcome, reason, delete_was_attempted)."""
+        """HEAD, compare, re-judge its age, delete. Returns (outcome, reason, delete_was_attempted)."""
         try:
             head = self.store.head(key)
         except NotFound:
@@ -174,6 +191,11 @@ class _Applier:
         changed = _same(snap, head, self.method)
         if changed:
             return "race_detected", f"{changed} since the plan", False
+        why = young(head) if young is not None else None
+        if why:
+            return "retained_recent", why, False
+        if not self._take_deletion_slot():
+            return "retained_limit", f"max_deletions={self.policy.max_deletions} reached", False
         try:
             # The etag of the validated HEAD: equal to the snapshot's when it has one.
             self._delete(key, head.etag, head.version_id)
@@ -181,6 +203,10 @@ class _Applier:
             return "already_missing", "object vanished before the delete", True
         except PreconditionFailed as exc:
             return "race_detected", f"conditional delete refused: {exc}", True
+        except UnsupportedOperation as exc:
+            # A definite refusal (501 NotImplemented): nothing was deleted, so the
+            # condemnation is lifted, never left "unknown" for ever.
+            return "retained_error", f"the store refused the delete as not implemented: {exc}", False
         except StoreError as exc:
             return "retained_error", f"delete outcome unknown: {type(exc).__name__}", True
         return "deleted", "", True
@@ -214,10 +240,24 @@ class _Applier:
         try:
             ledger = self.ledger_factory(self.store, shash, self.now)
             facts = ledger.facts()
+            evidence = read_history_evidence(self.store, shash)
         except (S3SpillError, ValueError) as exc:
             for e in planned:
                 self.tally.add("retained_unverifiable", e, f"journal unusable: {type(exc).__name__}")
             return
+        doubts = journal_doubts(facts, evidence)
+        if not facts.exists and not doubts:
+            young = [e for e in planned if self._fresh_younger_than_session_ttl(shash, e)]
+            if young:
+                doubts.append(f"manifest missing while {len(young)} artifact(s) are younger than "
+                              "session_ttl")
+        if doubts:
+            log.warning("gc.apply.JOURNAL_DOUBT", session_hash=shash, reasons=doubts)
+            reason = "journal in doubt: " + "; ".join(doubts)
+            for e in planned:
+                self.tally.add("retained_journal_doubt", e, reason)
+            return
+        published = evidence.published_names()
         work: dict[str, _Work] = {}
         # Condemnations an interrupted (or concurrent) run left behind: adopt and finish them.
         for name, cf in sorted(facts.condemned.items()):
@@ -226,14 +266,21 @@ class _Applier:
             work[name] = _Work(name, cf, None, None, takeover=cf.run_id)
         for e in planned:
             assert e.snapshot is not None and e.name is not None
+            if e.object_kind not in ("artifact", "index"):
+                self.tally.add("denied", e, f"a plan may only delete artifacts and sidecars, "
+                               f"not {e.object_kind}")
+                continue
             if not _entry_layout_ok(shash, e):
-                self.tally.add("denied", e, "plan entry's key does not match the layout")
+                self.tally.add("denied", e, "plan entry's key is not an artifact key of this store")
+                continue
+            if e.name in published:
+                self.tally.add("retained_referenced", e, "an owner slot holds a published reference")
                 continue
             if e.object_kind == "index":
                 if facts.claims.get(e.name):
                     self.tally.add("retained_referenced", e, "a claim names its artifact")
                 else:
-                    self._orphan_index(e)
+                    self._orphan_index(shash, e, facts)
                 continue
             protected = None if e.name in work else self._protected(facts, e.name)
             if protected:
@@ -250,12 +297,69 @@ class _Applier:
             work[e.name] = _Work(e.name, snap, e.index_snapshot, e,
                                  takeover=previous.takeover if previous else None)
         if work:
-            self._condemn_and_delete(ledger, shash, list(work.values()))
+            self._condemn_and_delete(ledger, shash, list(work.values()), facts)
 
-    def _orphan_index(self, e: PlanEntry) -> None:
-        """A sidecar whose artifact is gone: no claim can land on it, so no fence is needed."""
-        assert e.snapshot is not None
-        outcome, reason, _ = self._revalidate_and_delete(e.snapshot, e.snapshot.key)
+    def _fresh_younger_than_session_ttl(self, shash: str, e: PlanEntry) -> bool:
+        """Judged on a fresh HEAD, never on the plan's snapshot (which could be edited)."""
+        assert e.name is not None
+        if e.object_kind not in ("artifact", "index") or not _layout_ok(shash, e.name):
+            return False
+        key = (keys.artifact_key(shash, e.name) if e.object_kind == "artifact"
+               else keys.index_key(shash, e.name))
+        try:
+            head = self.store.head(key)
+        except NotFound:
+            return False
+        except StoreError:
+            return True  # cannot tell: doubt
+        return self.now() - object_created(e.name, head) < self.policy.session_ttl
+
+    def _young(self, facts: SessionFacts, name: str) -> Callable[[ObjectInfo], str | None]:
+        """The plan's age rule, re-applied at apply time under the apply-time policy."""
+
+        def check(head: ObjectInfo) -> str | None:
+            now = self.now()
+            ref = object_created(name, head)
+            if facts.last_active is not None:
+                if now - facts.last_active < self.policy.session_ttl:
+                    return "session active within session_ttl"
+                ref = max(ref, facts.last_active)
+            for claim in facts.expired_claims.get(name, ()):
+                if claim.retain_until is not None:
+                    ref = max(ref, claim.retain_until)
+            if now - ref < self.policy.orphan_ttl:
+                return "younger than orphan_ttl (apply-time policy)"
+            return None
+
+        return check
+
+    def _take_deletion_slot(self) -> bool:
+        """Count one deletion against ``max_deletions`` (enforced here too: a plan can't widen it)."""
+        limit = self.policy.max_deletions
+        with self.tally.lock:
+            if limit is not None and self.tally.deletions >= limit:
+                return False
+            self.tally.deletions += 1
+            return True
+
+    def _orphan_index(self, shash: str, e: PlanEntry, facts: SessionFacts) -> None:
+        """A sidecar whose artifact is gone: no claim can land on it, so no fence is needed.
+
+        An index goes only with or after its body: while the artifact exists, a plan line
+        asking for its sidecar alone (an edited plan) is refused, or its reads would fail.
+        """
+        assert e.snapshot is not None and e.name is not None
+        try:
+            self.store.head(keys.artifact_key(shash, e.name))
+            self.tally.add("denied", e, "its artifact exists: an index is deleted only with its body")
+            return
+        except NotFound:
+            pass
+        except StoreError as exc:
+            self.tally.add("retained_error", e, f"HEAD of its artifact failed: {type(exc).__name__}")
+            return
+        outcome, reason, _ = self._revalidate_and_delete(e.snapshot, e.snapshot.key,
+                                                         self._young(facts, e.name))
         self.tally.add(outcome, e, reason)
 
     def _record(self, w: _Work, outcome: ApplyOutcome, reason: str) -> None:
@@ -265,7 +369,8 @@ class _Applier:
             with self.tally.lock:
                 self.tally.recovered[outcome] += 1
 
-    def _condemn_and_delete(self, ledger: GcLedger, shash: str, work: list[_Work]) -> None:
+    def _condemn_and_delete(self, ledger: GcLedger, shash: str, work: list[_Work],
+                            facts: SessionFacts) -> None:
         takeover = {w.name: w.takeover for w in work if w.takeover is not None}
         try:
             verdicts = ledger.condemn([w.fact for w in work], run_id=self.run_id,
@@ -293,7 +398,8 @@ class _Applier:
                 self._record(w, "retained_error", f"journal answered {verdict!r}")
                 continue
             key = keys.artifact_key(shash, w.name)
-            outcome, reason, attempted = self._revalidate_and_delete(w.fact, key)
+            outcome, reason, attempted = self._revalidate_and_delete(w.fact, key,
+                                                                     self._young(facts, w.name))
             if outcome in ("deleted", "already_missing"):
                 gone.append(w.name)
                 self._delete_index(w.index if w.index is not None else self._index_snapshot(shash, w.name))
@@ -378,19 +484,29 @@ def apply_cleanup(
     max_report_items: int = 1000,
     progress: Callable[[int], None] | None = None,
     metered: MeteredStore | None = None,
+    policy: CleanupPolicy | None = None,
 ) -> CleanupReport:
     """Apply a verified plan: condemn, revalidate, delete conditionally, record; report.
 
-    ``dry_run`` defaults to the plan's policy. ``capabilities`` overrides what the store
+    The plan is a narrowing hint, never an authority: every deletion is re-derived from
+    fresh facts (journal, owner slots, HEAD) under ``policy`` — the policy configured at
+    apply time (default: :class:`CleanupPolicy`'s defaults), made stricter, never looser,
+    by the plan's (:func:`~s3spill.gc.models.narrowed_policy`). ``dry_run`` defaults to
+    ``policy.dry_run`` when a policy is given, else to the plan's. ``capabilities`` overrides what the store
     claims (pass the doctor's verified findings). Raises :class:`CleanupRefused` for a
     plan made against another store or when no safe delete method exists.
     """
     started_at = datetime.now(UTC)
     started = time.monotonic()
+    explicit_policy = policy is not None
     if plan.header.store_url != store.url:
         raise CleanupRefused(f"plan {plan.plan_id} was made for {plan.header.store_url}, not {store.url}")
-    policy = plan.header.policy
-    dry = policy.dry_run if dry_run is None else dry_run
+    # The plan only narrows: its TTLs and limits can make apply stricter, never looser.
+    configured = policy if policy is not None else CleanupPolicy()
+    policy = narrowed_policy(configured, plan.header.policy)
+    if dry_run is None:
+        dry_run = configured.dry_run if explicit_policy else plan.header.policy.dry_run
+    dry = dry_run
     caps = capabilities or store.capabilities()
     method = choose_delete_method(caps, force_unverified=force_unverified_deletes)
     meter = metered or MeteredStore(store, rate_limit=rate_limit, capabilities=caps)
@@ -425,4 +541,11 @@ def apply_cleanup(
     )
     log.info("gc.apply", plan_id=plan.plan_id, run_id=run_id, counts=report.counts,
              requests=report.requests, duration=report.duration_seconds)
+    if not dry:
+        # Temporaries of writers killed mid-write (the local store's tmp/*.part); never a
+        # live writer's. Best effort: the deletions above are what the report is about.
+        try:
+            store.sweep_temporaries()
+        except OSError as exc:
+            log.warning("gc.sweep_temporaries_failed", error=type(exc).__name__)
     return report

@@ -4,12 +4,19 @@ Why a footer with a digest: a plan is applied later, maybe by another process on
 another host, and a plan cut short by a full disk or a killed copy must not be read
 as "these are all the objects". The writer hashes every line as it goes; the reader
 checks the whole file (one streaming pass) before it yields the first entry, so a
-truncated, edited or foreign plan is refused whole (:class:`CleanupRefused`).
+truncated, damaged or foreign plan is refused whole (:class:`CleanupRefused`).
+
+A digest anyone can recompute does not stop a deliberate edit. With a key in
+``S3SPILL_PLAN_KEY`` the footer also carries an HMAC-SHA256 of the digest, and a plan
+whose MAC is missing or wrong is refused. Either way apply treats a plan only as a
+narrowing hint and re-derives every deletion (see :mod:`s3spill.gc.apply`), so an
+edited plan can at most make GC delete less.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import tempfile
 from collections import Counter
@@ -19,10 +26,28 @@ from typing import IO
 
 from pydantic import ValidationError
 
-from s3spill.errors import CleanupRefused, NotFound
+from s3spill.errors import CleanupRefused, ConfigError, NotFound
 from s3spill.gc.models import PlanEntry, PlanFooter, PlanHeader
 from s3spill.keys import gc_plan_key
 from s3spill.store.base import ObjectStore
+
+PLAN_KEY_ENV = "S3SPILL_PLAN_KEY"
+
+
+def plan_key() -> bytes | None:
+    """The plan-authentication key from ``S3SPILL_PLAN_KEY`` (``None`` when unset)."""
+    raw = os.environ.get(PLAN_KEY_ENV)
+    if not raw:
+        return None
+    if len(raw) < 16:
+        raise ConfigError(f"{PLAN_KEY_ENV} must be at least 16 characters (use a random secret)")
+    return raw.encode()
+
+
+def plan_mac(key: bytes, digest_hex: str, plan_id: str, entries: int) -> str:
+    """HMAC-SHA256 over the plan's line digest, id and entry count."""
+    msg = f"s3spill-plan\0{plan_id}\0{entries}\0{digest_hex}".encode()
+    return hmac.new(key, msg, hashlib.sha256).hexdigest()
 
 
 class PlanWriter:
@@ -51,9 +76,12 @@ class PlanWriter:
         self.bytes[entry.status] += entry.size
 
     def close(self) -> CleanupPlan:
+        digest = self._digest.hexdigest()
+        key = plan_key()
         footer = PlanFooter(
             plan_id=self.header.plan_id, entries=self.entries, counts=dict(self.counts),
-            bytes=dict(self.bytes), sha256=self._digest.hexdigest(),
+            bytes=dict(self.bytes), sha256=digest,
+            mac=plan_mac(key, digest, self.header.plan_id, self.entries) if key else None,
         )
         self._fh.write(footer.model_dump_json().encode() + b"\n")
         self._fh.flush()
@@ -110,6 +138,17 @@ class CleanupPlan:
             raise CleanupRefused(f"plan {path.name}: footer does not match its entries")
         if footer.sha256 != digest.hexdigest():
             raise CleanupRefused(f"plan {path.name}: digest mismatch (edited or damaged)")
+        key = plan_key()
+        if key is not None:
+            if footer.mac is None:
+                raise CleanupRefused(f"plan {path.name} carries no MAC but {PLAN_KEY_ENV} is set: "
+                                     "refusing an unauthenticated plan")
+            expected = plan_mac(key, footer.sha256, footer.plan_id, footer.entries)
+            if not hmac.compare_digest(expected, footer.mac):
+                raise CleanupRefused(f"plan {path.name}: MAC mismatch (edited, or made with another key)")
+        elif footer.mac is not None:
+            raise CleanupRefused(f"plan {path.name} is authenticated but {PLAN_KEY_ENV} is not set: "
+                                 "cannot check it")
         return cls(path, header, footer)
 
     def entries(self) -> Iterator[PlanEntry]:

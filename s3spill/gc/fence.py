@@ -20,6 +20,7 @@ from typing import Literal, Protocol
 
 from s3spill.config import TransferConfig
 from s3spill.keys import SourceId
+from s3spill.leases.evidence import HistoryEvidence
 from s3spill.leases.journal import CondemnItem, CondemnVerdict, LeaseJournal
 from s3spill.store.base import ObjectStore
 
@@ -70,6 +71,10 @@ class SessionFacts:
     condemned: dict[str, CondemnFact] = field(default_factory=dict)
     #: False when the session has no manifest at all (no journal has ever been written).
     exists: bool = False
+    #: Where the verified history ends, and every transaction it names (terminal ones
+    #: too): checked against owner slots and segments (:mod:`s3spill.leases.evidence`).
+    next_sequence: int = 0
+    known_transactions: frozenset[str] = frozenset()
 
 
 class GcLedger(Protocol):
@@ -125,7 +130,8 @@ class JournalLedger:
                                           size=c.size, version_id=c.version_id)
             self._sha[name] = c.sha256
         return SessionFacts(claims=claims, expired_claims=expired, last_active=view.last_active,
-                            condemned=condemned, exists=view.exists)
+                            condemned=condemned, exists=view.exists, next_sequence=view.next_sequence,
+                            known_transactions=view.known_transaction_ids)
 
     def _chunks(self, items: Sequence[CondemnFact], takeover: dict[str, str]) -> list[list[CondemnFact]]:
         chunks: list[list[CondemnFact]] = [[]]
@@ -167,6 +173,12 @@ class JournalLedger:
                 [self._source_id(n, self._sha[n]) for n, e in chunk if e == "DELETED"],
                 [self._source_id(n, self._sha[n]) for n, e in chunk if e == "LIFTED"],
                 run_id, reason=reason)
+
+
+def journal_doubts(facts: SessionFacts, evidence: HistoryEvidence) -> list[str]:
+    """Why the journal GC just read may not be the session's whole history (empty: none)."""
+    return evidence.doubts(exists=facts.exists, next_sequence=facts.next_sequence,
+                           known_transactions=facts.known_transactions)
 
 
 def open_ledger(store: ObjectStore, shash: str, clock: Callable[[], datetime]) -> GcLedger:

@@ -18,7 +18,15 @@ from collections.abc import Callable, Iterator
 from typing import Literal, TypeVar
 
 from s3spill.errors import StoreUnavailable
-from s3spill.store.base import Body, ByteRange, ObjectInfo, ObjectStore, PutResult, StoreCapabilities
+from s3spill.store.base import (
+    STALE_TEMPORARY_SECONDS,
+    Body,
+    ByteRange,
+    ObjectInfo,
+    ObjectStore,
+    PutResult,
+    StoreCapabilities,
+)
 
 T = TypeVar("T")
 
@@ -96,6 +104,9 @@ class MeteredStore(ObjectStore):
     def delete_if_match(self, key: str, etag: str) -> None:
         self._run("delete_if_match", lambda: self.inner.delete_if_match(key, etag))
 
+    def delete_unconditional(self, key: str) -> None:
+        self._run("delete_unconditional", lambda: self.inner.delete_unconditional(key))
+
     def delete_version(self, key: str, version_id: str) -> None:
         self._run("delete_version", lambda: self.inner.delete_version(key, version_id))
 
@@ -114,6 +125,9 @@ class MeteredStore(ObjectStore):
 
     def capabilities(self) -> StoreCapabilities:
         return self._caps if self._caps is not None else self.inner.capabilities()
+
+    def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
+        return self.inner.sweep_temporaries(older_than)
 
     def close(self) -> None:
         self.inner.close()

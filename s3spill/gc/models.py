@@ -17,7 +17,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, TypeAdapter, model_validator
 
 from s3spill.errors import CleanupRefused, ConfigError
 from s3spill.keys import check_session_hash
@@ -35,12 +35,14 @@ PlanStatus = Literal[
     "denied",
     "retained_corrupt",
     "retained_unverifiable",
+    "retained_journal_doubt",
     "missing_referenced",
     "planned_delete",
 ]
 PLAN_STATUSES: tuple[PlanStatus, ...] = (
     "retained_referenced", "retained_recent", "retained_limit", "retained_unknown", "denied",
-    "retained_corrupt", "retained_unverifiable", "missing_referenced", "planned_delete",
+    "retained_corrupt", "retained_unverifiable", "retained_journal_doubt", "missing_referenced",
+    "planned_delete",
 )
 
 ApplyOutcome = Literal[
@@ -50,6 +52,8 @@ ApplyOutcome = Literal[
     "retained_referenced",
     "retained_recent",
     "retained_unverifiable",
+    "retained_journal_doubt",
+    "retained_limit",
     "retained_error",
     "denied",
     "dry_run",
@@ -63,11 +67,20 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def parse_duration(text: str) -> timedelta:
-    """``90s``, ``15m``, ``24h``, ``30d``, ``2w`` (a bare number is seconds)."""
+    """``90s``, ``15m``, ``24h``, ``30d``, ``2w`` (a bare number is seconds), or ISO 8601.
+
+    ISO 8601 (``P1D``, ``PT24H``, ``P1DT12H``) because plans and reports store durations
+    that way: a value copied from a report must be accepted back on the command line.
+    """
     match = _DURATION.match(text)
-    if not match:
-        raise ConfigError(f"bad duration {text!r}: use e.g. 90s, 15m, 24h, 30d")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2) or "s"])
+    if match:
+        return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2) or "s"])
+    if text.strip().upper().startswith("P"):
+        try:
+            return TypeAdapter(timedelta).validate_python(text.strip().upper())
+        except ValueError:
+            pass
+    raise ConfigError(f"bad duration {text!r}: use e.g. 90s, 15m, 24h, 30d, or ISO 8601 such as P1D")
 
 
 class CleanupPolicy(Record):
@@ -105,6 +118,23 @@ class CleanupPolicy(Record):
                     "(--allow-dangerously-short-ttl) only for tests and demos"
                 )
         return self
+
+
+def narrowed_policy(configured: CleanupPolicy, planned: CleanupPolicy) -> CleanupPolicy:
+    """The policy apply runs under: the one configured at apply time, which a plan may
+    only make stricter (longer TTLs, fewer deletions), never looser.
+
+    Why: a plan is a file; whoever can edit it (and recompute an unkeyed digest) could
+    otherwise set the TTLs to zero and the danger flag. The danger flag is never taken
+    from a plan.
+    """
+    limits = [n for n in (configured.max_deletions, planned.max_deletions) if n is not None]
+    return configured.model_copy(update={
+        "orphan_ttl": max(configured.orphan_ttl, planned.orphan_ttl),
+        "session_ttl": max(configured.session_ttl, planned.session_ttl),
+        "tombstone_ttl": max(configured.tombstone_ttl, planned.tombstone_ttl),
+        "max_deletions": min(limits) if limits else None,
+    })
 
 
 class CleanupScope(Record):
@@ -202,6 +232,9 @@ class PlanFooter(Record):
     counts: dict[str, int]
     bytes: dict[str, int]
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    #: HMAC-SHA256 of the digest under ``S3SPILL_PLAN_KEY`` (``None``: an unkeyed plan,
+    #: whose digest proves only that it is complete, not who wrote it).
+    mac: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
 
 class ApplyItem(Record):
@@ -240,3 +273,8 @@ class CleanupReport(Record):
     @property
     def races(self) -> int:
         return self.counts.get("race_detected", 0) + self.counts.get("retained_error", 0)
+
+    @property
+    def journal_doubts(self) -> int:
+        """Objects kept because a session's journal may not be its whole history (alert)."""
+        return self.counts.get("retained_journal_doubt", 0)

@@ -30,7 +30,7 @@ from pathlib import Path
 from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused, NotFound, S3SpillError
 from s3spill.gc.doc import CleanupPlan, PlanWriter
-from s3spill.gc.fence import SessionFacts, read_session_facts
+from s3spill.gc.fence import SessionFacts, journal_doubts, read_session_facts
 from s3spill.gc.models import (
     CleanupPolicy,
     CleanupReport,
@@ -42,6 +42,7 @@ from s3spill.gc.models import (
     PlanStatus,
 )
 from s3spill.keys import OWNER, SESSIONS, parse_key, session_prefix
+from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore
 
@@ -53,6 +54,14 @@ FactsReader = Callable[[ObjectStore, str, Callable[[], datetime]], SessionFacts]
 def _name_time(name: str) -> datetime:
     """The creation stamp embedded in an artifact name (``YYYYmmddTHHMMSSZ-…``)."""
     return datetime.strptime(name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+
+
+def object_created(name: str, info: ObjectInfo) -> datetime:
+    """The later of the object's mtime and the stamp in its name (a clock-skew-safe age)."""
+    try:
+        return max(info.last_modified, _name_time(name))
+    except ValueError:
+        return info.last_modified
 
 
 def snapshot_of(info: ObjectInfo) -> ObjectSnapshot:
@@ -184,34 +193,57 @@ class _Planner:
                        reason="protocol object: GC never deletes journal or owner state")
         try:
             facts = self.facts_reader(self.store, shash, lambda: self.now)
+            evidence = read_history_evidence(self.store, shash)
         except (S3SpillError, ValueError) as exc:
             reason = f"journal failed verification: {type(exc).__name__}: {exc}"[:300]
             log.warning("gc.plan.unverifiable", session_hash=shash, error=type(exc).__name__)
-            for name, info in sorted(group.artifacts.items()):
-                index = group.indexes.get(name)
-                self._emit("retained_unverifiable", "artifact", info, shash=shash, name=name, reason=reason,
-                           index=snapshot_of(index) if index else None,
-                           size=info.size + (index.size if index else 0))
-            for name, info in sorted(group.indexes.items()):
-                if name not in group.artifacts:
-                    self._emit("retained_unverifiable", "index", info, shash=shash, name=name, reason=reason)
+            self._retain_all(group, "retained_unverifiable", reason)
             return
+        doubts = journal_doubts(facts, evidence)
+        if not facts.exists:
+            young = [n for n, i in group.artifacts.items()
+                     if self.now - object_created(n, i) < self.policy.session_ttl]
+            if young:
+                doubts.append(f"manifest missing while {len(young)} artifact(s) are younger than "
+                              "session_ttl (the session may be live and its manifest lost)")
+        if doubts:
+            reason = ("journal in doubt, every object kept: " + "; ".join(doubts))[:300]
+            log.warning("gc.plan.JOURNAL_DOUBT", session_hash=shash, reasons=doubts,
+                        artifacts=len(group.artifacts))
+            self._retain_all(group, "retained_journal_doubt", reason)
+            return
+        published = evidence.published_names()
         for name, info in sorted(group.artifacts.items()):
-            self._artifact(shash, name, info, group.indexes.get(name), facts)
+            self._artifact(shash, name, info, group.indexes.get(name), facts, published)
         for name, info in sorted(group.indexes.items()):
             if name not in group.artifacts:
-                self._orphan_index(shash, name, info, facts)
+                self._orphan_index(shash, name, info, facts, published)
         for name, claims in sorted(facts.claims.items()):
             if name not in group.artifacts:
                 digests = ",".join(sorted({c.sha256[:16] for c in claims}))
                 self._emit("missing_referenced", "claim", None, shash=shash, name=name,
                            reason=f"{len(claims)} active claim(s), digest {digests}, artifact is gone")
 
+    def _retain_all(self, group: _SessionGroup, status: PlanStatus, reason: str) -> None:
+        shash = group.shash
+        for name, info in sorted(group.artifacts.items()):
+            index = group.indexes.get(name)
+            self._emit(status, "artifact", info, shash=shash, name=name, reason=reason,
+                       index=snapshot_of(index) if index else None,
+                       size=info.size + (index.size if index else 0))
+        for name, info in sorted(group.indexes.items()):
+            if name not in group.artifacts:
+                self._emit(status, "index", info, shash=shash, name=name, reason=reason)
+
     def _artifact(self, shash: str, name: str, info: ObjectInfo, index: ObjectInfo | None,
-                  facts: SessionFacts) -> None:
+                  facts: SessionFacts, published: dict[str, set[str]]) -> None:
         claims = facts.claims.get(name, [])
         size = info.size + (index.size if index else 0)
         idx = snapshot_of(index) if index else None
+        if name in published:
+            self._emit("retained_referenced", "artifact", info, shash=shash, name=name, size=size,
+                       index=idx, reason="an owner slot holds a published reference to it")
+            return
         if claims:
             head = self._head(info.key)
             if head is None:
@@ -230,11 +262,7 @@ class _Planner:
                            index=idx,
                            reason=f"{len(claims)} active claim(s): {states}")
             return
-        try:
-            created = max(info.last_modified, _name_time(name))
-        except ValueError:
-            created = info.last_modified
-        why = self._recent(created, facts, name)
+        why = self._recent(object_created(name, info), facts, name)
         if why:
             self._emit("retained_recent", "artifact", info, shash=shash, name=name, size=size, reason=why,
                        index=idx)
@@ -254,8 +282,9 @@ class _Planner:
                    reason="unclaimed and older than orphan_ttl", snapshot=snapshot_of(head),
                    index=idx)
 
-    def _orphan_index(self, shash: str, name: str, info: ObjectInfo, facts: SessionFacts) -> None:
-        if facts.claims.get(name):
+    def _orphan_index(self, shash: str, name: str, info: ObjectInfo, facts: SessionFacts,
+                      published: dict[str, set[str]]) -> None:
+        if facts.claims.get(name) or name in published:
             self._emit("retained_referenced", "index", info, shash=shash, name=name,
                        reason="sidecar of a claimed (missing) artifact")
             return
@@ -386,4 +415,4 @@ def plan_report(plan: CleanupPlan, duration: float = 0.0, requests: dict[str, in
     )
 
 
-__all__ = ["CleanupPlan", "plan_cleanup", "plan_report", "snapshot_of"]
+__all__ = ["CleanupPlan", "object_created", "plan_cleanup", "plan_report", "snapshot_of"]

@@ -45,6 +45,7 @@ from s3spill.errors import (
 from s3spill.failpoints import declare, failpoint
 from s3spill.keys import SourceId
 from s3spill.leases.cas import Built, JournalStats, ManifestCas, Write
+from s3spill.leases.evidence import read_history_evidence
 from s3spill.leases.records import (
     GENESIS_HASH,
     TXID_PATTERN,
@@ -52,6 +53,7 @@ from s3spill.leases.records import (
     JournalManifest,
     TxView,
     claim_json,
+    corrupt,
     intent_hash,
 )
 from s3spill.leases.view import (
@@ -135,12 +137,19 @@ class LeaseJournal(ManifestCas):
             condemned=tuple(fold.condemned_view().values()),
             segments=len(m.segments) if m else 0, recent_records=len(m.records) if m else 0,
             manifest_bytes=self._manifest_bytes if m else 0,
+            known_transaction_ids=frozenset(fold.txs),
         )
 
     def transaction(self, transaction_id: str) -> TxView | None:
         """The folded state of one transaction (terminal ones included), verified."""
         tx = self.refresh().txs.get(transaction_id)
         return tx.view() if tx is not None else None
+
+    def prepared_sequence(self, transaction_id: str) -> int | None:
+        """The PREPARED sequence of a transaction as this process last verified or wrote
+        it (no request); stored in owner slots so a rolled-back manifest is visible."""
+        tx = self._fold.txs.get(transaction_id) if self._fold is not None else None
+        return tx.prepared_sequence if tx is not None else None
 
     def recent_records(self) -> list[dict[str, Any]]:
         self.refresh()
@@ -156,12 +165,19 @@ class LeaseJournal(ManifestCas):
         return self.view()
 
     def verify(self) -> VerifyReport:
-        """Fold everything again from the store (raises :class:`JournalCorrupt`), then
-        classify segments the manifest does not reference (harmless, but reported)."""
+        """Fold everything again from the store (raises :class:`JournalCorrupt`), check it
+        against the history outside the manifest (owner slots, segment keys: a missing or
+        rolled-back manifest is ``manifest_missing`` / ``rollback``), then classify
+        segments the manifest does not reference (harmless, but reported)."""
         started = time.monotonic()
         self._reset()
         fold = self.refresh()
         m = self._manifest
+        doubts = read_history_evidence(self.store, self.session_hash).doubts(
+            exists=m is not None, next_sequence=fold.next_sequence, known_transactions=set(fold.txs))
+        if doubts:
+            raise corrupt(self.session_hash, "rollback" if m is not None else "manifest_missing",
+                          "; ".join(doubts))
         orphans = scan_orphan_segments(self.store, self.session_hash, m, fold)
         return VerifyReport(
             session_hash=self.session_hash, exists=m is not None, generation=self._generation,

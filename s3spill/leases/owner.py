@@ -104,6 +104,9 @@ class OwnerSlot(Record):
     sha256: str | None = None
     reference: ArtifactMemoryReference | None = None
     at: datetime
+    #: The sequence of the transaction's PREPARED record, when the publisher knew it: a
+    #: manifest whose history ends before it was rolled back (see :mod:`.evidence`).
+    journal_sequence: int | None = Field(default=None, ge=0)
 
 
 class S3ReferenceOwner:
@@ -137,16 +140,22 @@ class S3ReferenceOwner:
 
     def _body(self, state: Literal["published", "removed", "sealed"], transaction_id: str,
               reference: ArtifactMemoryReference | None = None,
-              identity: tuple[str | None, str | None] = (None, None)) -> bytes:
+              identity: tuple[str | None, str | None] = (None, None),
+              journal_sequence: int | None = None) -> bytes:
         source_id, sha256 = (reference.source_id, reference.sha256) if reference else identity
         return OwnerSlot(state=state, session_hash=self.session_hash, transaction_id=transaction_id,
                          source_id=source_id, sha256=sha256, reference=reference,
-                         at=utcnow()).model_dump_json(exclude_none=True).encode()
+                         at=utcnow(), journal_sequence=journal_sequence,
+                         ).model_dump_json(exclude_none=True).encode()
 
     # -- the memory side ---------------------------------------------------------------
 
-    def publish(self, transaction_id: str, reference: ArtifactMemoryReference) -> str:
+    def publish(self, transaction_id: str, reference: ArtifactMemoryReference, *,
+                journal_sequence: int | None = None) -> str:
         """Create the slot with the reference; the slot's ETag on success.
+
+        ``journal_sequence`` (the PREPARED record's sequence) is stored in the slot so a
+        rolled-back manifest is visible to GC and ``journal verify``.
 
         Raises :class:`ArtifactPublicationRejected` when a tombstone holds the slot (the
         reference was not written and never will be); a slot holding *another*
@@ -154,7 +163,8 @@ class S3ReferenceOwner:
         """
         try:
             put = self.store.put_if_absent(self._key(transaction_id), self._body(
-                "published", transaction_id, reference), content_type=_JSON)
+                "published", transaction_id, reference, journal_sequence=journal_sequence),
+                content_type=_JSON)
         except AlreadyExists:
             current = self._read(transaction_id)
             if current is None:
@@ -181,8 +191,8 @@ class S3ReferenceOwner:
                 elif current[0].state == "published":
                     slot, etag = current
                     self.store.put_if_match(self._key(transaction_id), self._body(
-                        "removed", transaction_id, identity=(slot.source_id, slot.sha256)), etag,
-                        content_type=_JSON)
+                        "removed", transaction_id, identity=(slot.source_id, slot.sha256),
+                        journal_sequence=slot.journal_sequence), etag, content_type=_JSON)
                 else:
                     return  # removed or sealed: nothing is, or will be, published
             except (AlreadyExists, PreconditionFailed):

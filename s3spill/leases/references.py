@@ -26,7 +26,8 @@ def publish_memory_reference(
     claim = ArtifactRetentionClaim.from_memory_reference(
         reference, reference_count=reference_count, retain_until=retain_until)
     txid = transaction_id or new_transaction_id()
-    return journal.publish_reference(claim, lambda: owner.publish(txid, reference), txid)
+    return journal.publish_reference(claim, lambda: owner.publish(
+        txid, reference, journal_sequence=journal.prepared_sequence(txid)), txid)
 
 
 def remove_memory_reference(journal: LeaseJournal, owner: S3ReferenceOwner,

@@ -107,6 +107,8 @@ class JournalView:
     segments: int
     recent_records: int
     manifest_bytes: int
+    #: Every transaction the history names, terminal ones included (owner-slot checks).
+    known_transaction_ids: frozenset[str] = frozenset()
 
     def claims(self) -> list[AggregatedClaim]:
         return aggregate_claims(self.transactions)

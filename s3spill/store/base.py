@@ -99,6 +99,11 @@ ByteRange = tuple[int, int]
 """``(start, end)`` — half-open byte range, ``end`` exclusive."""
 
 
+#: Age after which a dead writer's temporary may be removed (an hour; a live writer's is
+#: never removed, whatever its age — see :meth:`ObjectStore.sweep_temporaries`).
+STALE_TEMPORARY_SECONDS = 3600.0
+
+
 class ObjectStore(abc.ABC):
     """Create-once objects, compare-and-swap updates, conditional deletes, listings."""
 
@@ -149,6 +154,17 @@ class ObjectStore(abc.ABC):
     def delete_if_match(self, key: str, etag: str) -> None:
         """Delete ``key`` only if its ETag is ``etag``; :class:`PreconditionFailed` otherwise."""
 
+    def delete_unconditional(self, key: str) -> None:
+        """Delete ``key`` whatever it holds: only for ``gc apply --force-unverified-deletes``.
+
+        Why it exists: on a store that refuses or ignores ``If-Match`` on DELETE, a
+        conditional delete either fails (501) or is unconditional anyway; the operator
+        who accepted that risk gets a plain delete that works. This default reads the
+        current ETag and deletes conditionally on it (backends that can send a plain
+        DELETE override it). :class:`NotFound` if the key is absent.
+        """
+        self.delete_if_match(key, self.head(key).etag)
+
     @abc.abstractmethod
     def delete_version(self, key: str, version_id: str) -> None:
         """Delete exactly one version (versioned stores); :class:`UnsupportedOperation` elsewhere."""
@@ -160,6 +176,14 @@ class ObjectStore(abc.ABC):
     @abc.abstractmethod
     def capabilities(self) -> StoreCapabilities:
         """The guarantees this backend claims (verified by ``s3spill doctor``)."""
+
+    def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
+        """Remove what writers killed mid-write left behind; the number removed.
+
+        The local store's ``tmp/*.part`` files; nothing on S3, whose abandoned multipart
+        uploads are the bucket lifecycle rule's to abort. GC calls this after an apply.
+        """
+        return 0
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default has nothing to release."""

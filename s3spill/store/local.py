@@ -8,6 +8,15 @@ become visible: create-if-absent by ``link()`` (which fails if the name exists, 
 without the lock), replacement by ``rename()`` under a per-key lock after the ETag
 comparison. Directories are 0700 and files 0600 because tool output is sensitive.
 
+Hardening, because the root may be shared ground (``file:///tmp/x``) or tampered with:
+every directory the store creates is created 0700 (parents included), and a directory
+it did not create is never chmodded; a symlink inside the root is refused, never
+followed (resolved-path check on the parent, ``O_NOFOLLOW`` on the object), so a planted
+link cannot redirect a write outside the root; a trailer that does not parse is an
+:class:`IntegrityError`. A writer holds an ``flock`` on its temporary for as long as it
+lives, so :meth:`LocalStore.sweep_temporaries` (called by GC) removes only the ``.part``
+files of writers that died, and only once they are old.
+
 File layout: ``<root>/objects/<key>``; temporaries in ``<root>/tmp``; lock stripes in
 ``<root>/locks``.
 """
@@ -21,6 +30,7 @@ import hashlib
 import json
 import os
 import secrets
+import stat
 import struct
 import time
 from collections.abc import Iterator
@@ -36,12 +46,14 @@ from s3spill.errors import (
     IntegrityError,
     NotFound,
     PreconditionFailed,
+    StoreError,
     UnsupportedOperation,
 )
 from s3spill.log import get_logger
 from s3spill.store.base import (
     META_PUT_ID,
     META_SHA256,
+    STALE_TEMPORARY_SECONDS,
     Body,
     ByteRange,
     ObjectInfo,
@@ -55,6 +67,7 @@ from s3spill.store.base import (
 _MAGIC = b"S3SPOBJ1"
 _TRAILER = struct.Struct(">Q8s")  # trailer length, magic
 _LOCK_STRIPES = 64
+_TRAILER_FIELDS = {"etag": str, "size": int, "sha256": str, "last_modified": str, "metadata": dict}
 log = get_logger("s3spill.store.local")
 
 
@@ -66,9 +79,14 @@ class LocalStore(ObjectStore):
     def __init__(self, root: str | os.PathLike[str], config: TransferConfig | None = None) -> None:
         self.root = Path(root).absolute()
         self.config = config or TransferConfig()
+        if self.root.exists() and not self.root.is_dir():
+            raise ConfigError(f"store root {self.root} is not a directory")
+        _make_dirs(self.root)
         for sub in ("objects", "tmp", "locks"):
-            (self.root / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.root, 0o700)
+            _make_dirs(self.root / sub)
+            if (self.root / sub).is_symlink():
+                raise ConfigError(f"store root {self.root}: {sub}/ is a symlink; refused")
+        self._objects_real = os.path.realpath(self.root / "objects")
 
     @classmethod
     def from_url(cls, url: str, config: TransferConfig | None = None) -> LocalStore:
@@ -91,7 +109,30 @@ class LocalStore(ObjectStore):
         # validate_key already forbids escapes; this is belt and braces.
         if not str(path).startswith(str(self.root / "objects") + os.sep):
             raise ConfigError("key escapes the store root")
+        # A directory symlinked inside the root would carry reads and writes elsewhere.
+        parent = os.path.dirname(key)
+        expected = os.path.join(self._objects_real, parent) if parent else self._objects_real
+        if os.path.realpath(path.parent) != expected:
+            raise StoreError(f"{key}: a symlink inside the store root; refused", key=key)
         return path
+
+    def _make_parent(self, key: str, path: Path) -> None:
+        """Create the key's directories 0700, one by one, refusing symlinks and objects."""
+        current = self.root / "objects"
+        for part in Path(key).parent.parts:
+            current = current / part
+            try:
+                os.mkdir(current, 0o700)
+                continue
+            except FileExistsError:
+                pass
+            mode = os.lstat(current).st_mode
+            if stat.S_ISLNK(mode):
+                raise StoreError(f"{key}: a symlink inside the store root; refused", key=key)
+            if not stat.S_ISDIR(mode):
+                # S3 lets "a" and "a/b" coexist; a directory tree cannot.
+                raise UnsupportedOperation(
+                    f"{key}: a parent of this key is an object in the local store", key=key)
 
     @contextlib.contextmanager
     def _lock(self, key: str) -> Iterator[None]:
@@ -108,13 +149,19 @@ class LocalStore(ObjectStore):
 
     def _write_temp(
         self, body: Body, metadata: dict[str, str] | None, content_type: str
-    ) -> tuple[Path, dict[str, object]]:
+    ) -> tuple[Path, dict[str, object], int]:
+        """Write body and trailer to a fresh temporary; return it with its fd, still locked.
+
+        The caller closes the fd (releasing the lock) only after linking or discarding the
+        temporary, so the sweeper never takes the ``.part`` of a live writer.
+        """
         tmp = self.root / "tmp" / f"{secrets.token_hex(12)}.part"
         digest = hashlib.sha256()
         size = 0
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
-            with os.fdopen(fd, "wb") as fh:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with os.fdopen(fd, "wb", closefd=False) as fh:
                 for chunk in iter_body(body, self.config.part_size):
                     digest.update(chunk)
                     size += len(chunk)
@@ -140,8 +187,15 @@ class LocalStore(ObjectStore):
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
+            os.close(fd)
             raise
-        return tmp, trailer
+        return tmp, trailer, fd
+
+    @staticmethod
+    def _discard(tmp: Path, fd: int) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        os.close(fd)
 
     def _fsync_dir(self, path: Path) -> None:
         fd = os.open(path, os.O_RDONLY)
@@ -162,15 +216,9 @@ class LocalStore(ObjectStore):
     ) -> PutResult:
         path = self._path(key)
         started = time.monotonic()
-        tmp, trailer = self._write_temp(body, metadata, content_type)
+        tmp, trailer, fd = self._write_temp(body, metadata, content_type)
         try:
-            try:
-                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            except (FileExistsError, NotADirectoryError):
-                # S3 lets "a" and "a/b" coexist; a directory tree cannot.
-                raise UnsupportedOperation(
-                    f"{key}: a parent of this key is an object in the local store", key=key
-                ) from None
+            self._make_parent(key, path)
             with self._lock(key):
                 try:
                     os.link(tmp, path)
@@ -178,8 +226,7 @@ class LocalStore(ObjectStore):
                     raise AlreadyExists(f"object exists: {key}", key=key) from None
                 self._fsync_dir(path.parent)
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+            self._discard(tmp, fd)
         log.debug("store.put_if_absent", key=key, bytes=trailer["size"],
                   duration=round(time.monotonic() - started, 4), attempts=1)
         return self._result(key, trailer)
@@ -190,7 +237,7 @@ class LocalStore(ObjectStore):
     ) -> PutResult:
         path = self._path(key)
         started = time.monotonic()
-        tmp, trailer = self._write_temp(body, metadata, content_type)
+        tmp, trailer, fd = self._write_temp(body, metadata, content_type)
         try:
             with self._lock(key):
                 try:
@@ -202,8 +249,7 @@ class LocalStore(ObjectStore):
                 os.replace(tmp, path)
                 self._fsync_dir(path.parent)
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+            self._discard(tmp, fd)
         log.debug("store.put_if_match", key=key, bytes=trailer["size"],
                   duration=round(time.monotonic() - started, 4), attempts=1)
         return self._result(key, trailer)
@@ -220,25 +266,40 @@ class LocalStore(ObjectStore):
         if magic != _MAGIC or length > end - _TRAILER.size:
             raise IntegrityError(f"local object {key} has a damaged trailer")
         fh.seek(end - _TRAILER.size - length)
-        trailer: dict[str, object] = json.loads(fh.read(length))
-        return trailer
-
-    def _read_trailer(self, path: Path) -> dict[str, object]:
         try:
-            with open(path, "rb") as fh:
-                return self._read_trailer_fh(fh, path.name)
+            trailer = json.loads(fh.read(length))
+            fields_ok = isinstance(trailer, dict) and all(
+                isinstance(trailer.get(name), kind) for name, kind in _TRAILER_FIELDS.items())
+            if fields_ok:
+                datetime.fromisoformat(trailer["last_modified"])
+        except ValueError:  # JSONDecodeError, UnicodeDecodeError, a bad timestamp
+            fields_ok = False
+        if not fields_ok or trailer["size"] > end - _TRAILER.size - length:
+            raise IntegrityError(f"local object {key} has a damaged trailer")
+        return dict(trailer)
+
+    def _open(self, path: Path, key: str) -> IO[bytes]:
+        """Open an object for reading; never through a symlink (``O_NOFOLLOW``)."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         except (FileNotFoundError, NotADirectoryError):
-            raise NotFound(f"no such object: {path.name}") from None
-        except IsADirectoryError:
-            raise NotFound(f"no such object: {path.name}") from None
+            raise NotFound(f"no such object: {key}", key=key) from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise StoreError(f"{key}: a symlink inside the store root; refused",
+                                 key=key) from None
+            raise
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise NotFound(f"no such object: {key}", key=key)
+        return os.fdopen(fd, "rb")
+
+    def _read_trailer(self, path: Path, key: str | None = None) -> dict[str, object]:
+        with self._open(path, key or path.name) as fh:
+            return self._read_trailer_fh(fh, key or path.name)
 
     def head(self, key: str) -> ObjectInfo:
-        path = self._path(key)
-        try:
-            trailer = self._read_trailer(path)
-        except NotFound:
-            raise NotFound(f"no such object: {key}", key=key) from None
-        return self._info(key, trailer)
+        return self._info(key, self._read_trailer(self._path(key), key))
 
     @staticmethod
     def _info(key: str, trailer: dict[str, object]) -> ObjectInfo:
@@ -257,11 +318,7 @@ class LocalStore(ObjectStore):
     def iter_chunks(
         self, key: str, byte_range: ByteRange | None = None, chunk_size: int = 1024 * 1024
     ) -> Iterator[bytes]:
-        path = self._path(key)
-        try:
-            fh = open(path, "rb")  # noqa: SIM115 - closed in finally of this generator
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            raise NotFound(f"no such object: {key}", key=key) from None
+        fh = self._open(self._path(key), key)
         with fh:
             size = int(self._read_trailer_fh(fh, key)["size"])  # type: ignore[call-overload]
             start, end = (0, size) if byte_range is None else byte_range
@@ -285,10 +342,7 @@ class LocalStore(ObjectStore):
     def delete_if_match(self, key: str, etag: str) -> None:
         path = self._path(key)
         with self._lock(key):
-            try:
-                current = self._read_trailer(path)
-            except NotFound:
-                raise NotFound(f"no such object: {key}", key=key) from None
+            current = self._read_trailer(path, key)
             if current["etag"] != etag:
                 raise PreconditionFailed(f"ETag mismatch on {key}", key=key)
             path.unlink()
@@ -313,11 +367,46 @@ class LocalStore(ObjectStore):
                 if not key.startswith(prefix):
                     continue
                 try:
-                    yield self._info(key, self._read_trailer(full))
-                except (NotFound, IntegrityError, ValueError, OSError) as exc:
+                    yield self._info(key, self._read_trailer(full, key))
+                except (NotFound, StoreError, IntegrityError, ValueError, OSError) as exc:
                     if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, None):
                         raise
                     continue  # deleted while listing, or not one of ours
+
+    def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
+        """Remove ``tmp/*.part`` files of dead writers untouched for ``older_than`` seconds.
+
+        A live writer holds an exclusive ``flock`` on its temporary until it has linked or
+        discarded it, so a file whose lock can be taken belongs to a process that died
+        (SIGKILL, power loss); the age keeps the sweep away from anything recent anyway.
+        """
+        removed = 0
+        now = time.time()
+        with os.scandir(self.root / "tmp") as entries:
+            for entry in entries:
+                if not entry.name.endswith(".part") or not entry.is_file(follow_symlinks=False):
+                    continue
+                try:
+                    if now - entry.stat(follow_symlinks=False).st_mtime < older_than:
+                        continue
+                    fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+                except FileNotFoundError:
+                    continue
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    continue  # its writer is alive
+                try:
+                    os.unlink(entry.path)
+                    removed += 1
+                except FileNotFoundError:
+                    pass
+                finally:
+                    os.close(fd)
+        if removed:
+            log.info("store.sweep_temporaries", removed=removed, older_than=older_than)
+        return removed
 
     def capabilities(self) -> StoreCapabilities:
         return StoreCapabilities(
@@ -325,3 +414,15 @@ class LocalStore(ObjectStore):
             versioned_delete=False, batch_conditional_delete=False,
             verifies_sha256_on_put=True, versioning=False,
         )
+
+
+def _make_dirs(path: Path) -> None:
+    """``mkdir -p`` where every directory created is 0700; existing ones are left as they are."""
+    missing: list[Path] = []
+    current = path
+    while not current.exists() and not current.is_symlink():
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it first
+            os.mkdir(directory, 0o700)

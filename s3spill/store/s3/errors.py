@@ -3,7 +3,8 @@
 S3, MinIO and moto disagree on status codes and error codes for the same outcome
 (``If-Match`` on a missing key is a 404 ``NoSuchKey``; HEAD errors have no body and so
 no code), so the store decides by meaning: precondition lost, not found, conditional
-conflict, transient, checksum refused, or something permanent.
+conflict, transient, checksum refused, not implemented (a definite refusal), or
+something permanent.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ _TRANSIENT_CODES = frozenset({
     "OperationAborted", "PriorRequestNotComplete", "BandwidthLimitExceeded",
 })
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchVersion", "404", "NotFound"})
+_UNSUPPORTED_CODES = frozenset({"NotImplemented", "NotImplementedError"})
 _DIGEST_CODES = frozenset({
     "BadDigest", "InvalidDigest", "XAmzContentSHA256Mismatch", "InvalidChecksum",
 })
@@ -42,6 +44,7 @@ class Kind(enum.Enum):
     TRANSIENT = "transient"  # retry with backoff
     DIGEST = "digest"  # the store refused our checksum
     INVALID_RANGE = "invalid_range"  # 416
+    UNSUPPORTED = "unsupported"  # 501 NotImplemented: a definite refusal, never transient
     OTHER = "other"  # permanent: access denied, bad request, ...
 
 
@@ -72,6 +75,11 @@ def classify(exc: BaseException) -> Kind:
             return Kind.DIGEST
         if status == 416 or code == "InvalidRange":
             return Kind.INVALID_RANGE
+        # 501 is a *definite* answer: the store does not implement what we asked (LocalStack
+        # answers it to If-Match on DeleteObject). Nothing happened; retrying cannot help,
+        # and reading it as transient would turn a clean refusal into "unknown outcome".
+        if status == 501 or code in _UNSUPPORTED_CODES:
+            return Kind.UNSUPPORTED
         if code in _TRANSIENT_CODES or status >= 500 or status == 429:
             return Kind.TRANSIENT
         return Kind.OTHER

@@ -62,6 +62,8 @@ from s3spill.store.s3.ops import S3Ops
 from s3spill.store.s3.read import read_object
 
 Mode = Literal["create", "replace"]
+#: Seconds the put-id HEAD that resolves an unknown write may take past the write's deadline.
+RESOLVE_GRACE_SECONDS = 1.0
 
 
 def make_client(config: TransferConfig, *, endpoint_url: str | None = None,
@@ -153,12 +155,14 @@ class S3Store(ObjectStore):
         cond = {"IfNoneMatch": "*"} if mode == "create" else {"IfMatch": str(etag)}
         attempts = Attempts()
         operation = "put_if_absent" if mode == "create" else "put_if_match"
+        # One deadline for the write and the reads that resolve its outcome.
+        deadline = self.ops.deadline()
         try:
             result = self._put_loop(key, full, payload, mode, etag, meta, cond, content_type,
-                                    put_id, attempts)
+                                    put_id, attempts, deadline)
         except StoreUnavailable:
             # Unknown outcome: one last read-back before admitting we do not know.
-            mine = self._mine_or_none(key, full, put_id, payload)
+            mine = self._mine_or_none(key, full, put_id, payload, deadline)
             if mine is None:
                 raise
             result = mine
@@ -170,8 +174,7 @@ class S3Store(ObjectStore):
 
     def _put_loop(self, key: str, full: str, payload: Payload, mode: Mode, etag: str | None,
                   meta: dict[str, str], cond: dict[str, str], content_type: str, put_id: str,
-                  attempts: Attempts) -> PutResult:
-        deadline = time.monotonic() + self.config.deadline
+                  attempts: Attempts, deadline: float) -> PutResult:
         conflicts = 0
         while True:
             try:
@@ -182,7 +185,8 @@ class S3Store(ObjectStore):
                                                 attempts)
                 else:
                     assert payload.small is not None
-                    response = self.ops.call("put", full, attempts=attempts, fn=functools.partial(
+                    response = self.ops.call("put", full, attempts=attempts, until=deadline,
+                                             fn=functools.partial(
                         self.client.put_object, Bucket=self.bucket, Key=full, Body=payload.small,
                         Metadata=meta, ContentType=content_type,
                         ChecksumSHA256=b64_sha256(payload.small), **cond))
@@ -196,7 +200,7 @@ class S3Store(ObjectStore):
                                 Kind.NO_SUCH_UPLOAD):
                     raise self.ops.translate(exc, key) from exc
                 # Lost, or our own earlier attempt won: read back and compare put ids.
-                head = self.ops.head_raw(full)
+                head = self.ops.head_raw(full, until=deadline)
                 if head is not None and head.get("Metadata", {}).get(META_PUT_ID) == put_id:
                     attempts.ambiguous = True
                     return self._result_from_head(key, head, payload)
@@ -229,9 +233,13 @@ class S3Store(ObjectStore):
             raise PreconditionFailed(f"ETag mismatch or missing object: {key}", key=key)
 
     def _mine_or_none(self, key: str, full: str, put_id: str,
-                      payload: Payload) -> PutResult | None:
+                      payload: Payload, deadline: float) -> PutResult | None:
         try:
-            head = self.client.head_object(Bucket=self.bucket, Key=full)
+            # Within the write's deadline, but never less than a short grace: one answer
+            # here turns "unknown" into "won".
+            head: dict[str, Any] = self.ops.call(
+                "head", full, lambda: self.client.head_object(Bucket=self.bucket, Key=full),
+                until=deadline, floor=RESOLVE_GRACE_SECONDS)
         except Exception:  # noqa: BLE001 - best effort; the caller re-raises StoreUnavailable
             return None
         if head.get("Metadata", {}).get(META_PUT_ID) == put_id:
@@ -323,6 +331,20 @@ class S3Store(ObjectStore):
                     continue
                 raise self.ops.translate(exc, key) from exc
         self.ops.log("delete_if_match", key, started, attempts, ambiguous=attempts.ambiguous)
+
+    def delete_unconditional(self, key: str) -> None:
+        """A plain DeleteObject, no ``If-Match`` (stores that answer 501 to it still delete)."""
+        full = self.full_key(key)
+        started = time.monotonic()
+        attempts = Attempts()
+        if self.ops.head_raw(full) is None:
+            raise NotFound(f"no such object: {key}", key=key)
+        try:
+            self.ops.call("delete_unconditional", key, attempts=attempts, fn=lambda:
+                          self.client.delete_object(Bucket=self.bucket, Key=full))
+        except ClientError as exc:
+            raise self.ops.translate(exc, key) from exc
+        self.ops.log("delete_unconditional", key, started, attempts)
 
     def delete_version(self, key: str, version_id: str) -> None:
         full = self.full_key(key)
