@@ -240,9 +240,11 @@ else
   "${S3SPILL[@]}" read --offset 19999 --limit 1 "$KEEP" | grep -q "^ *20000	20000$" ||
     fail "read of a spilled artifact did not return its last line"
   "${S3SPILL[@]}" ref publish "$KEEP" >/dev/null
-  "${S3SPILL[@]}" gc plan --all --orphan-ttl 0s --session-ttl 0s --allow-dangerously-short-ttl \
-    --out "$WORK/plan.jsonl" >"$WORK/plan.json"
-  "${S3SPILL[@]}" gc apply "$WORK/plan.jsonl" >"$WORK/apply.json"
+  # Zero TTLs so the unreferenced artifact is due at once; apply runs under its own policy
+  # (a plan may only narrow it), so it gets them too.
+  SHORT=(--orphan-ttl 0s --session-ttl 0s --allow-dangerously-short-ttl)
+  "${S3SPILL[@]}" gc plan --all "${SHORT[@]}" --out "$WORK/plan.jsonl" >"$WORK/plan.json"
+  "${S3SPILL[@]}" gc apply "${SHORT[@]}" "$WORK/plan.jsonl" >"$WORK/apply.json"
   "$PY" - "$WORK/plan.json" "$WORK/apply.json" <<'EOF' || fail "GC did not do what was planned"
 import json, sys
 plan, apply = (json.load(open(p)) for p in sys.argv[1:3])
