@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator
 
 from s3spill import AsyncAgentTools, AsyncSpiller, aexternalize
@@ -40,6 +41,30 @@ def test_an_async_stream_and_exit_code_are_spilled_in_one_pass(store: ObjectStor
     head = text[:text.index("[… ")]
     # A failed command's preview favours the tail: 3,840 bytes of head (+ a separator).
     assert "exit code 2" in text and len(head) <= 3_840 + 1
+
+
+def test_an_asyncio_subprocess_is_spilled_from_its_stream_reader(local_store: ObjectStore) -> None:
+    """A real asyncio subprocess's stdout (with a 300,000-character line, over the reader's
+    line limit) and its proc.wait are taken as they are: stored byte for byte, exit code kept."""
+    script = ("import sys; w = sys.stdout.write; w('start\\n'); w('x' * 300_000 + '\\n'); "
+              "[w(f'line {i}\\n') for i in range(50_000)]; sys.exit(3)")
+
+    async def run() -> tuple[str, int | None, bytes]:
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", script,
+                                                    stdout=asyncio.subprocess.PIPE)
+        assert proc.stdout is not None
+        spill = AsyncSpiller(local_store, SESSION, journal=None).externalize(proc.stdout, "bash", "c1",
+                                                                             proc.wait)
+        try:
+            result = await asyncio.wait_for(spill, 60)
+        finally:  # a reader that stopped reading would leave the child blocked on a full pipe
+            if proc.returncode is None:
+                proc.kill()
+        return result.context_text, result.exit_code, result.model_dump_json().encode()
+
+    text, exit_code, _ = asyncio.run(run())
+    expected = "start\n" + "x" * 300_000 + "\n" + "".join(f"line {i}\n" for i in range(50_000))
+    assert exit_code == 3 and stored_text(local_store, source_id_of(text)) == expected
 
 
 def test_the_event_loop_keeps_running_while_a_spill_blocks_on_the_store(local_store: ObjectStore) -> None:

@@ -8,9 +8,10 @@ once, on the blocking path. Each call here runs that path on a worker thread
 the agent framework's other tool calls and model streams run on.
 
 What is async-native is the output: :meth:`AsyncSpiller.externalize` also takes an
-async iterator of chunks (e.g. ``asyncio.subprocess`` stdout) and an async exit-code
-callable (``proc.wait``). The worker thread pulls each chunk from the event loop when it
-needs it, so memory stays bounded exactly as with a blocking stream.
+async iterator of chunks or an ``asyncio.StreamReader`` (``asyncio.subprocess`` stdout,
+read in 1 MiB chunks rather than lines, so a line over the reader's limit is no error)
+and an async exit-code callable (``proc.wait``). The worker thread pulls each chunk from
+the event loop when it needs it, so memory stays bounded exactly as with a blocking stream.
 
 Cancelling the awaiting task does not cancel the worker: the Spiller finishes (it never
 raises), and what it stored stays stored — never lose a byte. The result is dropped.
@@ -20,8 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from s3spill.agent.listing import DEFAULT_LIST_LIMIT
 from s3spill.agent.tools import DEFAULT_GREP_MATCHES, DEFAULT_PAGE_LINES, AgentTools, ToolOutcome
@@ -34,17 +35,24 @@ from s3spill.spill.spiller import Spiller
 
 __all__ = ["AsyncAgentTools", "AsyncOutput", "AsyncSpiller", "aexternalize"]
 
-T = TypeVar("T")
+_CHUNK = 1024 * 1024
 #: What the async ``externalize`` accepts: anything the Spiller takes, or an async stream.
 AsyncOutput = Output | AsyncIterable[bytes | str]
 #: An exit code, a callable asked when the output has ended, or an async one (``proc.wait``).
 AsyncExitCode = ExitCode | Callable[[], Awaitable[int | None]]
 
 
+async def _chunks(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    """A StreamReader in fixed-size chunks: iterating it yields lines, and a line over its
+    64 KiB limit raises — a minified bundle must not turn a spill into a failure."""
+    while chunk := await reader.read(_CHUNK):
+        yield chunk
+
+
 def _bridge_stream(source: AsyncIterable[bytes | str],
                    loop: asyncio.AbstractEventLoop) -> Iterator[bytes | str]:
     """A blocking iterator (for the worker thread) over an async one (on ``loop``)."""
-    iterator = source.__aiter__()
+    iterator = (_chunks(source) if isinstance(source, asyncio.StreamReader) else source).__aiter__()
 
     async def step() -> tuple[bool, bytes | str]:
         try:
