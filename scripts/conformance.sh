@@ -220,17 +220,19 @@ if [ "$BACKEND" = s3rver ]; then
     "${S3SPILL[@]}" read --limit 1 "$DROP" >/dev/null || fail "a refused GC deleted an artifact"
   fi
   # --- journal refusal (issue 12, StoreCapabilityError) ------------------------------
-  # Once the journal refuses a store without conditional writes, `ref publish` must exit
-  # non-zero here. Until then it is only recorded; set JOURNAL_MUST_REFUSE=1 to enforce.
-  JOURNAL_MUST_REFUSE=${JOURNAL_MUST_REFUSE:-0}
+  # The journal refuses a store without conditional writes (StoreCapabilityError), so
+  # `ref publish` must exit non-zero here, for that reason. JOURNAL_MUST_REFUSE=0 only records.
+  JOURNAL_MUST_REFUSE=${JOURNAL_MUST_REFUSE:-1}
   set +e
   "${S3SPILL[@]}" ref publish "${KEEP:-artifact:00000000000000000000000000000000:none:0}" \
     >"$WORK/ref.out" 2>"$WORK/ref.err"
   REF_RC=$?
   set -e
   log "ref publish on s3rver: exit $REF_RC (journal refusal enforced: $JOURNAL_MUST_REFUSE)"
-  if [ "$JOURNAL_MUST_REFUSE" = 1 ] && [ "$REF_RC" -eq 0 ]; then
-    fail "the lease journal accepted a store that ignores compare-and-swap"
+  if [ "$JOURNAL_MUST_REFUSE" = 1 ]; then
+    [ "$REF_RC" -ne 0 ] || fail "the lease journal accepted a store that ignores compare-and-swap"
+    grep -q "StoreCapabilityError" "$WORK/ref.err" ||
+      fail "ref publish failed, but not with StoreCapabilityError: $(head -c 300 "$WORK/ref.err")"
   fi
   # --- end of the journal refusal check -----------------------------------------------
   log "negative control OK: doctor exit $DOCTOR_RC, gc exit $GC_RC, nothing deleted"

@@ -38,8 +38,9 @@ MEANINGS: dict[ExitCode, str] = {
     "credentials, an id of another session, a missing object or bucket, a full disk",
     ExitCode.RETAINED: "`gc` finished, but some planned deletions met a race or a store error "
     "and were retained: run again later",
-    ExitCode.REFUSED: "`gc` refused to plan or apply (unsafe TTL, a plan that does not verify, "
-    "no safe delete method)",
+    ExitCode.REFUSED: "refused, nothing changed: `gc` would not plan or apply (unsafe TTL, a "
+    "plan that does not verify, no safe delete method), or the store ignores conditional "
+    "writes, so the journal, references and GC will not run on it",
     ExitCode.CORRUPT: "bytes or records failed their digest (an artifact, an index, a lease "
     "journal); nothing unverified was printed, and GC keeps the session's artifacts",
     ExitCode.UNAVAILABLE: "the store could not be reached or kept failing until the deadline; "

@@ -27,6 +27,7 @@ from s3spill.errors import (
     NotFound,
     S3SpillError,
     SourceIdError,
+    StoreCapabilityError,
     StoreError,
     StoreUnavailable,
     UnsupportedOperation,
@@ -78,6 +79,9 @@ def _ours(exc: S3SpillError) -> Failure:
                        "check the endpoint and the network, then retry; a write in flight may have landed")
     if isinstance(exc, CleanupRefused):
         return Failure(ExitCode.REFUSED, _named(exc), "nothing was deleted")
+    if isinstance(exc, StoreCapabilityError):
+        return Failure(ExitCode.REFUSED, _named(exc), "nothing was written; `s3spill doctor` "
+                       "shows which guarantee the store lacks")
     if isinstance(exc, (ConfigError, InvalidKey)):
         return Failure(ExitCode.ERROR, _named(exc), "check the flags, $S3SPILL_STORE and "
                        "$S3SPILL_SESSION")
