@@ -98,8 +98,9 @@ class JournalLedger:
         self.clock = clock
         self.journal = LeaseJournal(store, config=config, session_hash=shash, clock=clock)
         cfg = self.journal.config
-        #: Records one GC write may add without outrunning the journal's compaction.
-        self.batch_records = max(2, min(BATCH, cfg.journal_max_recent_records - cfg.journal_segment_records))
+        #: Records one GC write adds: the journal moves a whole batch into a segment on
+        #: its next write, so a batch may fill (not outgrow) the manifest's window.
+        self.batch_records = max(2, min(BATCH, cfg.journal_max_recent_records))
         self._sha: dict[str, str] = {}
 
     def _source_id(self, name: str, sha256: str) -> str:

@@ -166,13 +166,10 @@ def _segment_range(key: str) -> tuple[int, int] | None:
 
 
 def scan_orphan_segments(store: ObjectStore, shash: str, manifest: JournalManifest | None,
-                         fold: JournalFold) -> Iterator[OrphanSegment]:
-    """Classify segment objects the manifest does not reference. Never raises on them:
-    recovery uses only referenced segments, so an orphan cannot change the view."""
-    referenced = set()
-    if manifest is not None:
-        referenced = {keys.segment_key(shash, r.first_sequence, r.last_sequence, r.sha256)
-                      for r in manifest.segments}
+                         fold: JournalFold, referenced: set[str]) -> Iterator[OrphanSegment]:
+    """Classify segment objects the verified history does not reference (``referenced``:
+    their keys). Never raises on them: recovery uses only referenced segments, so an
+    orphan cannot change the view."""
     prefix = keys.session_prefix(shash) + "journal/segments/"
     for info in store.list(prefix):
         if info.key in referenced:
