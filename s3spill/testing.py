@@ -452,6 +452,9 @@ class FaultyStore(ObjectStore):
     def capabilities(self) -> StoreCapabilities:
         return self.inner.capabilities()
 
+    def deferred_sync(self) -> contextlib.AbstractContextManager[None]:
+        return self.inner.deferred_sync()
+
     def close(self) -> None:
         self.inner.close()
 

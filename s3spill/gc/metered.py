@@ -11,6 +11,7 @@ Counts are of logical operations; the store layer's internal retries are not cou
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import Counter
@@ -114,6 +115,9 @@ class MeteredStore(ObjectStore):
 
     def capabilities(self) -> StoreCapabilities:
         return self._caps if self._caps is not None else self.inner.capabilities()
+
+    def deferred_sync(self) -> contextlib.AbstractContextManager[None]:
+        return self.inner.deferred_sync()
 
     def close(self) -> None:
         self.inner.close()
