@@ -165,3 +165,57 @@ def test_a_gc_batch_larger_than_the_window_moves_out_whole(store: ObjectStore) -
     j.finish_condemnations([i.source_id for i in items[:third]], [], "plan-0")
     assert len(manifest_doc(store, SESSION)["records"]) <= 2 * JCFG.journal_max_recent_records
     assert LeaseJournal(store, SESSION, JCFG).verify().condemned == 2 * third
+
+
+MERGE = JCFG.model_copy(update={"journal_merge_segments": 3})
+
+
+def test_level_0_segments_are_merged_and_left_behind_as_superseded(store: ObjectStore) -> None:
+    """Every few segments the writer merges the run into one segment that links past it; a
+    fresh process reads only the merged chain, and verify reports the left-behind objects
+    as superseded without reading them."""
+    j = LeaseJournal(store, SESSION, MERGE)
+    claim, _ = put_artifact(store)
+    for n in range(40):
+        j.publish_reference(claim, lambda: None, f"tx-{n}")
+    doc = manifest_doc(store, SESSION)
+    assert doc["merged"] is not None and doc["run_segments"] < MERGE.journal_merge_segments
+    fresh = LeaseJournal(store, SESSION, MERGE)
+    report = fresh.verify()
+    assert report.records == 80 and report.live == 40 and report.segments == doc["chain_segments"]
+    statuses = {o.status for o in report.orphan_segments}
+    assert statuses == {"superseded"} and len(report.orphan_segments) >= 6
+    assert report.segments + len(report.orphan_segments) == j.stats.segments_written
+    assert fresh.view() == j.view()
+
+
+def test_a_reader_follows_a_merge_that_covers_what_it_verified(store: ObjectStore) -> None:
+    """A process that verified a level 0 segment later finds it merged away: it re-checks the
+    records it knows by hash and folds only the new ones, in one read."""
+    writer = LeaseJournal(store, SESSION, MERGE)
+    reader = LeaseJournal(store, SESSION, MERGE)
+    claim, _ = put_artifact(store)
+    for n in range(7):
+        writer.publish_reference(claim, lambda: None, f"tx-{n}")
+    assert reader.view().segments >= 1
+    for n in range(7, 30):
+        writer.publish_reference(claim, lambda: None, f"tx-{n}")
+    reads = reader.stats.reads
+    assert reader.view() == writer.view()
+    assert reader.stats.reads == reads + 1
+    reader.publish_reference(claim, lambda: None, "tx-reader")  # and it can write on top
+    assert LeaseJournal(store, SESSION, MERGE).verify().live == 31
+
+
+def test_a_forged_merge_pointer_is_refused(store: ObjectStore) -> None:
+    """The manifest's merged pointer steers the next merge, so one outside the chain is refused."""
+    j = LeaseJournal(store, SESSION, MERGE)
+    claim, _ = put_artifact(store)
+    for n in range(20):
+        j.publish_reference(claim, lambda: None, f"tx-{n}")
+    key = keys.manifest_key(keys.session_hash(SESSION))
+    doc = json.loads(store.get(key))
+    doc["merged"] = dict(doc["merged"], sha256="e" * 64)
+    store.put_if_match(key, json.dumps(doc).encode(), store.head(key).etag)
+    with pytest.raises(JournalCorrupt, match="merged segment is not in its segment chain"):
+        LeaseJournal(store, SESSION, MERGE).verify()

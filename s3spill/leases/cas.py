@@ -117,11 +117,21 @@ class Built:
     segment: tuple[str, bytes] | None = None
     records: list[tuple[int, str]] = field(default_factory=list)
     segment_ref: SegmentRef | None = None
+    #: The level 0 run's records once this write is won (see ManifestCas._run).
+    run: list[dict[str, Any]] | None = None
 
     def undo(self) -> None:
         """The write did not (or may not have) landed: forget its tentative fold changes."""
         if self.fold is not None:
             self.fold.rollback()
+
+
+@dataclass
+class _Walked:
+    """What a walk verified: the segments it read, and the level 0 run's records (or None)."""
+
+    segments: list[tuple[SegmentRef, JournalSegment]]
+    run: list[dict[str, Any]] | None
 
 
 class _Retry(Exception):
@@ -164,11 +174,15 @@ class ManifestCas:
         self._write_id: str | None = None
         #: The segments this process verified: the index listed in the manifest (all of a
         #: version 1 journal, the frozen legacy part of a version 2 one), the newest link
-        #: of the version 2 chain, and how many segments there are in all.
+        #: of the version 2 chain, and (from the last full walk) every referenced key and
+        #: the ranges of merged segments.
         self._index: list[SegmentRef] = []
         self._tip: SegmentRef | None = None
-        self._segment_count = 0
         self._segment_keys: set[str] = set()
+        self._merged_ranges: list[tuple[int, int]] = []
+        #: Records of the chain's level 0 run (after ``merged``), as stored: what the writer
+        #: that cuts the run's last segment merges. ``None``: not known (no merge then).
+        self._run: list[dict[str, Any]] | None = []
         self._manifest: JournalManifest | None = None
         self._etag: str | None = None
         self._manifest_bytes = 0
@@ -224,13 +238,17 @@ class ManifestCas:
         else:
             fold = JournalFold(self.session_hash)
             walked = self._walk(manifest, fold, incremental=False)
-            self._segment_count, self._segment_keys, self._index = 0, set(), []
-        self._adopt(manifest, fold, etag, walked)
+            self._index, self._segment_keys, self._merged_ranges = [], set(), []
+        for ref, head in walked.segments:
+            self._segment_keys.add(self._segment_key(ref))
+            if head.level == 1:
+                self._merged_ranges.append((ref.first_sequence, ref.last_sequence))
+        self._adopt(manifest, fold, etag, walked.run)
         return fold
 
     def _adopt(self, manifest: JournalManifest, fold: JournalFold | None, etag: str | None,
-               walked: list[SegmentRef] | None = None) -> None:
-        """Trust ``manifest`` (and ``fold``, its state); ``walked``: segments newly verified."""
+               run: list[dict[str, Any]] | None) -> None:
+        """Trust ``manifest`` (and ``fold``, its state; ``run``, its level 0 run's records)."""
         if fold is None:
             return  # written without a fold (touch): verified on the next read, not trusted now
         self._etag = etag
@@ -238,9 +256,7 @@ class ManifestCas:
         if len(manifest.index) != len(self._index):
             self._index = list(manifest.index)
         self._tip = manifest.tip
-        for ref in walked or ():
-            self._segment_count += 1
-            self._segment_keys.add(self._segment_key(ref))
+        self._run = run
         self._journal_id = manifest.journal_id
         self._generation = manifest.generation
         self._write_id = manifest.write_id
@@ -249,15 +265,23 @@ class ManifestCas:
     def _segment_key(self, ref: SegmentRef) -> str:
         return keys.segment_key(self.session_hash, ref.first_sequence, ref.last_sequence, ref.sha256)
 
-    def _walk(self, manifest: JournalManifest, fold: JournalFold, *, incremental: bool) -> list[SegmentRef]:
-        """Apply every record of ``manifest`` not yet in ``fold``; re-check the ones that are.
-        Returns the segments it verified (all of them unless ``incremental``)."""
-        known_index, known_tip = (self._index, self._tip) if incremental else ([], None)
-        with _no_cyclic_gc():
-            return self._walk_records(manifest, fold, known_index, known_tip)
+    @staticmethod
+    def _run_start(manifest: JournalManifest | None) -> int:
+        """The first sequence of the chain's level 0 run."""
+        if manifest is None:
+            return 0
+        if manifest.merged is not None:
+            return manifest.merged.last_sequence + 1
+        return manifest.index[-1].last_sequence + 1 if manifest.index else 0
 
-    def _walk_records(self, manifest: JournalManifest, fold: JournalFold, known_index: list[SegmentRef],
-                      known_tip: SegmentRef | None) -> list[SegmentRef]:
+    def _walk(self, manifest: JournalManifest, fold: JournalFold, *, incremental: bool) -> _Walked:
+        """Apply every record of ``manifest`` not yet in ``fold``; re-check the ones that are."""
+        with _no_cyclic_gc():
+            return self._walk_records(manifest, fold, incremental)
+
+    def _walk_records(self, manifest: JournalManifest, fold: JournalFold, incremental: bool) -> _Walked:
+        known_index, known_tip = (self._index, self._tip) if incremental else ([], None)
+        known_merged = self._manifest.merged if incremental and self._manifest is not None else None
         known = len(known_index)
         index = manifest.index
         if index[:known] != known_index or (manifest.schema_version == 1 and known_tip is not None):
@@ -266,41 +290,79 @@ class ManifestCas:
             expected = known_tip.last_sequence + 1
         else:
             expected = index[known - 1].last_sequence + 1 if known else 0
-        walked: list[SegmentRef] = []
-        loaded = [(ref, *self._load_segment(manifest, ref)[:2]) for ref in index[known:]]
-        loaded += self._chain(manifest, known_tip)
-        for ref, raws, typed in loaded:
-            if ref.first_sequence != expected or ref.last_sequence < ref.first_sequence:
+        walked: list[tuple[SegmentRef, JournalSegment]] = []
+        loaded = [(ref, *self._load_segment(manifest, ref)) for ref in index[known:]]
+        chain = self._chain(manifest, known_tip)
+        run = list(self._run) if incremental and self._run is not None else ([] if not incremental else None)
+        for n, (ref, raws, typed, head) in enumerate(loaded + chain):
+            covering = (n == len(loaded) and known_tip is not None
+                        and ref.first_sequence <= known_tip.last_sequence < ref.last_sequence)
+            if (ref.first_sequence != expected and not covering) or ref.last_sequence < ref.first_sequence:
                 raise corrupt(self.session_hash, "sequence_gap", f"segment {ref.first_sequence}-"
                               f"{ref.last_sequence} does not follow sequence {expected - 1}")
             where = f"segment {ref.first_sequence}-{ref.last_sequence}"
-            expected = self._feed(fold, raws, expected, where, typed)
+            expected = self._feed(fold, raws, ref.first_sequence, where, typed)
             if fold.hashes[ref.last_sequence] != ref.last_record_hash:
                 raise corrupt(self.session_hash, "chain_break", f"{where} ends on another record than "
                               "the manifest says")
-            walked.append(ref)
+            walked.append((ref, head))
+            if n >= len(loaded):  # a chain segment: part of the run unless it is merged
+                if ref == manifest.merged:
+                    run = []
+                elif run is not None:
+                    run.extend(raws)
         self._feed(fold, manifest.records, expected, "manifest")
         fold.check_view(manifest)
-        return walked
+        self._check_chain(manifest, [r for r, _ in walked[len(loaded):]], incremental, known_merged)
+        start, end = self._run_start(manifest), manifest.tip.last_sequence + 1 if manifest.tip else 0
+        if run is not None and not (run[0]["sequence"] == start and run[-1]["sequence"] + 1 == end
+                                    if run else end <= start):
+            run = None  # not the run this manifest describes: this process will not merge it
+        return _Walked(walked, run)
+
+    def _check_chain(self, manifest: JournalManifest, chain: list[SegmentRef], incremental: bool,
+                     known_merged: SegmentRef | None) -> None:
+        """The manifest's chain bookkeeping must describe the chain that was walked: it
+        steers what the next writer merges, so a wrong pointer would be built upon."""
+        merged = manifest.merged
+        if merged is not None and merged not in chain and not (incremental and merged == known_merged):
+            raise corrupt(self.session_hash, "segment_mismatch", "the manifest's merged segment is not "
+                          "in its segment chain")
+        if incremental:
+            return
+        after = chain[chain.index(merged) + 1:] if merged is not None else chain
+        if manifest.schema_version == 2 and (len(chain), len(after)) != (manifest.chain_segments,
+                                                                          manifest.run_segments):
+            raise corrupt(self.session_hash, "segment_mismatch", f"the manifest counts "
+                          f"{manifest.chain_segments} chained segments, {manifest.run_segments} unmerged; "
+                          f"the chain has {len(chain)}, {len(after)}")
 
     def _chain(self, manifest: JournalManifest, known: SegmentRef | None
-               ) -> list[tuple[SegmentRef, list[dict[str, Any]], list[JournalRecord] | None]]:
+               ) -> list[tuple[SegmentRef, list[dict[str, Any]], list[JournalRecord] | None, JournalSegment]]:
         """The version 2 segments this process has not verified yet, oldest first: walked
-        back from the manifest's newest link to the one verified last (or the chain's start)."""
+        back from the manifest's newest link to the one verified last, to a merged segment
+        that covers it, or to the chain's start."""
         out = []
         ref = manifest.tip
+        reached = known is None
         while ref is not None and ref != known:
+            covers = known is not None and ref.first_sequence <= known.last_sequence < ref.last_sequence
             if known is not None and ref.last_sequence <= known.last_sequence:
-                raise corrupt(self.session_hash, "segment_mismatch", "the segment chain no longer "
-                              f"contains segment {known.first_sequence}-{known.last_sequence} "
-                              "(history rewritten)")
-            raws, typed, prev = self._load_segment(manifest, ref)
-            out.append((ref, raws, typed))
+                break
+            raws, typed, head = self._load_segment(manifest, ref)
+            out.append((ref, raws, typed, head))
+            if covers:
+                reached = True
+                break
+            prev = head.prev_segment
             if prev is not None and prev.last_sequence >= ref.first_sequence:
                 raise corrupt(self.session_hash, "sequence_gap", f"segment {ref.first_sequence}-"
                               f"{ref.last_sequence} links to a segment that does not precede it")
             ref = prev
-        if ref is None and known is not None:
+        if ref == known:
+            reached = True
+        if not reached:
+            assert known is not None
             raise corrupt(self.session_hash, "segment_mismatch", "the segment chain no longer contains "
                           f"segment {known.first_sequence}-{known.last_sequence} (history rewritten)")
         out.reverse()
@@ -320,7 +382,7 @@ class ManifestCas:
         return expected
 
     def _load_segment(self, manifest: JournalManifest, ref: SegmentRef
-                      ) -> tuple[list[dict[str, Any]], list[JournalRecord] | None, SegmentRef | None]:
+                      ) -> tuple[list[dict[str, Any]], list[JournalRecord] | None, JournalSegment]:
         """The segment's records as stored (for hashing) and, when they all validate, as
         models — validated in one pass, which is most of what verifying a segment costs —
         and the segment it links back to."""
@@ -351,7 +413,7 @@ class ManifestCas:
             typed: list[JournalRecord] | None = _SegmentRecords.model_validate_json(body).records
         except ValidationError:
             typed = None  # let the fold find and name the bad record, one by one
-        return raws, typed, head.prev_segment
+        return raws, typed, head
 
     # -- the CAS loop --------------------------------------------------------------------
 
@@ -418,8 +480,9 @@ class ManifestCas:
         if built.fold is not None:
             built.fold.commit()
         self.stats.writes += 1
-        self._adopt(built.manifest, built.fold, put.etag,
-                    [built.segment_ref] if built.segment_ref is not None else None)
+        if built.segment_ref is not None:
+            self._segment_keys.add(self._segment_key(built.segment_ref))
+        self._adopt(built.manifest, built.fold, put.etag, built.run)
         self._manifest_bytes = len(self._last_body)
         return built.result
 
@@ -508,7 +571,12 @@ class ManifestCas:
             records.append(raw)
             written.append((raw["sequence"], raw["record_hash"]))
         journal_id = manifest.journal_id if manifest else secrets.token_hex(16)
+        v2 = manifest is not None and manifest.schema_version == 2
         tip = manifest.tip if manifest else None
+        chained = manifest.chain_segments if manifest and v2 else 0
+        merged = manifest.merged if manifest and v2 else None
+        unmerged = manifest.run_segments if manifest and v2 else 0
+        run = self._run if manifest is not None else []
         segment: tuple[str, bytes] | None = None
         cfg = self.config
         if len(records) > cfg.journal_max_recent_records and records[0]["sequence"] < old_next:
@@ -518,16 +586,29 @@ class ManifestCas:
             durable = sum(1 for r in records if r["sequence"] < old_next)
             move = max(cfg.journal_segment_records, len(records) - cfg.journal_max_recent_records)
             chunk = records[: min(move, durable)]
+            records = records[len(chunk):]
+            level, prev = 0, tip
+            run_next = run[-1]["sequence"] + 1 if run else self._run_start(manifest)
+            if (run is not None and unmerged + 1 >= cfg.journal_merge_segments
+                    and chunk[0]["sequence"] == run_next):
+                # LSM-style: the run's last segment is written merged with the run (records this
+                # process verified), linked past it; the run's objects stay behind, unreferenced.
+                chunk, level, prev = [*run, *chunk], 1, merged
             first, last = chunk[0]["sequence"], chunk[-1]["sequence"]
             seg_body = canonical_json(JournalSegment(
                 session_hash=self.session_hash, journal_id=journal_id, first_sequence=first,
-                last_sequence=last, prev_hash=chunk[0]["prev_hash"], prev_segment=tip, records=chunk,
+                last_sequence=last, prev_hash=chunk[0]["prev_hash"], prev_segment=prev, level=level,
+                records=chunk,
             ).model_dump(mode="json"))
             digest = hashlib.sha256(seg_body).hexdigest()
             tip = SegmentRef(first_sequence=first, last_sequence=last, sha256=digest,
                              last_record_hash=chunk[-1]["record_hash"])
-            records = records[len(chunk):]
             segment = (keys.segment_key(self.session_hash, first, last, digest), seg_body)
+            if level:
+                chained, merged, unmerged, run = chained - unmerged + 1, tip, 0, []
+            else:
+                chained, unmerged = chained + 1, unmerged + 1
+                run = [*run, *chunk] if run is not None else None
         generation = manifest.generation + 1 if manifest else 1
         new_manifest = JournalManifest(  # version 2; a version 1 index is kept as legacy
             session_hash=self.session_hash, journal_id=journal_id, generation=generation,
@@ -535,6 +616,7 @@ class ManifestCas:
             updated_at=now, last_active=manifest.last_active if manifest else None,
             next_sequence=new.next_sequence, head_hash=new.head_hash,
             legacy_segments=manifest.index if manifest else [], segments=[tip] if tip else [],
+            chain_segments=chained, merged=merged, run_segments=unmerged,
             records=records, pending_transaction_ids=new.pending_ids(),
         )
         result = TransitionResult(
@@ -542,7 +624,7 @@ class ManifestCas:
             transaction_id=write.transaction_id, source_id=write.source_id,
             sequence=written[-1][0] if written else None,
         )
-        return Built(new_manifest, new, result, segment, written, tip if segment else None)
+        return Built(new_manifest, new, result, segment, written, tip if segment else None, run)
 
     def _noop(self, outcome: str, state: str | None, *, txid: str | None = None,
               source_id: str | None = None) -> TransitionResult:

@@ -141,7 +141,7 @@ class LeaseJournal(ManifestCas):
             transactions=tuple(fold.live_views().values()),
             pending_transaction_ids=tuple(fold.pending_ids()),
             condemned=tuple(fold.condemned_view().values()),
-            segments=self._segment_count if m else 0, recent_records=len(m.records) if m else 0,
+            segments=m.segment_count if m else 0, recent_records=len(m.records) if m else 0,
             manifest_bytes=self._manifest_bytes if m else 0,
         )
 
@@ -170,10 +170,11 @@ class LeaseJournal(ManifestCas):
         self._reset()
         fold = self.refresh()
         m = self._manifest
-        orphans = scan_orphan_segments(self.store, self.session_hash, m, fold, self._segment_keys)
+        orphans = scan_orphan_segments(self.store, self.session_hash, m, fold, self._segment_keys,
+                                       self._merged_ranges)
         return VerifyReport(
             session_hash=self.session_hash, exists=m is not None, generation=self._generation,
-            records=fold.next_sequence, segments=self._segment_count if m else 0,
+            records=fold.next_sequence, segments=m.segment_count if m else 0,
             transactions=len(fold.txs), live=len(fold.live), pending=len(fold.pending_ids()),
             condemned=len(fold.condemned_view()), head_hash=fold.head_hash,
             manifest_bytes=self._manifest_bytes if m else 0,

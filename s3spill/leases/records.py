@@ -189,6 +189,9 @@ class JournalSegment(Record):
     last_sequence: int = Field(ge=0)
     prev_hash: str = Field(pattern=HEX64)
     prev_segment: SegmentRef | None = None
+    #: 0: cut from the manifest's window; 1: a merge of a run of level 0 segments (whose
+    #: objects stay behind, unreferenced: ``verify`` reports them as superseded).
+    level: int = Field(default=0, ge=0, le=1)
     records: list[dict[str, Any]]
 
 
@@ -223,6 +226,11 @@ class JournalManifest(Record):
     head_hash: str = Field(pattern=HEX64)
     legacy_segments: list[SegmentRef] = Field(default_factory=list)
     segments: list[SegmentRef] = Field(default_factory=list)
+    #: Version 2 chain bookkeeping: its length, its newest merged (level 1) segment and
+    #: how many level 0 segments follow that one (merged once there are enough).
+    chain_segments: int = Field(default=0, ge=0)
+    merged: SegmentRef | None = None
+    run_segments: int = Field(default=0, ge=0)
     records: list[dict[str, Any]] = Field(default_factory=list)
     transactions: dict[str, TxView] = Field(default_factory=dict)
     pending_transaction_ids: list[str] = Field(default_factory=list)
@@ -240,6 +248,13 @@ class JournalManifest(Record):
     def index(self) -> list[SegmentRef]:
         """Segments listed in the manifest itself (all of them in version 1)."""
         return self.segments if self.schema_version == 1 else self.legacy_segments
+
+    @property
+    def segment_count(self) -> int:
+        """Segments the history is spread over (verified when the chain is walked)."""
+        if self.schema_version == 1:
+            return len(self.segments)
+        return len(self.legacy_segments) + self.chain_segments
 
     @property
     def tip(self) -> SegmentRef | None:
