@@ -5,6 +5,15 @@ conditioned on), verifies it against what this process already verified (the fir
 read folds the whole history, later reads only what is new), builds the next manifest
 from a plan, moves old records into a segment when the manifest grows past its bound,
 and writes with the three-outcome discipline described in :mod:`s3spill.leases.journal`.
+
+Segments form a chain from the manifest's newest link back to the start (version 2).
+Every ``journal_merge_segments`` level 0 segments, the writer cutting the last one
+writes it merged with the rest of the run (LSM-style: records this process already
+verified, kept as ``_run``), linked past the run; the run's objects stay behind,
+unreferenced. So a fresh reader fetches about one object per 256 records, a write
+never reads a segment, and nothing is ever deleted or rewritten in place. Over ~400
+lines: the walk (full, incremental, across a merge) and the write path share state
+that only makes sense together.
 """
 
 from __future__ import annotations
@@ -562,10 +571,10 @@ class ManifestCas:
         records = list(manifest.records) if manifest else []
         written: list[tuple[int, str]] = []
         for spec in write.specs:
-            raw = build_record(session_hash=self.session_hash, sequence=new.next_sequence,
-                               prev_hash=new.head_hash, at=now, **spec)
+            raw, model = build_record(session_hash=self.session_hash, sequence=new.next_sequence,
+                                      prev_hash=new.head_hash, at=now, **spec)
             try:
-                new.apply(raw, "new record")
+                new.apply(raw, "new record", model)
             except JournalCorrupt as exc:  # our own record broke a rule: refuse, don't write
                 raise TransactionStateError(f"refused {spec['event']}: {exc}") from None
             records.append(raw)
