@@ -45,9 +45,15 @@ class TransferConfig(BaseModel):
     #: lost attempt re-reads, re-validates and re-applies after a jittered backoff.
     journal_cas_attempts: int = Field(default=40, ge=1)
     #: Chained records a manifest keeps inline; past this, the oldest
-    #: ``journal_segment_records`` move into an immutable history segment.
-    journal_max_recent_records: int = Field(default=224, ge=8)
-    journal_segment_records: int = Field(default=192, ge=4)
+    #: ``journal_segment_records`` (or more, after a large GC batch) move into an
+    #: immutable history segment. Small on purpose: every write rewrites the manifest,
+    #: so these bound its bytes (20 records: about 10 KiB), whatever the history.
+    journal_max_recent_records: int = Field(default=20, ge=8)
+    journal_segment_records: int = Field(default=16, ge=4)
+    #: Level 0 segments merged into one level 1 segment (LSM-style, by the writer that
+    #: cuts the last of them, from records it already verified): keeps the number of
+    #: objects a fresh reader fetches near one per ``16 * 16`` records.
+    journal_merge_segments: int = Field(default=16, ge=2)
     #: Verification unit of an artifact's sidecar index: a page read fetches and hashes
     #: whole chunks, so it transfers at most its own bytes plus two chunks (and the index).
     index_chunk_size: int = Field(default=1 * MiB, ge=16, le=64 * MiB)

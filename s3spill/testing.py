@@ -478,6 +478,9 @@ class FaultyStore(ObjectStore):
     def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
         return self.inner.sweep_temporaries(older_than)
 
+    def deferred_sync(self) -> contextlib.AbstractContextManager[None]:
+        return self.inner.deferred_sync()
+
     def close(self) -> None:
         self.inner.close()
 

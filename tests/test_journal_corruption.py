@@ -103,11 +103,11 @@ def test_an_intent_edited_in_place_fails_the_hash(store: ObjectStore) -> None:
     refused(store, "hash_mismatch", "record 0")
 
 
-def test_an_edited_claim_view_is_refused(store: ObjectStore) -> None:
-    """A claim view that disagrees with the history (e.g. a claim dropped from it) is refused."""
+def test_an_edited_pending_set_is_refused(store: ObjectStore) -> None:
+    """A pending set that disagrees with the history (e.g. a committed claim listed as pending) is refused."""
     populated(store)
-    rewrite_manifest(store, lambda d: d["transactions"].pop("tx-1"))
-    refused(store, "view_mismatch", "claim view disagrees with its history at transaction tx-1")
+    rewrite_manifest(store, lambda d: d["pending_transaction_ids"].append("tx-1"))
+    refused(store, "view_mismatch", "pending transaction ids disagree with its history")
 
 
 def test_unparseable_manifest_and_records_are_refused(store: ObjectStore) -> None:

@@ -395,30 +395,33 @@ class _Applier:
         failpoints.failpoint(FP_AFTER_CONDEMN)
         gone: list[str] = []
         lift: list[str] = []
-        for w in work:
-            verdict = verdicts.get(w.name)
-            if verdict == "claimed":
-                self._record(w, "retained_referenced", "a claim landed before the condemnation")
-                continue
-            if verdict == "active":
-                self._record(w, "retained_recent", "session became active before the condemnation")
-                continue
-            if verdict == "deleted":
-                self._record(w, "already_missing", "journal records it deleted")
-                continue
-            if verdict != "condemned":
-                self._record(w, "retained_error", f"journal answered {verdict!r}")
-                continue
-            key = keys.artifact_key(shash, w.name)
-            outcome, reason, attempted = self._revalidate_and_delete(w.fact, key,
-                                                                     self._young(facts, w.name))
-            if outcome in ("deleted", "already_missing"):
-                gone.append(w.name)
-                self._delete_index(w.index if w.index is not None else self._index_snapshot(shash, w.name))
-            elif outcome == "race_detected" or not attempted:
-                lift.append(w.name)
-            # else: the delete's outcome is unknown — stay condemned; the next run resolves it.
-            self._record(w, outcome, reason)
+        # One directory fsync per batch on the local store; durable before DELETED is recorded.
+        with self.store.deferred_sync():
+            for w in work:
+                verdict = verdicts.get(w.name)
+                if verdict == "claimed":
+                    self._record(w, "retained_referenced", "a claim landed before the condemnation")
+                    continue
+                if verdict == "active":
+                    self._record(w, "retained_recent", "session became active before the condemnation")
+                    continue
+                if verdict == "deleted":
+                    self._record(w, "already_missing", "journal records it deleted")
+                    continue
+                if verdict != "condemned":
+                    self._record(w, "retained_error", f"journal answered {verdict!r}")
+                    continue
+                key = keys.artifact_key(shash, w.name)
+                outcome, reason, attempted = self._revalidate_and_delete(w.fact, key,
+                                                                         self._young(facts, w.name))
+                if outcome in ("deleted", "already_missing"):
+                    gone.append(w.name)
+                    self._delete_index(w.index if w.index is not None
+                                       else self._index_snapshot(shash, w.name))
+                elif outcome == "race_detected" or not attempted:
+                    lift.append(w.name)
+                # else: the delete's outcome is unknown — stay condemned; the next run resolves it.
+                self._record(w, outcome, reason)
         failpoints.failpoint(FP_AFTER_DELETE)
         try:
             ledger.finish(gone, lift, run_id=self.run_id, reason="race_detected")

@@ -11,6 +11,7 @@ Counts are of logical operations; the store layer's internal retries are not cou
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import Counter
@@ -130,6 +131,9 @@ class MeteredStore(ObjectStore):
 
     def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
         return self.inner.sweep_temporaries(older_than)
+
+    def deferred_sync(self) -> contextlib.AbstractContextManager[None]:
+        return self.inner.deferred_sync()
 
     def close(self) -> None:
         self.inner.close()

@@ -5,6 +5,15 @@ conditioned on), verifies it against what this process already verified (the fir
 read folds the whole history, later reads only what is new), builds the next manifest
 from a plan, moves old records into a segment when the manifest grows past its bound,
 and writes with the three-outcome discipline described in :mod:`s3spill.leases.journal`.
+
+Segments form a chain from the manifest's newest link back to the start (version 2).
+Every ``journal_merge_segments`` level 0 segments, the writer cutting the last one
+writes it merged with the rest of the run (LSM-style: records this process already
+verified, kept as ``_run``), linked past the run; the run's objects stay behind,
+unreferenced. So a fresh reader fetches about one object per 256 records, a write
+never reads a segment, and nothing is ever deleted or rewritten in place. Over ~400
+lines: the walk (full, incremental, across a merge) and the write path share state
+that only makes sense together.
 """
 
 from __future__ import annotations
@@ -58,7 +67,7 @@ from s3spill.leases.records import (
 from s3spill.leases.view import TransitionResult
 from s3spill.log import get_logger
 from s3spill.models import utcnow
-from s3spill.store.base import ObjectStore
+from s3spill.store.base import ObjectStore, PutResult
 
 log = get_logger("s3spill.leases.journal")
 
@@ -117,6 +126,22 @@ class Built:
     result: TransitionResult
     segment: tuple[str, bytes] | None = None
     records: list[tuple[int, str]] = field(default_factory=list)
+    segment_ref: SegmentRef | None = None
+    #: The level 0 run's records once this write is won (see ManifestCas._run).
+    run: list[dict[str, Any]] | None = None
+
+    def undo(self) -> None:
+        """The write did not (or may not have) landed: forget its tentative fold changes."""
+        if self.fold is not None:
+            self.fold.rollback()
+
+
+@dataclass
+class _Walked:
+    """What a walk verified: the segments it read, and the level 0 run's records (or None)."""
+
+    segments: list[tuple[SegmentRef, JournalSegment]]
+    run: list[dict[str, Any]] | None
 
 
 class _Retry(Exception):
@@ -157,7 +182,17 @@ class ManifestCas:
         self._journal_id: str | None = None
         self._generation = 0
         self._write_id: str | None = None
-        self._segments: list[SegmentRef] = []
+        #: The segments this process verified: the index listed in the manifest (all of a
+        #: version 1 journal, the frozen legacy part of a version 2 one), the newest link
+        #: of the version 2 chain, and (from the last full walk) every referenced key and
+        #: the ranges of merged segments.
+        self._index: list[SegmentRef] = []
+        self._tip: SegmentRef | None = None
+        self._segment_keys: set[str] = set()
+        self._merged_ranges: list[tuple[int, int]] = []
+        #: Records of the chain's level 0 run (after ``merged``), as stored: what the writer
+        #: that cuts the run's last segment merges. ``None``: not known (no merge then).
+        self._run: list[dict[str, Any]] | None = []
         self._manifest: JournalManifest | None = None
         self._etag: str | None = None
         self._manifest_bytes = 0
@@ -202,46 +237,146 @@ class ManifestCas:
             if manifest.generation < self._generation:
                 raise corrupt(self.session_hash, "generation", f"the manifest went back from generation "
                               f"{self._generation} to {manifest.generation}")
-            fold = self._fold.clone()
-            self._walk(manifest, fold, len(self._segments))
+            fold = self._fold
+            fold.begin()  # verified in place; undone if anything new fails to verify
+            try:
+                walked = self._walk(manifest, fold, incremental=True)
+            except BaseException:
+                fold.rollback()
+                raise
+            fold.commit()
         else:
             fold = JournalFold(self.session_hash)
-            self._walk(manifest, fold, 0)
-        self._adopt(manifest, fold, etag)
+            walked = self._walk(manifest, fold, incremental=False)
+            self._index, self._segment_keys, self._merged_ranges = [], set(), []
+        for ref, head in walked.segments:
+            self._segment_keys.add(self._segment_key(ref))
+            if head.level == 1:
+                self._merged_ranges.append((ref.first_sequence, ref.last_sequence))
+        self._adopt(manifest, fold, etag, walked.run)
         return fold
 
-    def _adopt(self, manifest: JournalManifest, fold: JournalFold | None, etag: str | None) -> None:
+    def _adopt(self, manifest: JournalManifest, fold: JournalFold | None, etag: str | None,
+               run: list[dict[str, Any]] | None) -> None:
+        """Trust ``manifest`` (and ``fold``, its state; ``run``, its level 0 run's records)."""
         if fold is None:
             return  # written without a fold (touch): verified on the next read, not trusted now
         self._etag = etag
         self._fold = fold
-        self._segments = list(manifest.segments)
+        if len(manifest.index) != len(self._index):
+            self._index = list(manifest.index)
+        self._tip = manifest.tip
+        self._run = run
         self._journal_id = manifest.journal_id
         self._generation = manifest.generation
         self._write_id = manifest.write_id
         self._manifest = manifest
 
-    def _walk(self, manifest: JournalManifest, fold: JournalFold, known_segments: int) -> None:
+    def _segment_key(self, ref: SegmentRef) -> str:
+        return keys.segment_key(self.session_hash, ref.first_sequence, ref.last_sequence, ref.sha256)
+
+    @staticmethod
+    def _run_start(manifest: JournalManifest | None) -> int:
+        """The first sequence of the chain's level 0 run."""
+        if manifest is None:
+            return 0
+        if manifest.merged is not None:
+            return manifest.merged.last_sequence + 1
+        return manifest.index[-1].last_sequence + 1 if manifest.index else 0
+
+    def _walk(self, manifest: JournalManifest, fold: JournalFold, *, incremental: bool) -> _Walked:
         """Apply every record of ``manifest`` not yet in ``fold``; re-check the ones that are."""
         with _no_cyclic_gc():
-            self._walk_records(manifest, fold, known_segments)
+            return self._walk_records(manifest, fold, incremental)
 
-    def _walk_records(self, manifest: JournalManifest, fold: JournalFold, known_segments: int) -> None:
-        if manifest.segments[:known_segments] != self._segments[:known_segments]:
+    def _walk_records(self, manifest: JournalManifest, fold: JournalFold, incremental: bool) -> _Walked:
+        known_index, known_tip = (self._index, self._tip) if incremental else ([], None)
+        known_merged = self._manifest.merged if incremental and self._manifest is not None else None
+        known = len(known_index)
+        index = manifest.index
+        if index[:known] != known_index or (manifest.schema_version == 1 and known_tip is not None):
             raise corrupt(self.session_hash, "segment_mismatch", "the manifest's segment index was rewritten")
-        expected = manifest.segments[known_segments - 1].last_sequence + 1 if known_segments else 0
-        for ref in manifest.segments[known_segments:]:
-            if ref.first_sequence != expected or ref.last_sequence < ref.first_sequence:
+        if known_tip is not None:
+            expected = known_tip.last_sequence + 1
+        else:
+            expected = index[known - 1].last_sequence + 1 if known else 0
+        walked: list[tuple[SegmentRef, JournalSegment]] = []
+        loaded = [(ref, *self._load_segment(manifest, ref)) for ref in index[known:]]
+        chain = self._chain(manifest, known_tip)
+        run = list(self._run) if incremental and self._run is not None else ([] if not incremental else None)
+        for n, (ref, raws, typed, head) in enumerate(loaded + chain):
+            covering = (n == len(loaded) and known_tip is not None
+                        and ref.first_sequence <= known_tip.last_sequence < ref.last_sequence)
+            if (ref.first_sequence != expected and not covering) or ref.last_sequence < ref.first_sequence:
                 raise corrupt(self.session_hash, "sequence_gap", f"segment {ref.first_sequence}-"
                               f"{ref.last_sequence} does not follow sequence {expected - 1}")
-            raws, typed = self._load_segment(manifest, ref)
             where = f"segment {ref.first_sequence}-{ref.last_sequence}"
-            expected = self._feed(fold, raws, expected, where, typed)
+            expected = self._feed(fold, raws, ref.first_sequence, where, typed)
             if fold.hashes[ref.last_sequence] != ref.last_record_hash:
                 raise corrupt(self.session_hash, "chain_break", f"{where} ends on another record than "
                               "the manifest says")
+            walked.append((ref, head))
+            if n >= len(loaded):  # a chain segment: part of the run unless it is merged
+                if ref == manifest.merged:
+                    run = []
+                elif run is not None:
+                    run.extend(raws)
         self._feed(fold, manifest.records, expected, "manifest")
         fold.check_view(manifest)
+        self._check_chain(manifest, [r for r, _ in walked[len(loaded):]], incremental, known_merged)
+        start, end = self._run_start(manifest), manifest.tip.last_sequence + 1 if manifest.tip else 0
+        if run is not None and not (run[0]["sequence"] == start and run[-1]["sequence"] + 1 == end
+                                    if run else end <= start):
+            run = None  # not the run this manifest describes: this process will not merge it
+        return _Walked(walked, run)
+
+    def _check_chain(self, manifest: JournalManifest, chain: list[SegmentRef], incremental: bool,
+                     known_merged: SegmentRef | None) -> None:
+        """The manifest's chain bookkeeping must describe the chain that was walked: it
+        steers what the next writer merges, so a wrong pointer would be built upon."""
+        merged = manifest.merged
+        if merged is not None and merged not in chain and not (incremental and merged == known_merged):
+            raise corrupt(self.session_hash, "segment_mismatch", "the manifest's merged segment is not "
+                          "in its segment chain")
+        if incremental:
+            return
+        after = chain[chain.index(merged) + 1:] if merged is not None else chain
+        if manifest.schema_version == 2 and (len(chain), len(after)) != (manifest.chain_segments,
+                                                                          manifest.run_segments):
+            raise corrupt(self.session_hash, "segment_mismatch", f"the manifest counts "
+                          f"{manifest.chain_segments} chained segments, {manifest.run_segments} unmerged; "
+                          f"the chain has {len(chain)}, {len(after)}")
+
+    def _chain(self, manifest: JournalManifest, known: SegmentRef | None
+               ) -> list[tuple[SegmentRef, list[dict[str, Any]], list[JournalRecord] | None, JournalSegment]]:
+        """The version 2 segments this process has not verified yet, oldest first: walked
+        back from the manifest's newest link to the one verified last, to a merged segment
+        that covers it, or to the chain's start."""
+        out = []
+        ref = manifest.tip
+        reached = known is None
+        while ref is not None and ref != known:
+            covers = known is not None and ref.first_sequence <= known.last_sequence < ref.last_sequence
+            if known is not None and ref.last_sequence <= known.last_sequence:
+                break
+            raws, typed, head = self._load_segment(manifest, ref)
+            out.append((ref, raws, typed, head))
+            if covers:
+                reached = True
+                break
+            prev = head.prev_segment
+            if prev is not None and prev.last_sequence >= ref.first_sequence:
+                raise corrupt(self.session_hash, "sequence_gap", f"segment {ref.first_sequence}-"
+                              f"{ref.last_sequence} links to a segment that does not precede it")
+            ref = prev
+        if ref == known:
+            reached = True
+        if not reached:
+            assert known is not None
+            raise corrupt(self.session_hash, "segment_mismatch", "the segment chain no longer contains "
+                          f"segment {known.first_sequence}-{known.last_sequence} (history rewritten)")
+        out.reverse()
+        return out
 
     def _feed(self, fold: JournalFold, records: list[dict[str, Any]], expected: int, where: str,
               typed: list[JournalRecord] | None = None) -> int:
@@ -256,12 +391,13 @@ class ManifestCas:
             expected += 1
         return expected
 
-    def _load_segment(self, manifest: JournalManifest,
-                      ref: SegmentRef) -> tuple[list[dict[str, Any]], list[JournalRecord] | None]:
+    def _load_segment(self, manifest: JournalManifest, ref: SegmentRef
+                      ) -> tuple[list[dict[str, Any]], list[JournalRecord] | None, JournalSegment]:
         """The segment's records as stored (for hashing) and, when they all validate, as
-        models — validated in one pass, which is most of what verifying a segment costs."""
+        models — validated in one pass, which is most of what verifying a segment costs —
+        and the segment it links back to."""
         where = f"segment {ref.first_sequence}-{ref.last_sequence}"
-        key = keys.segment_key(self.session_hash, ref.first_sequence, ref.last_sequence, ref.sha256)
+        key = self._segment_key(ref)
         try:
             body = self.store.get(key)
         except NotFound:
@@ -287,7 +423,7 @@ class ManifestCas:
             typed: list[JournalRecord] | None = _SegmentRecords.model_validate_json(body).records
         except ValidationError:
             typed = None  # let the fold find and name the bad record, one by one
-        return raws, typed
+        return raws, typed, head
 
     # -- the CAS loop --------------------------------------------------------------------
 
@@ -349,13 +485,30 @@ class ManifestCas:
                 raise _Retry(exc, unknown=bool(attempted)) from exc
             if isinstance(built, TransitionResult):
                 return built
+        try:
+            put = self._write(built, manifest, etag, attempted)
+        except BaseException:
+            built.undo()
+            raise
+        if built.fold is not None:
+            built.fold.commit()
+        self.stats.writes += 1
+        if built.segment_ref is not None:
+            self._segment_keys.add(self._segment_key(built.segment_ref))
+        self._adopt(built.manifest, built.fold, put.etag, built.run)
+        self._manifest_bytes = len(self._last_body)
+        return built.result
+
+    def _write(self, built: Built, manifest: JournalManifest | None, etag: str | None,
+               attempted: dict[str, Built]) -> PutResult:
+        """Segment (if any), then the conditional manifest write; raises _Retry unless won."""
         if built.segment is not None:
             try:  # idempotent (content-addressed): an unknown outcome is simply written again
                 self._write_segment(*built.segment)
             except StoreUnavailable as exc:
                 raise _Retry(exc, unknown=bool(attempted)) from exc
         failpoint(FP_BEFORE_CAS)
-        body = built.manifest.body()
+        body = self._last_body = built.manifest.body()
         try:
             if manifest is None:
                 put = self.store.put_if_absent(self.key, body, content_type=_JSON)
@@ -372,10 +525,7 @@ class ManifestCas:
             attempted[built.manifest.write_id] = built
             log.info("journal.cas_unknown", session=self.session_hash, generation=built.manifest.generation)
             raise _Retry(exc, unknown=True) from exc
-        self.stats.writes += 1
-        self._adopt(built.manifest, built.fold, put.etag)
-        self._manifest_bytes = len(body)
-        return built.result
+        return put
 
     def _landed(self, manifest: JournalManifest, fold: JournalFold | None,
                 attempted: dict[str, Built]) -> TransitionResult | None:
@@ -412,54 +562,82 @@ class ManifestCas:
         return self._cas(build)
 
     def _build(self, manifest: JournalManifest | None, fold: JournalFold, write: Write) -> Built:
+        fold.begin()  # applied in place, undone unless the write is won (see _cas_once)
+        try:
+            return self._build_on(manifest, fold, write)
+        except BaseException:
+            fold.rollback()
+            raise
+
+    def _build_on(self, manifest: JournalManifest | None, new: JournalFold, write: Write) -> Built:
         now = self.clock()
-        new = fold.clone()
-        old_next = fold.next_sequence
+        old_next = new.next_sequence
         records = list(manifest.records) if manifest else []
         written: list[tuple[int, str]] = []
         for spec in write.specs:
-            raw = build_record(session_hash=self.session_hash, sequence=new.next_sequence,
-                               prev_hash=new.head_hash, at=now, **spec)
+            raw, model = build_record(session_hash=self.session_hash, sequence=new.next_sequence,
+                                      prev_hash=new.head_hash, at=now, **spec)
             try:
-                new.apply(raw, "new record")
+                new.apply(raw, "new record", model)
             except JournalCorrupt as exc:  # our own record broke a rule: refuse, don't write
                 raise TransactionStateError(f"refused {spec['event']}: {exc}") from None
             records.append(raw)
             written.append((raw["sequence"], raw["record_hash"]))
         journal_id = manifest.journal_id if manifest else secrets.token_hex(16)
-        segments = list(manifest.segments) if manifest else []
+        v2 = manifest is not None and manifest.schema_version == 2
+        tip = manifest.tip if manifest else None
+        chained = manifest.chain_segments if manifest and v2 else 0
+        merged = manifest.merged if manifest and v2 else None
+        unmerged = manifest.run_segments if manifest and v2 else 0
+        run = self._run if manifest is not None else []
         segment: tuple[str, bytes] | None = None
         cfg = self.config
         if len(records) > cfg.journal_max_recent_records and records[0]["sequence"] < old_next:
             # Only records already durable in the manifest we read move out: a segment must
-            # never hold a record whose own CAS may still lose (batched GC writes add many).
+            # never hold a record whose own CAS may still lose. A big batch (GC) moves out
+            # whole on the next write, so the manifest never keeps growing.
             durable = sum(1 for r in records if r["sequence"] < old_next)
-            chunk = records[: min(cfg.journal_segment_records, durable)]
+            move = max(cfg.journal_segment_records, len(records) - cfg.journal_max_recent_records)
+            chunk = records[: min(move, durable)]
+            records = records[len(chunk):]
+            level, prev = 0, tip
+            run_next = run[-1]["sequence"] + 1 if run else self._run_start(manifest)
+            if (run is not None and unmerged + 1 >= cfg.journal_merge_segments
+                    and chunk[0]["sequence"] == run_next):
+                # LSM-style: the run's last segment is written merged with the run (records this
+                # process verified), linked past it; the run's objects stay behind, unreferenced.
+                chunk, level, prev = [*run, *chunk], 1, merged
             first, last = chunk[0]["sequence"], chunk[-1]["sequence"]
             seg_body = canonical_json(JournalSegment(
                 session_hash=self.session_hash, journal_id=journal_id, first_sequence=first,
-                last_sequence=last, prev_hash=chunk[0]["prev_hash"], records=chunk,
+                last_sequence=last, prev_hash=chunk[0]["prev_hash"], prev_segment=prev, level=level,
+                records=chunk,
             ).model_dump(mode="json"))
             digest = hashlib.sha256(seg_body).hexdigest()
-            segments.append(SegmentRef(first_sequence=first, last_sequence=last, sha256=digest,
-                                       last_record_hash=chunk[-1]["record_hash"]))
-            records = records[len(chunk):]
+            tip = SegmentRef(first_sequence=first, last_sequence=last, sha256=digest,
+                             last_record_hash=chunk[-1]["record_hash"])
             segment = (keys.segment_key(self.session_hash, first, last, digest), seg_body)
+            if level:
+                chained, merged, unmerged, run = chained - unmerged + 1, tip, 0, []
+            else:
+                chained, unmerged = chained + 1, unmerged + 1
+                run = [*run, *chunk] if run is not None else None
         generation = manifest.generation + 1 if manifest else 1
-        new_manifest = JournalManifest(
+        new_manifest = JournalManifest(  # version 2; a version 1 index is kept as legacy
             session_hash=self.session_hash, journal_id=journal_id, generation=generation,
             write_id=secrets.token_hex(16), created_at=manifest.created_at if manifest else now,
             updated_at=now, last_active=manifest.last_active if manifest else None,
-            next_sequence=new.next_sequence, head_hash=new.head_hash, segments=segments,
-            records=records, transactions=new.live_views(), pending_transaction_ids=new.pending_ids(),
-            condemned=new.condemned_view(),
+            next_sequence=new.next_sequence, head_hash=new.head_hash,
+            legacy_segments=manifest.index if manifest else [], segments=[tip] if tip else [],
+            chain_segments=chained, merged=merged, run_segments=unmerged,
+            records=records, pending_transaction_ids=new.pending_ids(),
         )
         result = TransitionResult(
             outcome=write.outcome, state=write.state, changed=True, generation=generation,
             transaction_id=write.transaction_id, source_id=write.source_id,
             sequence=written[-1][0] if written else None,
         )
-        return Built(new_manifest, new, result, segment, written)
+        return Built(new_manifest, new, result, segment, written, tip if segment else None, run)
 
     def _noop(self, outcome: str, state: str | None, *, txid: str | None = None,
               source_id: str | None = None) -> TransitionResult:

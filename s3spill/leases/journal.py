@@ -14,12 +14,20 @@ or our record's hash at its sequence) — never apply twice. Because each write 
 conditional on the ETag it was built from, a delayed duplicate of an old request can
 no longer land once anything else has been written.
 
-The manifest stays bounded: when it holds more than ``journal_max_recent_records``
-records, the oldest ``journal_segment_records`` go into an immutable, content-addressed
-segment written with create-if-absent *before* the CAS that drops them from the
-manifest. A writer that loses the CAS leaves a segment nobody references; it is either
-byte-identical to the one the winner (or the next writer) references, or unreferenced
-and ignored by recovery (``verify`` lists it). See the README section "Lease journal".
+The manifest stays small and its cost per write constant (version 2 layout): it holds
+the chain head, the pending set, a window of recent records and a pointer to the newest
+history segment — no claim view and no segment index, so neither the history nor the
+number of live claims makes a write bigger. When the window holds more than
+``journal_max_recent_records`` records, the oldest durable ones go into an immutable,
+content-addressed segment that names the segment before it, written with
+create-if-absent *before* the CAS that drops them from the manifest. A writer that
+loses the CAS leaves a segment nobody references; it is either byte-identical to the
+one the winner (or the next writer) references, or unreferenced and ignored by
+recovery (``verify`` lists it). The claims are folded from the history: the first read
+in a process walks the segment chain back to its start, later reads only what is new;
+a write applies its records to the verified fold in place and undoes them if it does
+not win. Version 1 manifests (claim view + full index) are read as they are and
+migrated by the first write. See the README section "Lease journal".
 """
 
 from __future__ import annotations
@@ -136,7 +144,7 @@ class LeaseJournal(ManifestCas):
             transactions=tuple(fold.live_views().values()),
             pending_transaction_ids=tuple(fold.pending_ids()),
             condemned=tuple(fold.condemned_view().values()),
-            segments=len(m.segments) if m else 0, recent_records=len(m.records) if m else 0,
+            segments=m.segment_count if m else 0, recent_records=len(m.records) if m else 0,
             manifest_bytes=self._manifest_bytes if m else 0,
             known_transaction_ids=frozenset(fold.txs),
         )
@@ -179,10 +187,11 @@ class LeaseJournal(ManifestCas):
         if doubts:
             raise corrupt(self.session_hash, "rollback" if m is not None else "manifest_missing",
                           "; ".join(doubts))
-        orphans = scan_orphan_segments(self.store, self.session_hash, m, fold)
+        orphans = scan_orphan_segments(self.store, self.session_hash, m, fold, self._segment_keys,
+                                       self._merged_ranges)
         return VerifyReport(
             session_hash=self.session_hash, exists=m is not None, generation=self._generation,
-            records=fold.next_sequence, segments=len(m.segments) if m else 0,
+            records=fold.next_sequence, segments=m.segment_count if m else 0,
             transactions=len(fold.txs), live=len(fold.live), pending=len(fold.pending_ids()),
             condemned=len(fold.condemned_view()), head_hash=fold.head_hash,
             manifest_bytes=self._manifest_bytes if m else 0,

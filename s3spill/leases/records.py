@@ -10,12 +10,15 @@ stored JSON object rather than a re-serialised model means a reader checks exact
 the bytes a writer committed to, independent of how a later pydantic version prints a
 datetime. Every record names its predecessor's hash, so the chain commits to the whole
 history: editing, dropping or reordering any record is detected at the next one.
+
+Over ~400 lines because the persisted shapes (both versions) and the fold that checks
+them are one contract; splitting them would put the rules away from what they guard.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -110,15 +113,16 @@ class JournalRecord(Record):
 def build_record(
     *, session_hash: str, sequence: int, prev_hash: str, event: Event, at: datetime,
     **fields: Any,
-) -> dict[str, Any]:
-    """Build the stored JSON object of a new record, hash included (validated on the way)."""
+) -> tuple[dict[str, Any], JournalRecord]:
+    """Build the stored JSON object of a new record, hash included (validated on the way),
+    and the record as a model (the fold takes it instead of validating the JSON again)."""
     draft = JournalRecord(
         session_hash=session_hash, sequence=sequence, prev_hash=prev_hash, event=event, at=at,
         record_hash=GENESIS_HASH, **fields,
     )
     raw = draft.model_dump(mode="json", exclude_none=True)
     raw["record_hash"] = compute_record_hash(raw)
-    return raw
+    return raw, draft.model_copy(update={"record_hash": raw["record_hash"]})
 
 
 class TxView(Record):
@@ -174,25 +178,46 @@ class SegmentRef(Record):
 
 
 class JournalSegment(Record):
-    """An immutable history segment: records ``first..last`` exactly as they were stored."""
+    """An immutable history segment: records ``first..last`` exactly as they were stored.
 
+    Version 2 names the segment before it (``prev_segment``): the segments form a chain
+    that the manifest reaches through its newest link only, so the manifest does not grow
+    with the history. Version 1 segments (indexed by a list in a version 1 manifest) have none.
+    """
+
+    schema_version: Literal[1, 2] = 2  # type: ignore[assignment]
     kind: Literal["lease_journal_segment"] = "lease_journal_segment"
     session_hash: str = Field(pattern=HEX32)
     journal_id: str = Field(pattern=HEX32)
     first_sequence: int = Field(ge=0)
     last_sequence: int = Field(ge=0)
     prev_hash: str = Field(pattern=HEX64)
+    prev_segment: SegmentRef | None = None
+    #: 0: cut from the manifest's window; 1: a merge of a run of level 0 segments (whose
+    #: objects stay behind, unreferenced: ``verify`` reports them as superseded).
+    level: int = Field(default=0, ge=0, le=1)
     records: list[dict[str, Any]]
 
 
 class JournalManifest(Record):
-    """The per-session manifest: claim view, chain head, recent records, segment index.
+    """The per-session manifest: chain head, pending set, recent records, segment pointers.
 
     ``generation`` grows by exactly one per write; ``write_id`` is fresh per write so an
     ambiguous write is recognised on read-back. ``journal_id`` changes only if the
     manifest is ever recreated, which makes segments of an older incarnation inert.
+
+    Version 2 (written by every write since) keeps only what a compare-and-swap needs,
+    so its size does not depend on the history or on the number of live claims: the
+    claims live in the history (PREPARED records, in create-once segments) and every
+    reader folds them. ``segments`` holds at most the newest segment; older ones are
+    reached through each segment's ``prev_segment``. ``legacy_segments`` is the frozen
+    index of a version 1 journal migrated on its first version 2 write.
+
+    Version 1 (still read) carried the whole claim view (``transactions``,
+    ``condemned``) and the full segment index in ``segments``.
     """
 
+    schema_version: Literal[1, 2] = 2  # type: ignore[assignment]
     kind: Literal["lease_journal_manifest"] = "lease_journal_manifest"
     session_hash: str = Field(pattern=HEX32)
     journal_id: str = Field(pattern=HEX32)
@@ -203,11 +228,42 @@ class JournalManifest(Record):
     last_active: datetime | None = None
     next_sequence: int = Field(ge=0)
     head_hash: str = Field(pattern=HEX64)
+    legacy_segments: list[SegmentRef] = Field(default_factory=list)
     segments: list[SegmentRef] = Field(default_factory=list)
+    #: Version 2 chain bookkeeping: its length, its newest merged (level 1) segment and
+    #: how many level 0 segments follow that one (merged once there are enough).
+    chain_segments: int = Field(default=0, ge=0)
+    merged: SegmentRef | None = None
+    run_segments: int = Field(default=0, ge=0)
     records: list[dict[str, Any]] = Field(default_factory=list)
     transactions: dict[str, TxView] = Field(default_factory=dict)
     pending_transaction_ids: list[str] = Field(default_factory=list)
     condemned: dict[str, CondemnationView] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _shape(self) -> JournalManifest:
+        if self.schema_version == 1 and self.legacy_segments:
+            raise ValueError("a version 1 manifest has no legacy segments")
+        if self.schema_version == 2 and (self.transactions or self.condemned or len(self.segments) > 1):
+            raise ValueError("a version 2 manifest carries no claim view and at most one segment")
+        return self
+
+    @property
+    def index(self) -> list[SegmentRef]:
+        """Segments listed in the manifest itself (all of them in version 1)."""
+        return self.segments if self.schema_version == 1 else self.legacy_segments
+
+    @property
+    def segment_count(self) -> int:
+        """Segments the history is spread over (verified when the chain is walked)."""
+        if self.schema_version == 1:
+            return len(self.segments)
+        return len(self.legacy_segments) + self.chain_segments
+
+    @property
+    def tip(self) -> SegmentRef | None:
+        """The newest segment of the version 2 chain, if any."""
+        return self.segments[-1] if self.schema_version == 2 and self.segments else None
 
     def body(self) -> bytes:
         return canonical_json(self.model_dump(mode="json"))
@@ -239,8 +295,10 @@ class JournalFold:
 
     ``apply`` is the only way in: it checks session, sequence, chain link, hash, shape
     and the state machine, and raises :class:`JournalCorrupt` naming what broke. A fold
-    is only ever advanced with records already durable in some manifest; writers build
-    their next state on a :meth:`clone`.
+    is only ever advanced for good with records durable in some manifest: writers (and
+    incremental reads) apply tentatively between :meth:`begin` and :meth:`commit`, and
+    :meth:`rollback` undoes exactly what they applied. An undo log instead of a copy is
+    what keeps a write's cost independent of the history and of the live claims.
     """
 
     session_hash: str
@@ -251,20 +309,66 @@ class JournalFold:
     live: dict[str, TxState] = field(default_factory=dict)
     artifacts: dict[str, CondemnationView] = field(default_factory=dict)
     live_by_source: dict[str, set[str]] = field(default_factory=dict)
+    pending: set[str] = field(default_factory=set)
     _views: dict[str, TxView] | None = None
+    _undo: list[Callable[[], None]] | None = None
+    _saved: tuple[int, str] = (0, GENESIS_HASH)
+
+    # -- tentative application ---------------------------------------------------------
+
+    def begin(self) -> None:
+        """Start recording undo steps (a fold has at most one open tentative change)."""
+        if self._undo is not None:
+            raise AssertionError("a tentative change is already open on this fold")
+        self._undo = []
+        self._saved = (self.next_sequence, self.head_hash)
+
+    def commit(self) -> None:
+        """Keep what was applied since :meth:`begin`."""
+        self._undo = None
+
+    def rollback(self) -> None:
+        """Undo everything applied since :meth:`begin` (newest first)."""
+        undo, self._undo = self._undo, None
+        if undo is None:
+            return
+        for step in reversed(undo):
+            step()
+        self.next_sequence, self.head_hash = self._saved
+        del self.hashes[self.next_sequence:]
+        self._views = None
+
+    def _put(self, d: dict[str, Any], key: str, value: Any) -> None:
+        if self._undo is not None:
+            if key in d:
+                old = d[key]
+                self._undo.append(lambda: d.__setitem__(key, old))
+            else:
+                self._undo.append(lambda: d.__delitem__(key))
+        d[key] = value
+
+    def _pop(self, d: dict[str, Any], key: str) -> None:
+        old = d.pop(key)
+        if self._undo is not None:
+            self._undo.append(lambda: d.__setitem__(key, old))
+
+    def _add(self, s: set[str], item: str) -> None:
+        if item not in s:
+            s.add(item)
+            if self._undo is not None:
+                self._undo.append(lambda: s.discard(item))
+
+    def _discard(self, s: set[str], item: str) -> None:
+        if item in s:
+            s.discard(item)
+            if self._undo is not None:
+                self._undo.append(lambda: s.add(item))
 
     def live_views(self) -> dict[str, TxView]:
         """The live transactions as the manifest stores them (built lazily, then cached)."""
         if self._views is None:
             self._views = {t: self.live[t].view() for t in sorted(self.live)}
         return self._views
-
-    def clone(self) -> JournalFold:
-        return JournalFold(
-            self.session_hash, self.next_sequence, self.head_hash, list(self.hashes),
-            dict(self.txs), dict(self.live), dict(self.artifacts),
-            {k: set(v) for k, v in self.live_by_source.items()},
-        )
 
     def _bad(self, reason: str, message: str) -> JournalCorrupt:
         return corrupt(self.session_hash, reason, message)
@@ -339,9 +443,15 @@ class JournalFold:
                 raise self._bad("invalid_transition", f"{label}: {txid} prepared on a "
                                 f"{art.state.lower()} artifact")
             state = TxState(txid, "PREPARED", rec.claim, rec.intent_sha256, rec.sequence, rec.sequence)
-            self.txs[txid] = self.live[txid] = state
+            self._put(self.txs, txid, state)
+            self._put(self.live, txid, state)
+            self._add(self.pending, txid)
             self._views = None
-            self.live_by_source.setdefault(rec.claim.source_id, set()).add(txid)
+            holders = self.live_by_source.get(rec.claim.source_id)
+            if holders is None:
+                holders = set()
+                self._put(self.live_by_source, rec.claim.source_id, holders)
+            self._add(holders, txid)
             return
         if existing is None:
             raise self._bad("invalid_transition", f"{label}: {rec.event} for unknown transaction {txid}")
@@ -356,16 +466,17 @@ class JournalFold:
             "ABORTED" if rec.event == "ABORTED" else "RELEASED")
         new = TxState(txid, event, existing.claim, existing.intent_sha256, existing.prepared_sequence,
                       rec.sequence)
-        self.txs[txid] = new
+        self._put(self.txs, txid, new)
+        self._discard(self.pending, txid)
         self._views = None
         if rec.event == "COMMITTED":
-            self.live[txid] = new
+            self._put(self.live, txid, new)
         else:
-            del self.live[txid]
+            self._pop(self.live, txid)
             holders = self.live_by_source[existing.claim.source_id]
-            holders.discard(txid)
+            self._discard(holders, txid)
             if not holders:
-                del self.live_by_source[existing.claim.source_id]
+                self._pop(self.live_by_source, existing.claim.source_id)
 
     def _artifact_transition(self, rec: JournalRecord, label: _Label) -> None:
         assert rec.source_id is not None and rec.sha256 is not None and rec.plan_id is not None
@@ -382,9 +493,9 @@ class JournalFold:
             raise self._bad("invalid_transition", f"{label}: {rec.event} without a CONDEMNED "
                             f"record of plan {rec.plan_id}")
         snapshot = current if rec.event != "CONDEMNED" and current is not None else rec
-        self.artifacts[rec.source_id] = CondemnationView(
+        self._put(self.artifacts, rec.source_id, CondemnationView(
             source_id=rec.source_id, sha256=rec.sha256, plan_id=rec.plan_id, state=rec.event,
-            sequence=rec.sequence, etag=snapshot.etag, size=snapshot.size, version_id=snapshot.version_id)
+            sequence=rec.sequence, etag=snapshot.etag, size=snapshot.size, version_id=snapshot.version_id))
 
     # -- questions ---------------------------------------------------------------------
 
@@ -399,7 +510,7 @@ class JournalFold:
         return out
 
     def pending_ids(self) -> list[str]:
-        return sorted(t for t, v in self.live.items() if v.state == "PREPARED")
+        return sorted(self.pending)
 
     def condemned_view(self) -> dict[str, CondemnationView]:
         return {k: v for k, v in sorted(self.artifacts.items()) if v.state == "CONDEMNED"}
@@ -408,15 +519,17 @@ class JournalFold:
         """The manifest's stored view must be exactly what the history folds to."""
         if manifest.next_sequence != self.next_sequence or manifest.head_hash != self.head_hash:
             raise self._bad("chain_break", "the manifest's chain head does not match its records")
+        if manifest.pending_transaction_ids != self.pending_ids():
+            raise self._bad("view_mismatch", "the manifest's pending transaction ids disagree "
+                            "with its history")
+        if manifest.schema_version == 2:
+            return  # nothing else to compare: the claims are only in the history
         views = self.live_views()
         if manifest.transactions != views:
             names = sorted(set(manifest.transactions) | set(views))
             name = next((n for n in names if manifest.transactions.get(n) != views.get(n)), "?")
             raise self._bad("view_mismatch", f"the manifest's claim view disagrees with its history "
                             f"at transaction {name} (view edited or intent rewritten)")
-        if manifest.pending_transaction_ids != self.pending_ids():
-            raise self._bad("view_mismatch", "the manifest's pending transaction ids disagree "
-                            "with its history")
         if manifest.condemned != self.condemned_view():
             raise self._bad("view_mismatch", "the manifest's condemned artifacts disagree with "
                             "its history")

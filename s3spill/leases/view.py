@@ -134,6 +134,7 @@ class OrphanSegment:
     first_sequence: int
     last_sequence: int
     #: ``consistent`` (same records as the chain: a lost compaction race),
+    #: ``superseded`` (a level 0 segment merged into a referenced one),
     #: ``other_incarnation`` (an older manifest's history), or ``conflicting``.
     status: str
 
@@ -168,18 +169,20 @@ def _segment_range(key: str) -> tuple[int, int] | None:
 
 
 def scan_orphan_segments(store: ObjectStore, shash: str, manifest: JournalManifest | None,
-                         fold: JournalFold) -> Iterator[OrphanSegment]:
-    """Classify segment objects the manifest does not reference. Never raises on them:
-    recovery uses only referenced segments, so an orphan cannot change the view."""
-    referenced = set()
-    if manifest is not None:
-        referenced = {keys.segment_key(shash, r.first_sequence, r.last_sequence, r.sha256)
-                      for r in manifest.segments}
+                         fold: JournalFold, referenced: set[str],
+                         merged: list[tuple[int, int]]) -> Iterator[OrphanSegment]:
+    """Classify segment objects the verified history does not reference (``referenced``:
+    their keys). Never raises on them: recovery uses only referenced segments, so an
+    orphan cannot change the view. One inside the range of a referenced merged segment
+    (``merged``) is ``superseded`` — its records were verified there — and is not read."""
     prefix = keys.session_prefix(shash) + "journal/segments/"
     for info in store.list(prefix):
         if info.key in referenced:
             continue
         span = _segment_range(info.key) or (-1, -1)
+        if any(first <= span[0] and span[1] <= last for first, last in merged):
+            yield OrphanSegment(span[0], span[1], "superseded")
+            continue
         yield OrphanSegment(span[0], span[1], _classify(store, info.key, manifest, fold))
 
 

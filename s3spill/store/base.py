@@ -15,6 +15,7 @@ itself, whoever built them, so no caller can address anything outside the root.
 from __future__ import annotations
 
 import abc
+import contextlib
 import hashlib
 import re
 from collections.abc import Iterable, Iterator
@@ -189,6 +190,12 @@ class ObjectStore(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default has nothing to release."""
+
+    def deferred_sync(self) -> contextlib.AbstractContextManager[None]:
+        """A block whose deletes may become durable together when it exits (the local
+        store fsyncs each directory once instead of after every delete). Callers treat a
+        delete inside it as durable only after the block; the default defers nothing."""
+        return contextlib.nullcontext()
 
     def __enter__(self) -> ObjectStore:
         return self

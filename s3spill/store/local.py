@@ -32,6 +32,7 @@ import os
 import secrets
 import stat
 import struct
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -85,6 +86,7 @@ class LocalStore(ObjectStore):
         if self.root.exists() and not self.root.is_dir():
             raise ConfigError(f"store root {self.root} is not a directory")
         _make_dirs(self.root)
+        self._deferred = threading.local()  # per thread: directories a delete left unsynced
         for sub in ("objects", "tmp", "locks"):
             _make_dirs(self.root / sub)
             if (self.root / sub).is_symlink():
@@ -367,8 +369,28 @@ class LocalStore(ObjectStore):
             if current["etag"] != etag:
                 raise PreconditionFailed(f"ETag mismatch on {key}", key=key)
             path.unlink()
-            self._fsync_dir(path.parent)
+            dirs: set[Path] | None = getattr(self._deferred, "dirs", None)
+            if dirs is None:
+                self._fsync_dir(path.parent)
+            else:
+                dirs.add(path.parent)
         log.debug("store.delete_if_match", key=key, attempts=1)
+
+    @contextlib.contextmanager
+    def deferred_sync(self) -> Iterator[None]:
+        """Deletes in this block (this thread's) fsync their directories once, at the end."""
+        if getattr(self._deferred, "dirs", None) is not None:
+            yield  # nested: the outermost block syncs
+            return
+        dirs: set[Path] = set()
+        self._deferred.dirs = dirs
+        try:
+            yield
+        finally:
+            self._deferred.dirs = None
+            for path in sorted(dirs):
+                with contextlib.suppress(FileNotFoundError):
+                    self._fsync_dir(path)
 
     def delete_version(self, key: str, version_id: str) -> None:
         raise UnsupportedOperation("the local store is not versioned", key=key)
