@@ -34,10 +34,12 @@ from s3spill.agent.mcp_server import (
     SERVER_NAME,
     _externalize,
     _tool_listing,
+    run_off_loop,
     spiller_externalizer,
+    tool_result,
 )
 from s3spill.agent.mcp_tokens import TokenRegistry
-from s3spill.agent.tools import AgentTools, ToolOutcome, error_line
+from s3spill.agent.tools import AgentTools, ToolOutcome
 from s3spill.context.policy import SpillPolicy
 from s3spill.log import get_logger
 from s3spill.spill.spiller import Spiller
@@ -115,14 +117,10 @@ def build_token_server(pool: SessionPool, tokens: TokenRegistry) -> Server[Any]:
             log.warning("mcp.unauthorized_call", tool=params.name)
             outcome = ToolOutcome(UNAUTHORIZED, is_error=True)
         else:
-            try:
-                outcome = await anyio.to_thread.run_sync(pool.run, session, params.name, arguments)
-            except Exception as exc:  # a tool must never end the server; the model gets one line
-                log.exception("mcp.tool_crashed", tool=params.name)
-                outcome = ToolOutcome(f"internal error in {params.name}: {error_line(exc)}", is_error=True)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text)],
-                                    structured_content=None if outcome.is_error else outcome.structured,
-                                    is_error=outcome.is_error)
+            bound = session
+            outcome = await run_off_loop(lambda name, args: pool.run(bound, name, args), params.name,
+                                         arguments)
+        return tool_result(outcome)
 
     return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
                   get_tool_input_schema=schemas.get, on_list_tools=list_tools, on_call_tool=call_tool)

@@ -86,19 +86,29 @@ def build_server(tools: AgentTools, externalizer: Externalizer | None = None) ->
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
-        arguments = dict(params.arguments or {})
-        try:
-            outcome = await anyio.to_thread.run_sync(run, params.name, arguments)
-        except Exception as exc:  # a tool must never end the server; the model gets one line
-            log.exception("mcp.tool_crashed", tool=params.name)
-            outcome = ToolOutcome(f"internal error in {params.name}: {error_line(exc)}", is_error=True)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text)],
-                                    structured_content=None if outcome.is_error else outcome.structured,
-                                    is_error=outcome.is_error)
+        return tool_result(await run_off_loop(run, params.name, dict(params.arguments or {})))
 
     return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
                   get_tool_input_schema=schemas.get, on_list_tools=list_tools,
                   on_call_tool=call_tool)
+
+
+async def run_off_loop(run: Callable[[str, Mapping[str, Any]], ToolOutcome], name: str,
+                       arguments: Mapping[str, Any]) -> ToolOutcome:
+    """Run a blocking tool on a worker thread (one slow grep must not stall other requests);
+    a crash becomes a one-line error outcome, never the end of the server."""
+    try:
+        return await anyio.to_thread.run_sync(run, name, arguments)
+    except Exception as exc:  # a tool must never end the server; the model gets one line
+        log.exception("mcp.tool_crashed", tool=name)
+        return ToolOutcome(f"internal error in {name}: {error_line(exc)}", is_error=True)
+
+
+def tool_result(outcome: ToolOutcome) -> types.CallToolResult:
+    """The MCP answer: the text, plus structured content unless it is an error."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text)],
+                                structured_content=None if outcome.is_error else outcome.structured,
+                                is_error=outcome.is_error)
 
 
 def _tool_listing(tools: AgentTools, *, with_externalize: bool) -> list[types.Tool]:

@@ -83,11 +83,7 @@ def upload_multipart(
             del piece
         if digest.hexdigest() != payload.sha256:
             raise IntegrityError(f"the body of {full} changed while it was being uploaded")
-        result: dict[str, Any] = ops.call(
-            "complete_multipart_upload", full, attempts=attempts,
-            fn=functools.partial(
-                client.complete_multipart_upload, Bucket=ops.bucket, Key=full,
-                UploadId=upload_id, MultipartUpload={"Parts": parts}, **condition))
+        result = _complete(ops, full, upload_id, parts, condition, attempts)
         completed = True
         return result
     finally:
@@ -163,11 +159,7 @@ def upload_stream(
         del buffer
         while in_flight:
             parts.append(in_flight.popleft().result())
-        result: dict[str, Any] = ops.call(
-            "complete_multipart_upload", full, attempts=attempts,
-            fn=functools.partial(
-                client.complete_multipart_upload, Bucket=ops.bucket, Key=full,
-                UploadId=upload_id, MultipartUpload={"Parts": parts}, **condition))
+        result = _complete(ops, full, upload_id, parts, condition, attempts)
         completed = True
         return result
     finally:
@@ -236,3 +228,14 @@ class _Counted:
 def _version(response: dict[str, Any]) -> str | None:
     version = response.get("VersionId")
     return None if version in (None, "", "null") else str(version)
+
+
+def _complete(ops: S3Ops, full: str, upload_id: str, parts: list[dict[str, Any]],
+              condition: dict[str, str], attempts: Attempts) -> dict[str, Any]:
+    """CompleteMultipartUpload under the write's condition (its failures are the caller's)."""
+    result: dict[str, Any] = ops.call(
+        "complete_multipart_upload", full, attempts=attempts,
+        fn=functools.partial(
+            ops.client.complete_multipart_upload, Bucket=ops.bucket, Key=full,
+            UploadId=upload_id, MultipartUpload={"Parts": parts}, **condition))
+    return result
