@@ -8,9 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from s3spill import keys
-from s3spill.errors import GcLockLost, GcRunLocked, InvalidKey
+from s3spill.errors import GcLockLost, GcRunLocked, InvalidKey, UnsupportedOperation
 from s3spill.gc.lock import GcRunLock, LockRecord, scope_name
 from s3spill.store.base import ObjectStore
+from s3spill.testing import FaultyStore
 
 
 class Clock:
@@ -117,3 +118,21 @@ def test_scopes_are_named_from_trusted_parts_only() -> None:
     assert keys.parse_key(keys.gc_lock_key("all")).kind == "gc_lock"
     with pytest.raises(InvalidKey):
         keys.gc_lock_key("../x")
+
+
+class RefusesConditionalDelete(FaultyStore):
+    """A real store that answers DeleteObject with If-Match as LocalStack does (501)."""
+
+    def delete_if_match(self, key: str, etag: str) -> None:
+        raise UnsupportedOperation("501 NotImplemented: If-Match on DeleteObject", key=key)
+
+
+def test_release_on_a_store_refusing_conditional_deletes_frees_the_scope(store: ObjectStore) -> None:
+    """The lock is rewritten as expired by CAS, so the next run takes it at once (fence + 1)."""
+    clock = Clock()
+    refusing = RefusesConditionalDelete(store)
+    first = lock(refusing, "first", clock)
+    first.acquire()
+    first.release()
+    record = lock(refusing, "next", clock).acquire()
+    assert (record.run_id, record.fence) == ("next", 2)

@@ -38,6 +38,7 @@ from s3spill.errors import (
     GcRunLocked,
     NotFound,
     PreconditionFailed,
+    UnsupportedOperation,
 )
 from s3spill.log import get_logger
 from s3spill.models import Record, utcnow
@@ -150,14 +151,30 @@ class GcRunLock:
             self.renew()
 
     def release(self) -> None:
-        """Delete the lock if it is still ours; otherwise leave it (it expires)."""
-        etag, self._etag, self.record = self._etag, None, None
-        if etag is None:
+        """Delete the lock if it is still ours; otherwise leave it (it expires).
+
+        A store that refuses conditional deletes (LocalStack answers 501) gets the lock
+        rewritten as already expired, by compare-and-swap, so the next run takes it over at
+        once instead of waiting out the lease.
+        """
+        record, etag = self.record, self._etag
+        self._etag = self.record = None
+        if etag is None or record is None:
             return
         try:
             self.store.delete_if_match(self.key, etag)
+            return
+        except UnsupportedOperation:
+            expired = record.model_copy(update={"expires_at": self.clock() - self.skew - self.ttl})
+            try:
+                self.store.put_if_match(self.key, expired.model_dump_json().encode(), etag,
+                                        content_type="application/json")
+                return
+            except Exception as exc:  # noqa: BLE001 - the lock expires anyway
+                error = type(exc).__name__
         except Exception as exc:  # noqa: BLE001 - the lock expires anyway; never mask the run's result
-            log.warning("gc.lock.release_failed", scope=self.scope, error=type(exc).__name__)
+            error = type(exc).__name__
+        log.warning("gc.lock.release_failed", scope=self.scope, error=error)
 
     def __enter__(self) -> GcRunLock:
         self.acquire()
