@@ -46,13 +46,13 @@ from s3spill.errors import (
     StoreUnavailable,
 )
 from s3spill.store.base import (
-    STALE_TEMPORARY_SECONDS,
     Body,
     ByteRange,
     ObjectInfo,
     ObjectStore,
     PutResult,
     StoreCapabilities,
+    WrappedStore,
     iter_body,
 )
 
@@ -395,7 +395,7 @@ class Fault:
 
 
 @dataclass
-class FaultyStore(ObjectStore):
+class FaultyStore(WrappedStore):
     """Wraps a real store and applies :class:`Fault` rules to its calls, in order."""
 
     inner: ObjectStore
@@ -413,10 +413,6 @@ class FaultyStore(ObjectStore):
         with self._lock:
             self.faults.append(fault)
         return fault
-
-    @property
-    def url(self) -> str:
-        return self.inner.url
 
     def _run(self, operation: str, key: str, call: Callable[[], Any]) -> Any:
         with self._lock:
@@ -475,15 +471,6 @@ class FaultyStore(ObjectStore):
     def capabilities(self) -> StoreCapabilities:
         return self.inner.capabilities()
 
-    def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
-        return self.inner.sweep_temporaries(older_than)
-
-    def deferred_sync(self) -> contextlib.AbstractContextManager[None]:
-        return self.inner.deferred_sync()
-
-    def close(self) -> None:
-        self.inner.close()
-
 
 def serve(port: int = 0, *, host: str = "127.0.0.1", buckets: Sequence[str] = (),
           versioned: bool = False, ready: Callable[[str], None] | None = None,
@@ -519,7 +506,7 @@ def serve(port: int = 0, *, host: str = "127.0.0.1", buckets: Sequence[str] = ()
     _serve(port, exit_on_stdin_eof=exit_on_stdin_eof, host=host, ready=announce)
 
 
-class ConditionIgnoringStore(ObjectStore):
+class ConditionIgnoringStore(WrappedStore):
     """A real store made to behave like one that ignores ``If-None-Match`` / ``If-Match``.
 
     Some S3 look-alikes (s3rver, old gateways) accept conditional headers and then do the
@@ -533,10 +520,6 @@ class ConditionIgnoringStore(ObjectStore):
     def __init__(self, inner: ObjectStore) -> None:
         self.inner = inner
         self.kind = inner.kind
-
-    @property
-    def url(self) -> str:
-        return self.inner.url
 
     def _overwrite(self, key: str, body: Body, metadata: dict[str, str] | None,
                    content_type: str) -> PutResult:
@@ -590,9 +573,6 @@ class ConditionIgnoringStore(ObjectStore):
 
     def capabilities(self) -> StoreCapabilities:
         return self.inner.capabilities()  # what it *claims*; the check finds the truth
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,6 @@ Counts are of logical operations; the store layer's internal retries are not cou
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections import Counter
@@ -20,19 +19,19 @@ from typing import Literal, TypeVar
 
 from s3spill.errors import StoreUnavailable
 from s3spill.store.base import (
-    STALE_TEMPORARY_SECONDS,
     Body,
     ByteRange,
     ObjectInfo,
     ObjectStore,
     PutResult,
     StoreCapabilities,
+    WrappedStore,
 )
 
 T = TypeVar("T")
 
 
-class MeteredStore(ObjectStore):
+class MeteredStore(WrappedStore):
     """Delegates to ``inner``; counts each operation; optionally limits requests per second."""
 
     def __init__(self, inner: ObjectStore, *, rate_limit: float | None = None,
@@ -48,10 +47,6 @@ class MeteredStore(ObjectStore):
         self._rate = rate_limit
         self._next = time.monotonic()
         self.slowdowns = 0
-
-    @property
-    def url(self) -> str:
-        return self.inner.url
 
     def _pace(self) -> None:
         if self._rate is None:
@@ -128,12 +123,3 @@ class MeteredStore(ObjectStore):
 
     def capabilities(self) -> StoreCapabilities:
         return self._caps if self._caps is not None else self.inner.capabilities()
-
-    def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
-        return self.inner.sweep_temporaries(older_than)
-
-    def deferred_sync(self) -> contextlib.AbstractContextManager[None]:
-        return self.inner.deferred_sync()
-
-    def close(self) -> None:
-        self.inner.close()

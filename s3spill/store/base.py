@@ -204,6 +204,27 @@ class ObjectStore(abc.ABC):
         self.close()
 
 
+class WrappedStore(ObjectStore):
+    """Base of a store that wraps another (metering, fault injection): what a wrapper does
+    not intercept — its root, the temporaries sweep, deferred syncs, closing — is the
+    wrapped store's, so each wrapper states only what it changes."""
+
+    inner: ObjectStore
+
+    @property
+    def url(self) -> str:
+        return self.inner.url
+
+    def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
+        return self.inner.sweep_temporaries(older_than)
+
+    def deferred_sync(self) -> contextlib.AbstractContextManager[None]:
+        return self.inner.deferred_sync()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 def iter_body(body: Body, chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
     """Yield a body as bounded chunks whatever its shape (bytes, file, iterable)."""
     if isinstance(body, (bytes, bytearray, memoryview)):
