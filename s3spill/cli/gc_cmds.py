@@ -257,9 +257,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
                                 config=_config(args), progress=progress.update)
         finally:
             progress.close()
-        sessions = report.plan_decisions(plan) if report.enabled else _sessions(plan)
+        report.plan_decisions(plan)
         doc = plan_report(plan, time.monotonic() - started, dict(meter.requests),
-                          sessions=sessions).model_dump(mode="json")
+                          sessions=plan.sessions or 0).model_dump(mode="json")
         doc["plan_path"] = str(plan.path)
         if to_store:
             doc["plan_key"] = save_plan_to_store(store, plan)
@@ -323,9 +323,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         finally:
             progress.close()
         try:
-            sessions = report.plan_decisions(plan) if report.enabled else _sessions(plan)
+            report.plan_decisions(plan)
             planned = plan_report(plan, time.monotonic() - started, dict(meter.requests),
-                                  sessions=sessions)
+                                  sessions=plan.sessions or 0)
             result = _apply(args, plan, not args.apply, report)
         finally:
             if not args.out:  # a plan nobody asked to keep does not outlive the run
@@ -342,11 +342,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     except BaseException:
         report.close()
         raise
-
-
-def _sessions(plan: CleanupPlan) -> int:
-    """Distinct sessions the plan covers (the plan's log line and report agree on it)."""
-    return len({e.session_hash for e in plan.entries() if e.session_hash})
 
 
 def _locked(exc: GcRunLocked) -> int:

@@ -80,17 +80,15 @@ class DecisionReport:
             self._fh.write(text + "\n")
             self.lines += 1
 
-    def plan_decisions(self, plan: CleanupPlan) -> int:
-        """Every plan entry as a decision line; returns the number of distinct sessions."""
-        sessions: set[str] = set()
+    def plan_decisions(self, plan: CleanupPlan) -> None:
+        """Every plan entry as a decision line (one pass over the plan file, only if asked)."""
+        if self._fh is None:
+            return
         for entry in plan.entries():
-            if entry.session_hash:
-                sessions.add(entry.session_hash)
             self.decision({"kind": "gc_decision", "phase": "plan", "status": entry.status,
                            "object_kind": entry.object_kind, "key": entry.key,
                            "session_hash": entry.session_hash, "size": entry.size,
                            "reason": entry.reason})
-        return len(sessions)
 
     def summary(self, doc: dict[str, Any]) -> None:
         self.decision({"kind": "gc_summary", **doc})

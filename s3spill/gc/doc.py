@@ -100,6 +100,8 @@ class CleanupPlan:
         self.path = path
         self.header = header
         self.footer = footer
+        #: Sessions planned, when this process made the plan (not stored in the file).
+        self.sessions: int | None = None
 
     @property
     def plan_id(self) -> str:

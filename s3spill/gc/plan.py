@@ -412,6 +412,7 @@ def plan_cleanup(
         writer.abort()
         raise
     plan = writer.close()
+    plan.sessions = planner.sessions
     log.info("gc.plan", plan_id=header.plan_id, sessions=planner.sessions, entries=writer.entries,
              planned=planner.planned, heads=planner.heads,
              duration=round(time.monotonic() - started, 3))

@@ -58,12 +58,7 @@ def upload_multipart(
 ) -> dict[str, Any]:
     """Upload ``payload`` to ``full`` and complete it under ``condition``; abort on failure."""
     client = ops.client
-    created = ops.call(
-        "create_multipart_upload", full, attempts=attempts,
-        fn=functools.partial(
-            client.create_multipart_upload, Bucket=ops.bucket, Key=full, Metadata=metadata,
-            ContentType=content_type, ChecksumAlgorithm="SHA256"))
-    upload_id = created["UploadId"]
+    upload_id = _create(ops, full, metadata, content_type, "SHA256", attempts)
     completed = False
     part_attempts = Attempts()
     try:
@@ -116,12 +111,7 @@ def upload_stream(
     sent again, a 409 there is final (see :class:`~s3spill.errors.StreamNotReplayable`).
     """
     client = ops.client
-    created = ops.call(
-        "create_multipart_upload", full, attempts=attempts,
-        fn=functools.partial(
-            client.create_multipart_upload, Bucket=ops.bucket, Key=full, Metadata=metadata,
-            ContentType=content_type, ChecksumAlgorithm="CRC32"))
-    upload_id = created["UploadId"]
+    upload_id = _create(ops, full, metadata, content_type, "CRC32", attempts)
     part_attempts = Attempts()
     completed = False
     concurrency = ops.config.max_concurrency
@@ -228,6 +218,17 @@ class _Counted:
 def _version(response: dict[str, Any]) -> str | None:
     version = response.get("VersionId")
     return None if version in (None, "", "null") else str(version)
+
+
+def _create(ops: S3Ops, full: str, metadata: dict[str, str], content_type: str, algorithm: str,
+            attempts: Attempts) -> str:
+    """CreateMultipartUpload with the parts' checksum algorithm; the upload id."""
+    created: dict[str, Any] = ops.call(
+        "create_multipart_upload", full, attempts=attempts,
+        fn=functools.partial(
+            ops.client.create_multipart_upload, Bucket=ops.bucket, Key=full, Metadata=metadata,
+            ContentType=content_type, ChecksumAlgorithm=algorithm))
+    return str(created["UploadId"])
 
 
 def _complete(ops: S3Ops, full: str, upload_id: str, parts: list[dict[str, Any]],
