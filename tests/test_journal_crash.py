@@ -1,4 +1,5 @@
-"""Crash windows of seed 000, by SIGKILL at named protocol steps in real processes.
+"""Crash windows of docs/design-notes.md ("Lease journal", "Owner reconciliation"), by SIGKILL
+at named protocol steps in real processes.
 
 Each case stops a child process at one failpoint (``sleep``: it announces the step and
 blocks), checks from the outside that the artifact is protected right then, SIGKILLs
