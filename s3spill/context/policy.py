@@ -141,6 +141,11 @@ class SpillPolicy(BaseModel):
     #: Buffer up to this many bytes of a ``log_compress`` tool's output to compress it;
     #: larger outputs are previewed as they are.
     log_compress_max_bytes: int = Field(default=8 * 1024 * KiB, ge=0)
+    #: Credentials in tool output (s3spill.context.secrets): ``preview`` masks them in
+    #: everything the model is shown (inline results, previews, pages, search results,
+    #: listings); ``at_rest`` also masks them in the stored copy (its size, SHA-256 and
+    #: pointer then describe the masked text); ``off`` shows what the tool printed.
+    secrets: Literal["off", "preview", "at_rest"] = "preview"
     token_counter: Callable[[str], int] | None = Field(default=None, exclude=True)
     image_pricer: Callable[..., int] | None = Field(default=None, exclude=True)
 

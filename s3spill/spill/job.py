@@ -33,6 +33,7 @@ from s3spill.context.retention import RetainedText, TextRetainer, safe_head_cut
 from s3spill.context.salient import SalientScanner
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record
+from s3spill.spill.masking import SecretMask
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
 from s3spill.spill.upload import BoundedUpload, describe_error
@@ -66,6 +67,10 @@ class SpillResult(Record):
     tool: str
     call_id: str | None = None
     exit_code: int | None = None
+    #: Secrets masked, by kind (s3spill.context.secrets); empty when none were found.
+    masked: dict[str, int] = Field(default_factory=dict)
+    #: True when they were masked in the stored copy too (policy ``secrets="at_rest"``).
+    masked_at_rest: bool = False
 
 
 def _inline_limit(policy: SpillPolicy, rule: ToolPolicy) -> int:
@@ -95,6 +100,7 @@ class SpillJob:
         self.retainer = TextRetainer(self.rule.retention())
         self.scanner: SalientScanner | None = None
         self.buffer: bytearray | None = None
+        self.mask = SecretMask(policy.secrets)
 
     def ended(self) -> None:
         """The output is fully read: now the exit status can be known."""
@@ -113,7 +119,8 @@ class SpillJob:
         return SpillResult(
             context_text=text, artifact=artifact, spilled=artifact is not None, total_bytes=total,
             omitted=max(0, omitted), degraded_reason=reason, mode=mode, tool=self.tool,
-            call_id=self.call_id, exit_code=self.exit_code,
+            call_id=self.call_id, exit_code=self.exit_code, masked=self.mask.counts,
+            masked_at_rest=bool(self.mask.at_rest),
         )
 
     def run(self) -> SpillResult:
@@ -175,6 +182,7 @@ class SpillJob:
     # -- not stored --------------------------------------------------------------------
 
     def _inline(self, text: str, data: bytes) -> SpillResult:
+        text = self.mask.text(text)
         if len(text) <= self.policy.hard_cap_chars:
             return self.result(text, "inline", len(data), 0)
         return self._clipped(data, len(data))
@@ -187,7 +195,7 @@ class SpillJob:
         """
         cap = self.policy.hard_cap_chars
         cut = safe_head_cut(data, max(0, cap - len(CLIPPED_MARKER)))
-        text = data[:cut].decode("utf-8", "replace") + CLIPPED_MARKER
+        text = self.mask.text(data[:cut].decode("utf-8", "replace"), cut_end=True) + CLIPPED_MARKER
         return self.result(text[:cap], "clipped", total, total - cut)
 
     # -- stored ------------------------------------------------------------------------
@@ -207,6 +215,8 @@ class SpillJob:
 
         upload = self.sink.open(self.tool, self.call_id, self.label)
         started = time.monotonic()
+        if self.buffer is not None and self.mask.stream is not None:
+            self.buffer = bytearray(self.mask.feed(bytes(self.buffer)))
         prefix = bytes(self.buffer or b"")
         self._retain_prefix()
         for start in range(0, len(prefix), CHUNK_BYTES):
@@ -214,7 +224,9 @@ class SpillJob:
                 break
         del prefix
         for chunk in self.chunks:
-            self._consume(chunk, upload)
+            self._consume(self.mask.feed(chunk), upload)
+        if self.read.error is None:
+            self._consume(self.mask.rest(), upload)
         total = self.retainer.total_bytes
         self.ended()
         if self.read.error is not None:
@@ -228,11 +240,13 @@ class SpillJob:
             if fallback is not None:
                 log.warning("spill.degraded", tool=self.tool, session_hash=self.sink.session_hash,
                             bytes=total, reason=reason, shown="inline")
-                return self.result(fallback, "inline", total, 0, reason=reason)
+                return self.result(self.mask.text(fallback), "inline", total, 0, reason=reason)
             return self._degraded(reason, waited=time.monotonic() - started)
         return self._pointer(ref, view)
 
     def _consume(self, chunk: bytes, upload: BoundedUpload[ArtifactReference]) -> None:
+        if not chunk:
+            return
         self.retainer.push(chunk)
         if self.scanner is not None:
             self.scanner.push(chunk)
@@ -240,21 +254,24 @@ class SpillJob:
             upload.feed(chunk)
 
     def _salient(self) -> list[Any]:
-        return self.scanner.finish() if self.scanner is not None else []
+        return self.mask.salient(self.scanner.finish()) if self.scanner is not None else []
 
     def _pointer(self, ref: ArtifactReference, view: CompressedLog | None = None) -> SpillResult:
-        retained = self.retainer.finish()
+        retained = self.mask.retained(self.retainer.finish())
+        ref = self.mask.reference(ref)
+        shown = RetainedText.of(self.mask.text(view.text)) if view is not None else retained
+        salient = self._salient()
         facts = PointerFacts(
             source_id=ref.source_id, tool=self.tool, sha256=ref.sha256,
             summary=summarize(retained, self.tool, self.exit_code, self.policy.summary_chars),
             call_id=self.call_id, exit_code=self.exit_code, total_bytes=ref.size_bytes,
             line_count=ref.line_count, read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
             view=view.describe() if view is not None else None,
+            masked=self.mask.sentence(stored=True),
         )
         head, tail = self.rule.preview(self.exit_code)
-        shown = RetainedText.of(view.text) if view is not None else retained
         rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
-                                  budget=self.policy.budget(), salient=self._salient())
+                                  budget=self.policy.budget(), salient=salient)
         if view is not None:  # the view is not a slice of the output: count what it leaves out
             omitted = max(0, retained.total_bytes - rendered.shown.kept_bytes)
             return self.result(rendered.text, _pointer_mode(rendered), retained.total_bytes, omitted,
@@ -262,16 +279,17 @@ class SpillJob:
         return self._from_rendered(rendered, retained, artifact=ref)
 
     def _degraded(self, reason: str, waited: float | None = None) -> SpillResult:
-        retained = self.retainer.finish()
+        retained = self.mask.retained(self.retainer.finish())
         log.warning("spill.degraded", tool=self.tool, session_hash=self.sink.session_hash,
                     bytes=retained.total_bytes, reason=reason,
                     waited=None if waited is None else round(waited, 3))
         try:
+            salient = self._salient()
             facts = DegradedFacts(tool=self.tool, reason=reason, call_id=self.call_id,
-                                  exit_code=self.exit_code)
+                                  exit_code=self.exit_code, masked=self.mask.sentence(stored=False))
             head, tail = self.rule.preview(self.exit_code)
             rendered = render_degraded(facts, retained, head_bytes=head, tail_bytes=tail,
-                                       budget=self.policy.budget(), salient=self._salient())
+                                       budget=self.policy.budget(), salient=salient)
         except Exception as exc:  # noqa: BLE001 - the renderer itself failed: fixed marker
             log.warning("spill.render_failed", tool=self.tool, error=describe_error(exc))
             return self._last_resort(retained, reason)
