@@ -65,8 +65,9 @@ class PointerFacts:
     read_tool: str = READ_TOOL
     grep_tool: str = GREP_TOOL
     view: str | None = None
-    #: One sentence on secrets masked in the preview (or the stored copy); None: none were.
-    masked: str | None = None
+    #: Sentences on what the stored copy or the preview differs in (secrets masked, a
+    #: truncated copy), one line each after the summary.
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,11 +78,11 @@ class DegradedFacts:
     reason: str
     call_id: str | None = None
     exit_code: int | None = None
-    masked: str | None = None
+    notes: tuple[str, ...] = ()
 
 
-def _masked_note(masked: str | None) -> str:
-    return f"{one_line(masked, 300)}\n" if masked else ""
+def _notes(notes: tuple[str, ...]) -> str:
+    return "".join(f"{one_line(note, 400)}\n" for note in notes)
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ def pointer_footer(facts: PointerFacts, view: RetainedText) -> str:
         f"{total} bytes, {lines} lines, SHA-256 {facts.sha256[:16]}, "
         f'stored as source_id="{sid}".\n'
         f"Summary: {one_line(facts.summary, 500)}\n"
-        f"{view_note}{_masked_note(facts.masked)}"
+        f"{view_note}{_notes(facts.notes)}"
         f"Page it with {read}(source_id, offset=<lines to skip>, limit=<number of lines>) - line N "
         f"is at offset=N-1; add char_offset=<n> to continue a very long line - or search it with "
         f'{grep}(source_id, pattern="<regex>"). '
@@ -182,7 +183,7 @@ def degraded_footer(facts: DegradedFacts, view: RetainedText) -> str:
         f"[s3spill] The output of {_who(facts.tool, facts.call_id, facts.exit_code)} was too large "
         f"for the context and the full output could NOT be saved "
         f"({one_line(facts.reason, 200)}).\n"
-        f"{_masked_note(facts.masked)}"
+        f"{_notes(facts.notes)}"
         f"Only the part shown above is available: {total} bytes, {view.line_count} lines in total. "
         f"If you need the omitted part, re-run the command with narrower output."
     )

@@ -33,6 +33,7 @@ from s3spill.context.retention import RetainedText, TextRetainer, safe_head_cut
 from s3spill.context.salient import SalientScanner
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record
+from s3spill.spill.cap import CapFacts, StoreCap
 from s3spill.spill.masking import SecretMask
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
@@ -71,6 +72,8 @@ class SpillResult(Record):
     masked: dict[str, int] = Field(default_factory=dict)
     #: True when they were masked in the stored copy too (policy ``secrets="at_rest"``).
     masked_at_rest: bool = False
+    #: Bytes of the stored copy when it is truncated (over the policy's ``max_stored_bytes``).
+    stored_bytes: int | None = Field(default=None, ge=0)
 
 
 def _inline_limit(policy: SpillPolicy, rule: ToolPolicy) -> int:
@@ -101,6 +104,8 @@ class SpillJob:
         self.scanner: SalientScanner | None = None
         self.buffer: bytearray | None = None
         self.mask = SecretMask(policy.secrets)
+        self.cap = StoreCap(policy.stored_cap(tool), policy.capped_tail_bytes)
+        self.capped: CapFacts | None = None
 
     def ended(self) -> None:
         """The output is fully read: now the exit status can be known."""
@@ -121,6 +126,7 @@ class SpillJob:
             omitted=max(0, omitted), degraded_reason=reason, mode=mode, tool=self.tool,
             call_id=self.call_id, exit_code=self.exit_code, masked=self.mask.counts,
             masked_at_rest=bool(self.mask.at_rest),
+            stored_bytes=artifact.size_bytes if artifact is not None and self.capped else None,
         )
 
     def run(self) -> SpillResult:
@@ -220,7 +226,7 @@ class SpillJob:
         prefix = bytes(self.buffer or b"")
         self._retain_prefix()
         for start in range(0, len(prefix), CHUNK_BYTES):
-            if not upload.feed(prefix[start : start + CHUNK_BYTES]):
+            if not self._store(upload, prefix[start : start + CHUNK_BYTES]):
                 break
         del prefix
         for chunk in self.chunks:
@@ -231,10 +237,19 @@ class SpillJob:
         self.ended()
         if self.read.error is not None:
             upload.abandon(f"reading the output failed: {describe_error(self.read.error)}")
-        ref = self.sink.finish(upload, total)
+        else:
+            rest, self.capped = self.cap.finish(total, self.retainer.finish().total_newlines)
+            for start in range(0, len(rest), CHUNK_BYTES):
+                upload.feed(rest[start : start + CHUNK_BYTES])
+            if self.capped is not None:
+                log.warning("spill.capped", tool=self.tool, session_hash=self.sink.session_hash,
+                            bytes=total, cap=self.capped.cap, omitted=self.capped.omitted_bytes)
+        stored = total if self.capped is None else (
+            self.capped.head_bytes + len(rest) if self.read.error is None else total)
+        ref = self.sink.finish(upload, stored)
         reason = upload.reason
-        if ref is not None and ref.size_bytes != total:
-            reason, ref = f"the store recorded {ref.size_bytes} bytes of {total}", None
+        if ref is not None and ref.size_bytes != stored:
+            reason, ref = f"the store recorded {ref.size_bytes} bytes of {stored}", None
         if ref is None:
             reason = reason or "unknown failure"
             if fallback is not None:
@@ -251,7 +266,12 @@ class SpillJob:
         if self.scanner is not None:
             self.scanner.push(chunk)
         if not upload.failed:
-            upload.feed(chunk)
+            self._store(upload, chunk)
+
+    def _store(self, upload: BoundedUpload[ArtifactReference], chunk: bytes) -> bool:
+        """Hand the part of ``chunk`` that the cap lets through to the store."""
+        part = self.cap.take(chunk)
+        return upload.feed(part) if part else True
 
     def _salient(self) -> list[Any]:
         return self.mask.salient(self.scanner.finish()) if self.scanner is not None else []
@@ -261,13 +281,17 @@ class SpillJob:
         ref = self.mask.reference(ref)
         shown = RetainedText.of(self.mask.text(view.text)) if view is not None else retained
         salient = self._salient()
+        masked = self.mask.sentence(stored=True)
+        notes = tuple(n for n in (masked, StoreCap.note(self.capped) if self.capped else None) if n)
+        capped = self.capped is not None
         facts = PointerFacts(
             source_id=ref.source_id, tool=self.tool, sha256=ref.sha256,
             summary=summarize(retained, self.tool, self.exit_code, self.policy.summary_chars),
-            call_id=self.call_id, exit_code=self.exit_code, total_bytes=ref.size_bytes,
-            line_count=ref.line_count, read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
-            view=view.describe() if view is not None else None,
-            masked=self.mask.sentence(stored=True),
+            call_id=self.call_id, exit_code=self.exit_code,
+            total_bytes=retained.total_bytes if capped else ref.size_bytes,
+            line_count=retained.line_count if capped else ref.line_count,
+            read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
+            view=view.describe() if view is not None else None, notes=notes,
         )
         head, tail = self.rule.preview(self.exit_code)
         rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
@@ -286,7 +310,8 @@ class SpillJob:
         try:
             salient = self._salient()
             facts = DegradedFacts(tool=self.tool, reason=reason, call_id=self.call_id,
-                                  exit_code=self.exit_code, masked=self.mask.sentence(stored=False))
+                                  exit_code=self.exit_code,
+                                  notes=tuple(n for n in (self.mask.sentence(stored=False),) if n))
             head, tail = self.rule.preview(self.exit_code)
             rendered = render_degraded(facts, retained, head_bytes=head, tail_bytes=tail,
                                        budget=self.policy.budget(), salient=salient)
