@@ -213,6 +213,16 @@ class SpillJob:
         is the whole output when it would have been inline anyway (compression was the
         only reason to store it), returned as it is if the store fails.
         """
+        refusal = self.sink.refusal()
+        if refusal is not None:  # over quota: the bounded preview, honestly marked, no store
+            self._retain_prefix()
+            for chunk in self.chunks:
+                self.retainer.push(chunk)
+            self.ended()
+            if fallback is not None:
+                return self.result(self.mask.text(fallback), "inline", self.retainer.total_bytes, 0,
+                                   reason=refusal)
+            return self._degraded(refusal)
         if self.policy.salient_lines and view is None:
             self.scanner = SalientScanner(skip_bytes=self.rule.smallest_head(),
                                           max_lines=self.policy.salient_lines,

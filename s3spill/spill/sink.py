@@ -20,6 +20,7 @@ from s3spill.errors import StoreCapabilityError
 from s3spill.keys import session_hash
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
+from s3spill.spill.quota import QuotaGuard
 from s3spill.spill.upload import BoundedUpload, describe_error
 
 __all__ = ["LivenessMark", "SpillSink"]
@@ -38,7 +39,7 @@ class SpillSink:
 
     def __init__(self, artifacts: ArtifactStore, session_id: str, *, store_deadline: float,
                  journal: LivenessMark | None, touch_interval: float, min_upload_rate: float,
-                 queue_depth: int) -> None:
+                 queue_depth: int, quota: QuotaGuard | None = None) -> None:
         self.artifacts = artifacts
         self.session_id = session_id
         self.session_hash = session_hash(session_id)
@@ -47,6 +48,7 @@ class SpillSink:
         self.touch_interval = touch_interval
         self.min_upload_rate = min_upload_rate
         self.queue_depth = queue_depth
+        self.quota = quota
         self._touch_lock = threading.Lock()
         self._last_touch: float | None = None
         self._uploads: list[BoundedUpload[ArtifactReference]] = []
@@ -102,8 +104,14 @@ class SpillSink:
         for upload in uploads:
             upload.join(max(0.0, end - time.monotonic()))
 
+    def refusal(self) -> str | None:
+        """Why nothing may be stored now (a quota is reached), or None; makes no request."""
+        return self.quota.refusal() if self.quota is not None else None
+
     def _after_spill(self, ref: ArtifactReference) -> None:
-        """Runs on the upload thread after a spill was accepted: the liveness mark."""
+        """Runs on the upload thread after a spill was accepted: quota counters, liveness."""
+        if self.quota is not None:
+            self.quota.record(ref)
         if self.journal is None:
             return
         now = time.monotonic()
