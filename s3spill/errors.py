@@ -18,6 +18,7 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   │   └── StreamNotReplayable  ...on completing a one-shot stream: nothing saved, no retry possible
     │   ├── NotFound                 the key (or version) does not exist
     │   │   └── ArtifactExpired      an artifact a pointer names is gone (GC'd after its TTL)
+    │   │       └── ArtifactErased   ...because its session was erased on request (purge)
     │   ├── StoreUnavailable         transient faults that outlived retries and the deadline
     │   └── UnsupportedOperation     the backend cannot honour a requested guarantee
     │       └── StoreCapabilityError create-once / compare-and-swap not honoured (probed)
@@ -31,7 +32,8 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   ├── TransactionStateError    a transition the state machine forbids
     │   ├── ArtifactCondemned        GC has fenced the artifact; no new claim may land
     │   ├── ArtifactReferenced       a live or pending claim protects it; GC may not condemn
-    │   └── DanglingReference        the claimed artifact is missing or has another digest
+    │   ├── DanglingReference        the claimed artifact is missing or has another digest
+    │   └── SessionErased            the session was purged: its journal is sealed for good
     └── CleanupRefused               GC refuses to run (unsafe TTL, missing delete guarantee)
         ├── GcRunLocked              another run holds the scope's lock (and did not release it in time)
         └── GcLockLost               this run's lock was taken over after it expired; stop deleting
@@ -181,3 +183,16 @@ class ArtifactExpired(NotFound):
     Its own type so a harness and the model can tell "expired, re-run it" from a broken
     store: the output was recoverable by re-running the command that produced it.
     """
+
+
+class ArtifactErased(ArtifactExpired):
+    """The artifact's session was erased on request (``s3spill purge``): it is gone for good.
+
+    A subclass of :class:`ArtifactExpired` so code that handles "gone" keeps working, but
+    with its own message: re-running the command would store it again in a session whose
+    owner asked for everything of it to be deleted.
+    """
+
+
+class SessionErased(JournalError):
+    """The session was purged: its manifest is a tombstone and no record can be added."""

@@ -81,6 +81,7 @@ from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pa
 from s3spill.config import TransferConfig
 from s3spill.errors import (
     AlreadyExists,
+    ArtifactErased,
     ArtifactExpired,
     ConfigError,
     IntegrityError,
@@ -274,7 +275,7 @@ class ArtifactStore:
         try:
             info = self.store.head(art.artifact_key)
         except NotFound:
-            raise ArtifactExpired(_expired(sid), key=art.artifact_key) from None
+            raise self._gone(sid, art) from None
         pinned = info.metadata.get(META_INDEX_SHA256)  # version 1: the body pins its index
         committed = defers_digest(info)  # version 2: the index commits the body
         if not pinned and not committed:
@@ -300,6 +301,15 @@ class ArtifactStore:
             raise IntegrityError(f"{sid}: the index describes a different artifact")
         return index
 
+    def _gone(self, sid: str, art: ResolvedArtifact) -> ArtifactExpired:
+        """Expired, or erased on request: the purge's audit record tells them apart."""
+        try:
+            self.store.head(keys.erasure_key(art.source_id.session_hash))
+        except NotFound:
+            return ArtifactExpired(_expired(sid), key=art.artifact_key)
+        return ArtifactErased(f"{sid} was erased on request (its session was purged); it is gone for "
+                              "good and must not be recreated", key=art.artifact_key)
+
     # -- reading ----------------------------------------------------------------------
 
     def _fetch_chunk(self, art: ResolvedArtifact, index: ArtifactIndex, k: int) -> bytes:
@@ -314,7 +324,7 @@ class ArtifactStore:
         try:
             frame = self.store.get(art.artifact_key, (start, end))
         except NotFound:
-            raise ArtifactExpired(_expired(str(art.source_id)), key=art.artifact_key) from None
+            raise self._gone(str(art.source_id), art) from None
         # A shortened body returns fewer bytes (or none, for a range past its end): the
         # decoding and the length check turn that into an IntegrityError.
         data = index.decode_chunk(k, frame, str(art.source_id))

@@ -50,10 +50,12 @@ from s3spill.errors import (
     NotFound,
     PreconditionFailed,
     S3SpillError,
+    SessionErased,
     StoreUnavailable,
     TransactionStateError,
 )
 from s3spill.failpoints import declare, failpoint
+from s3spill.leases.erased import read_tombstone
 from s3spill.leases.records import (
     JournalFold,
     JournalManifest,
@@ -210,6 +212,9 @@ class ManifestCas:
             body = self.store.get(self.key)
         except NotFound:
             return None, None
+        if read_tombstone(body) is not None:
+            raise SessionErased(f"session {self.session_hash} was erased on request (purged); its "
+                                "journal takes no more records")
         try:
             manifest = JournalManifest.model_validate_json(body)
         except ValidationError as exc:
@@ -645,6 +650,11 @@ class ManifestCas:
                                 transaction_id=txid, source_id=source_id)
 
     # -- reading -------------------------------------------------------------------------
+
+    @property
+    def etag(self) -> str | None:
+        """The ETag of the manifest this process last verified (None: there was none)."""
+        return self._etag
 
     @property
     def generation(self) -> int:

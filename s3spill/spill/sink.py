@@ -16,10 +16,11 @@ from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from s3spill.artifacts.store import ArtifactStore
-from s3spill.errors import StoreCapabilityError
+from s3spill.errors import SessionErased, StoreCapabilityError
 from s3spill.keys import session_hash
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
+from s3spill.spill.erasure import ERASED_REASON, ErasureCheck
 from s3spill.spill.quota import QuotaGuard
 from s3spill.spill.upload import BoundedUpload, describe_error
 
@@ -49,6 +50,7 @@ class SpillSink:
         self.min_upload_rate = min_upload_rate
         self.queue_depth = queue_depth
         self.quota = quota
+        self.erasure = ErasureCheck(artifacts.store, self.session_hash)
         self._touch_lock = threading.Lock()
         self._last_touch: float | None = None
         self._uploads: list[BoundedUpload[ArtifactReference]] = []
@@ -59,7 +61,11 @@ class SpillSink:
         """An upload the caller feeds; it stalls the caller at most ``store_deadline``."""
 
         def write(stream: Iterator[bytes]) -> ArtifactReference:
-            return self.artifacts.write(self.session_id, stream, tool, call_id=call_id, label=label)
+            ref = self.artifacts.write(self.session_id, stream, tool, call_id=call_id, label=label)
+            # On the writer's thread, so a late write (the caller gave up on it) is checked too.
+            if self.erasure.after_write(ref):
+                raise SessionErased(ERASED_REASON)
+            return ref
 
         return BoundedUpload(write, stall_timeout=self.store_deadline, depth=self.queue_depth)
 
@@ -105,7 +111,9 @@ class SpillSink:
             upload.join(max(0.0, end - time.monotonic()))
 
     def refusal(self) -> str | None:
-        """Why nothing may be stored now (a quota is reached), or None; makes no request."""
+        """Why nothing may be stored now (purged, a quota reached), or None; makes no request."""
+        if self.erasure.erased:
+            return ERASED_REASON
         return self.quota.refusal() if self.quota is not None else None
 
     def _after_spill(self, ref: ArtifactReference) -> None:
