@@ -248,3 +248,13 @@ def test_secrets_off_shows_what_the_tool_printed(local: ObjectStore) -> None:
     with Spiller(local, "sess", SpillPolicy(secrets="off"), journal=None) as sp:
         result = sp.externalize(f"AWS_ACCESS_KEY_ID={AWS_KEY}\n", "bash")
     assert AWS_KEY in result.context_text and result.masked == {}
+
+
+def test_text_blocks_of_a_block_result_are_shown_masked(local: ObjectStore) -> None:
+    """A tool result made of blocks (MCP content) gets the same masking as plain text."""
+    from s3spill.context.blocks import ImageBlock, TextBlock
+
+    blocks = [TextBlock(f"token: {AWS_KEY}\n"), ImageBlock(b"\x89PNG" + b"0" * 100)]
+    with Spiller(local, "s", journal=None) as sp:
+        out = sp.externalize_blocks(blocks, "mcp_tool")
+    assert not _leaks(out.text) and "[redacted:aws-key]" in out.text
