@@ -116,6 +116,36 @@ def check_transaction_id(txid: str) -> str:
     return txid
 
 
+def _settled_verdict(fold: JournalFold, item: CondemnItem, plan_id: str, previous: str | None,
+                    at: datetime) -> CondemnVerdict | None:
+    """The verdict when nothing is appended for ``item``; ``None``: condemn it now."""
+    art = fold.artifacts.get(item.source_id)
+    if art is not None and art.state == "DELETED":
+        return "deleted"
+    if art is not None and art.state == "CONDEMNED":
+        if art.plan_id == plan_id:
+            return "condemned"
+        if art.plan_id != previous or art.sha256 != item.sha256:
+            return "held"
+    elif previous is not None:
+        return "held"  # the leftover was finished or lifted meanwhile
+    if fold.protecting(item.source_id, at):
+        return "claimed"
+    return None
+
+
+def _condemn_specs(item: CondemnItem, plan_id: str, previous: str | None) -> list[dict[str, Any]]:
+    """CONDEMNED for ``plan_id`` — after LIFTED for ``previous`` when it adopts a leftover."""
+    specs: list[dict[str, Any]] = []
+    if previous is not None:
+        specs.append({"event": "LIFTED", "source_id": item.source_id, "sha256": item.sha256,
+                      "plan_id": previous, "reason": f"taken over by {plan_id}"[:200]})
+    specs.append({"event": "CONDEMNED", "source_id": item.source_id, "sha256": item.sha256,
+                  "plan_id": plan_id, "etag": item.etag, "size": item.size,
+                  "version_id": item.version_id})
+    return specs
+
+
 class LeaseJournal:
     """Retention leases of one session, recorded as a hash-chained journal in the store.
 
@@ -385,32 +415,11 @@ class LeaseJournal:
                 return self._cas.noop("session_active", None)
             specs: list[dict[str, Any]] = []
             for item in items:
-                source_id, sha256 = item.source_id, item.sha256
-                art = fold.artifacts.get(source_id)
-                previous = handover.get(source_id)
-                if art is not None and art.state == "DELETED":
-                    verdicts[source_id] = "deleted"
-                    continue
-                if art is not None and art.state == "CONDEMNED":
-                    if art.plan_id == plan_id:
-                        verdicts[source_id] = "condemned"
-                        continue
-                    if art.plan_id != previous or art.sha256 != sha256:
-                        verdicts[source_id] = "held"
-                        continue
-                elif previous is not None:
-                    verdicts[source_id] = "held"  # the leftover was finished or lifted meanwhile
-                    continue
-                if fold.protecting(source_id, at):
-                    verdicts[source_id] = "claimed"
-                    continue
-                if previous is not None:
-                    specs.append({"event": "LIFTED", "source_id": source_id, "sha256": sha256,
-                                  "plan_id": previous, "reason": f"taken over by {plan_id}"[:200]})
-                specs.append({"event": "CONDEMNED", "source_id": source_id, "sha256": sha256,
-                              "plan_id": plan_id, "etag": item.etag, "size": item.size,
-                              "version_id": item.version_id})
-                verdicts[source_id] = "condemned"
+                previous = handover.get(item.source_id)
+                settled = _settled_verdict(fold, item, plan_id, previous, at)
+                verdicts[item.source_id] = settled or "condemned"
+                if settled is None:
+                    specs += _condemn_specs(item, plan_id, previous)
             if not specs:
                 return self._cas.noop("nothing_to_condemn", None)
             return PlannedAppend(specs, "condemned", "CONDEMNED")
