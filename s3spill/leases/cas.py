@@ -62,7 +62,8 @@ from s3spill.leases.view import TransitionResult
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore, PutResult
 
-__all__ = ["AppendPlanner", "CandidateBuilder", "ManifestCandidate", "ManifestCas", "PlannedAppend"]
+__all__ = ["AppendDecision", "AppendPlanner", "CandidateBuilder", "ManifestCandidate", "ManifestCas",
+           "PlannedAppend"]
 
 log = get_logger("s3spill.leases.journal")
 
@@ -117,8 +118,10 @@ class _Retry(Exception):
         self.unknown = unknown
 
 
+#: What a planner answers: the records to append, or the result of a no-op.
+AppendDecision = PlannedAppend | TransitionResult
 #: Decides, from the verified manifest and fold, what to append — or a no-op/refusal result.
-AppendPlanner = Callable[[JournalManifest | None, JournalFold], "PlannedAppend | TransitionResult"]
+AppendPlanner = Callable[[JournalManifest | None, JournalFold], AppendDecision]
 #: Builds the next manifest from what was read (the fold is ``None`` when not verified).
 CandidateBuilder = Callable[[JournalManifest | None, JournalFold | None],
                             "ManifestCandidate | TransitionResult"]

@@ -36,9 +36,8 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from s3spill import keys
 from s3spill.config import TransferConfig
@@ -55,6 +54,12 @@ from s3spill.failpoints import declare, failpoint
 from s3spill.keys import SourceId
 from s3spill.leases.cas import ManifestCandidate, ManifestCas, PlannedAppend
 from s3spill.leases.chain import JournalStats, ManifestReader
+from s3spill.leases.condemnation import (
+    CondemnItem,
+    CondemnVerdict,
+    condemnation_planner,
+    finish_planner,
+)
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.leases.records import (
     GENESIS_HASH,
@@ -77,32 +82,13 @@ from s3spill.models import ArtifactRetentionClaim, utcnow
 from s3spill.store.base import ObjectStore
 from s3spill.store.commit import content_info
 
-__all__ = ["AggregatedClaim", "JournalStats", "JournalView", "LeaseJournal", "TransitionResult",
-           "VerifyReport", "new_transaction_id"]
+__all__ = ["AggregatedClaim", "CondemnItem", "CondemnVerdict", "JournalStats", "JournalView", "LeaseJournal",
+           "TransitionResult", "VerifyReport", "new_transaction_id"]
 
 FP_AFTER_PREPARED = declare("journal.after_prepared", "PREPARED durable; publisher not called yet")
 FP_BEFORE_COMMITTED = declare("journal.before_committed", "publisher returned; COMMITTED not appended")
 FP_AFTER_COMMITTED = declare("journal.after_committed", "COMMITTED durable; publish_reference not returned")
 FP_AFTER_REMOVER = declare("journal.after_remover", "remover succeeded; RELEASED not appended")
-
-
-@dataclass(frozen=True)
-class CondemnItem:
-    """An artifact GC wants to fence, and the snapshot (ETag, size, version) it validated."""
-
-    source_id: str
-    sha256: str
-    etag: str | None = None
-    size: int | None = None
-    version_id: str | None = None
-
-
-#: What the journal answered to one condemnation, decided inside its compare-and-swap:
-#: ``condemned`` (fenced: no claim may land on it now), ``claimed`` (a pending or
-#: unexpired claim protects it: a prepare won the race), ``active`` (the session was
-#: active within the TTL: nothing condemned), ``deleted`` (already recorded deleted),
-#: ``held`` (another run holds the condemnation and did not hand it over).
-CondemnVerdict = Literal["condemned", "claimed", "active", "deleted", "held"]
 
 
 def new_transaction_id() -> str:
@@ -114,36 +100,6 @@ def check_transaction_id(txid: str) -> str:
     if not isinstance(txid, str) or not re.match(TXID_PATTERN, txid):
         raise TransactionStateError("transaction id must match [A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
     return txid
-
-
-def _settled_verdict(fold: JournalFold, item: CondemnItem, plan_id: str, previous: str | None,
-                    at: datetime) -> CondemnVerdict | None:
-    """The verdict when nothing is appended for ``item``; ``None``: condemn it now."""
-    art = fold.artifacts.get(item.source_id)
-    if art is not None and art.state == "DELETED":
-        return "deleted"
-    if art is not None and art.state == "CONDEMNED":
-        if art.plan_id == plan_id:
-            return "condemned"
-        if art.plan_id != previous or art.sha256 != item.sha256:
-            return "held"
-    elif previous is not None:
-        return "held"  # the leftover was finished or lifted meanwhile
-    if fold.protecting(item.source_id, at):
-        return "claimed"
-    return None
-
-
-def _condemn_specs(item: CondemnItem, plan_id: str, previous: str | None) -> list[dict[str, Any]]:
-    """CONDEMNED for ``plan_id`` — after LIFTED for ``previous`` when it adopts a leftover."""
-    specs: list[dict[str, Any]] = []
-    if previous is not None:
-        specs.append({"event": "LIFTED", "source_id": item.source_id, "sha256": item.sha256,
-                      "plan_id": previous, "reason": f"taken over by {plan_id}"[:200]})
-    specs.append({"event": "CONDEMNED", "source_id": item.source_id, "sha256": item.sha256,
-                  "plan_id": plan_id, "etag": item.etag, "size": item.size,
-                  "version_id": item.version_id})
-    return specs
 
 
 class LeaseJournal:
@@ -382,8 +338,6 @@ class LeaseJournal:
         failpoint(FP_AFTER_REMOVER)
         return self.release(transaction_id)
 
-    # -- GC's fence ----------------------------------------------------------------------
-
     # -- GC's batched fence (one CAS for many artifacts of the session) ------------------
 
     def condemn_batch(self, items: Sequence[CondemnItem], plan_id: str, *,
@@ -403,28 +357,9 @@ class LeaseJournal:
         for item in items:
             if SourceId.parse(item.source_id).session_hash != self.session_hash:
                 raise SourceIdError(f"source id {item.source_id} does not belong to this session")
-        handover = dict(takeover or {})
         verdicts: dict[str, CondemnVerdict] = {}
-
-        def plan(manifest: JournalManifest | None, fold: JournalFold) -> PlannedAppend | TransitionResult:
-            verdicts.clear()
-            at = self.clock()
-            last = manifest.last_active if manifest is not None else None
-            if active_within is not None and last is not None and at - last < active_within:
-                verdicts.update({item.source_id: "active" for item in items})
-                return self._cas.noop("session_active", None)
-            specs: list[dict[str, Any]] = []
-            for item in items:
-                previous = handover.get(item.source_id)
-                settled = _settled_verdict(fold, item, plan_id, previous, at)
-                verdicts[item.source_id] = settled or "condemned"
-                if settled is None:
-                    specs += _condemn_specs(item, plan_id, previous)
-            if not specs:
-                return self._cas.noop("nothing_to_condemn", None)
-            return PlannedAppend(specs, "condemned", "CONDEMNED")
-
-        self._cas.mutate(plan)
+        self._cas.mutate(condemnation_planner(self._cas, items, plan_id, verdicts, clock=self.clock,
+                                              active_within=active_within, takeover=takeover))
         return dict(verdicts)
 
     def finish_condemnations(self, deleted: Sequence[str], lifted: Sequence[str], plan_id: str, *,
@@ -436,29 +371,7 @@ class LeaseJournal:
         run) says ``not_condemned`` and is left alone.
         """
         results: dict[str, str] = {}
-
-        def plan(manifest: JournalManifest | None, fold: JournalFold) -> PlannedAppend | TransitionResult:
-            results.clear()
-            specs: list[dict[str, Any]] = []
-            for event, source_ids in (("DELETED", deleted), ("LIFTED", lifted)):
-                for source_id in source_ids:
-                    art = fold.artifacts.get(source_id)
-                    if art is not None and art.plan_id == plan_id and art.state == event:
-                        results[source_id] = f"already_{event.lower()}"
-                    elif art is None or art.state != "CONDEMNED" or art.plan_id != plan_id:
-                        results[source_id] = "not_condemned"
-                    else:
-                        spec: dict[str, Any] = {"event": event, "source_id": source_id,
-                                                "sha256": art.sha256, "plan_id": plan_id}
-                        if event == "LIFTED":
-                            spec["reason"] = reason[:200]
-                        specs.append(spec)
-                        results[source_id] = event.lower()
-            if not specs:
-                return self._cas.noop("nothing_to_finish", None)
-            return PlannedAppend(specs, "finished", None)
-
-        self._cas.mutate(plan)
+        self._cas.mutate(finish_planner(self._cas, deleted, lifted, plan_id, results, reason=reason))
         return dict(results)
 
     # -- liveness ------------------------------------------------------------------------
