@@ -1,4 +1,4 @@
-"""The reference agent loop and the README's harness example run as written, and act on pointers."""
+"""The reference agent loop and docs/harness-api.md's harness example run as written, and act on pointers."""
 
 from __future__ import annotations
 
@@ -65,8 +65,8 @@ def test_examples_agent_loop_script_runs(tmp_path: Path) -> None:
 
 
 def test_readme_harness_example_runs_as_written(tmp_path: Path) -> None:
-    """The README's harness example (the block after its marker) runs unchanged and publishes."""
-    readme = (ROOT / "README.md").read_text()
+    """docs/harness-api.md's harness example (the block after its marker) runs unchanged and publishes."""
+    readme = (ROOT / "docs" / "harness-api.md").read_text()
     assert readme.count(README_MARKER) == 1
     m = re.search(re.escape(README_MARKER) + r"\n```python\n(.*?)\n```\n", readme, re.DOTALL)
     assert m is not None

@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--http", metavar="HOST:PORT",
                    help="serve streamable HTTP instead of stdio (host defaults to 127.0.0.1)")
     p.add_argument("--allow-remote", action="store_true",
-                   help="allow a non-loopback --http address (the endpoint has no authentication)")
+                   help="allow a non-loopback --http address (use it with --tokens: without it the "
+                   "endpoint authenticates no one; put TLS in front)")
     p.add_argument("--no-externalize", action="store_true",
                    help="do not offer the harness-facing externalize tool (model-facing tools only)")
     p.add_argument("--tokens", metavar="FILE",
@@ -44,7 +45,7 @@ def _cmd_mcp_tokens(args: argparse.Namespace) -> int:
     if not args.tokens:
         raise ConfigError("--issue-token needs --tokens FILE")
     if args.issue_token:
-        token = issue_token(args.tokens, session_from_args(args), args.label)
+        token = issue_token(args.tokens, session_from_args(args, default=False), args.label)
         sys.stdout.write(token + "\n")
         return 0
     if not args.http:
@@ -72,7 +73,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if args.tokens or args.issue_token:
         return _cmd_mcp_tokens(args)
     # Configuration first: the SDK takes seconds to import, a refusal should not.
-    session = session_from_args(args)
+    session = session_from_args(args, default=False)
     address = parse_http_address(args.http) if args.http else None
     if address is not None:
         check_bind(address[0], allow_remote=args.allow_remote)

@@ -277,7 +277,55 @@ class CleanupReport(Record):
     def races(self) -> int:
         return self.counts.get("race_detected", 0) + self.counts.get("retained_error", 0)
 
+    def summary(self) -> str:
+        """One line a person reads: what was (or would be) deleted and what was kept, and why.
+
+        The JSON report stays the interface for scripts; this is what a terminal shows.
+        """
+        order = {status: i for i, status in enumerate(_SUMMARY_LABELS)}
+        parts = []
+        for status, n in sorted(self.counts.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])):
+            size = self.bytes.get(status)
+            label = _SUMMARY_LABELS.get(status, status.replace("_", " "))
+            parts.append(f"{label} {n:,}" + (f" ({_human_bytes(size)})" if size else ""))
+        mode = " (dry run: nothing deleted)" if self.dry_run and self.phase == "apply" else ""
+        done = ", ".join(parts) or "nothing found"
+        requests = sum(self.requests.values())
+        return (f"gc {self.phase}{mode}: {done}; {self.sessions:,} session(s), {requests:,} requests "
+                f"in {self.duration_seconds:.2f} s")
+
     @property
     def journal_doubts(self) -> int:
         """Objects kept because a session's journal may not be its whole history (alert)."""
         return self.counts.get("retained_journal_doubt", 0)
+
+
+#: How the summary line names each status, in the order it lists them.
+_SUMMARY_LABELS = {
+    "deleted": "deleted",
+    "planned_delete": "to delete",
+    "dry_run": "would delete",
+    "already_missing": "already gone",
+    "retained_referenced": "kept referenced",
+    "retained_recent": "kept recent",
+    "retained_limit": "kept over --max-deletions",
+    "retained_unknown": "kept unrecognised",
+    "retained_journal_doubt": "kept (journal in doubt)",
+    "retained_corrupt": "kept corrupt",
+    "retained_unverifiable": "kept unverifiable",
+    "race_detected": "kept (changed since the plan)",
+    "retained_error": "kept (store error)",
+    "missing_referenced": "referenced but missing",
+    "denied": "never deleted (protocol objects, off-layout entries)",
+}
+
+
+def _human_bytes(n: int) -> str:
+    if n < 1024:
+        return f"{n:,} B"
+    size = n / 1024
+    for unit in ("KiB", "MiB"):
+        if size < 1024:
+            return f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{size:,.1f} GiB"
