@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from s3spill.artifacts.search import GrepMatch, GrepResult
     from s3spill.artifacts.store import ArtifactStore
     from s3spill.config import TransferConfig
-    from s3spill.context.blocks import (
+    from s3spill.context.block_plan import (
         BlockPlan,
         ImageBlock,
         TextBlock,
@@ -104,9 +104,9 @@ if TYPE_CHECKING:
         estimate_tokens,
     )
     from s3spill.gc.apply import apply_cleanup
-    from s3spill.gc.doc import CleanupPlan
     from s3spill.gc.models import CleanupPolicy, CleanupReport, CleanupScope
     from s3spill.gc.plan import plan_cleanup
+    from s3spill.gc.planfile import CleanupPlan
     from s3spill.keys import SourceId
     from s3spill.leases.journal import LeaseJournal, new_transaction_id
     from s3spill.leases.owner import ArtifactReferenceOwner, OwnerObservation, S3ReferenceOwner
@@ -134,13 +134,13 @@ _LAZY: dict[str, str] = {
     "GrepResult": "s3spill.artifacts.search",
     "ArtifactStore": "s3spill.artifacts.store",
     "TransferConfig": "s3spill.config",
-    "BlockPlan": "s3spill.context.blocks",
-    "ImageBlock": "s3spill.context.blocks",
-    "TextBlock": "s3spill.context.blocks",
-    "default_image_price": "s3spill.context.blocks",
-    "full_text_chunks": "s3spill.context.blocks",
-    "plan_blocks": "s3spill.context.blocks",
-    "render_blocks": "s3spill.context.blocks",
+    "BlockPlan": "s3spill.context.block_plan",
+    "ImageBlock": "s3spill.context.block_plan",
+    "TextBlock": "s3spill.context.block_plan",
+    "default_image_price": "s3spill.context.block_plan",
+    "full_text_chunks": "s3spill.context.block_plan",
+    "plan_blocks": "s3spill.context.block_plan",
+    "render_blocks": "s3spill.context.block_plan",
     "TurnBudgetReport": "s3spill.context.budget",
     "TurnResult": "s3spill.context.budget",
     "enforce_turn_budget": "s3spill.context.budget",
@@ -172,7 +172,7 @@ _LAZY: dict[str, str] = {
     "default_token_counter": "s3spill.context.tokens",
     "estimate_tokens": "s3spill.context.tokens",
     "apply_cleanup": "s3spill.gc.apply",
-    "CleanupPlan": "s3spill.gc.doc",
+    "CleanupPlan": "s3spill.gc.planfile",
     "CleanupPolicy": "s3spill.gc.models",
     "CleanupReport": "s3spill.gc.models",
     "CleanupScope": "s3spill.gc.models",
