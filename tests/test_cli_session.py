@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from s3spill.cli.common import directory_session
+from s3spill.cli.argtypes import directory_session
 from s3spill.keys import SourceId, session_hash
 from s3spill.testing import child_env
 
