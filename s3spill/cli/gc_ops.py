@@ -9,7 +9,7 @@ these are the batch-job concerns of a CronJob, not of GC itself:
   document;
 * progress that counts work *done*, with a rate: a tqdm bar on a TTY, else a log line
   every 5 % (apply) or every 25 sessions (plan, whose total is unknown while it lists);
-* ``--metrics-textfile`` / ``--pushgateway``: :mod:`s3spill.gc.metrics`, written even when
+* ``--metrics-textfile`` / ``--pushgateway``: :mod:`s3spill.gc.prometheus`, written even when
   the run fails, with its exit code;
 * ``--lock-wait``: how long ``apply_cleanup`` waits for the scope's run lock (the library
   takes, renews and releases it: :mod:`s3spill.gc.lock`);
@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import IO, Any
 
-from s3spill.gc.doc import CleanupPlan
+from s3spill.gc.planfile import CleanupPlan
 from s3spill.log import get_logger
 
 log = get_logger("s3spill.cli.gc")
@@ -139,7 +139,7 @@ def emit_metrics(args: argparse.Namespace, *, phase: str, scope: str, doc: dict[
     """Textfile and/or Pushgateway, if asked; a failure to publish is a warning, not the run's."""
     if not (getattr(args, "metrics_textfile", None) or getattr(args, "pushgateway", None)):
         return
-    from s3spill.gc.metrics import RunMetrics, push_metrics, write_textfile
+    from s3spill.gc.prometheus import RunMetrics, push_metrics, write_textfile
 
     doc = doc or {}
     metrics = RunMetrics(phase=phase, scope=scope, counts=doc.get("counts", {}),

@@ -31,11 +31,11 @@ from s3spill.doctor import require_conditional_writes
 from s3spill.errors import CleanupRefused
 from s3spill.gc.apply_session import SessionApplier, Tally
 from s3spill.gc.delete import choose_delete_method
-from s3spill.gc.doc import CleanupPlan
 from s3spill.gc.fence import LedgerFactory, open_ledger
 from s3spill.gc.lock import GcRunLock
-from s3spill.gc.metered import MeteredStore
-from s3spill.gc.models import CleanupPolicy, CleanupReport, PlanEntry, narrowed_policy
+from s3spill.gc.metered_store import MeteredStore
+from s3spill.gc.models import CleanupPolicy, CleanupReport, narrowed_policy
+from s3spill.gc.planfile import CleanupPlan, PlanEntry
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore, StoreCapabilities
 

@@ -21,16 +21,16 @@ from s3spill import failpoints, keys
 from s3spill.errors import InvalidKey, JournalError, NotFound, S3SpillError, StoreError
 from s3spill.gc.delete import ConditionalDeleter
 from s3spill.gc.fence import CondemnFact, GcLedger, LedgerFactory, SessionFacts, journal_doubts
-from s3spill.gc.metered import MeteredStore
+from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import (
     ApplyItem,
     ApplyOutcome,
     CleanupPolicy,
     DeleteMethod,
     ObjectSnapshot,
-    PlanEntry,
 )
 from s3spill.gc.plan import object_created
+from s3spill.gc.planfile import PlanEntry
 from s3spill.leases.evidence import HistoryEvidence, read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo

@@ -19,7 +19,7 @@ from s3spill.errors import (
     UnsupportedOperation,
 )
 from s3spill.gc.fence import CondemnFact
-from s3spill.gc.metered import MeteredStore
+from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import ApplyOutcome, DeleteMethod, ObjectSnapshot
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, StoreCapabilities
