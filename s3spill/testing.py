@@ -401,12 +401,12 @@ class FaultyStore(WrappedStore):
     inner: ObjectStore
     faults: list[Fault] = field(default_factory=list)
     log: list[tuple[str, str, str]] = field(default_factory=list)
+    #: Faults are failures, not ignored conditions: the capability check probes ``inner``
+    #: (so it never consumes an injected fault).
+    forwards_conditions = True
 
     def __post_init__(self) -> None:
         self.kind = self.inner.kind
-        #: Faults are failures, not ignored conditions: the capability check probes ``inner``
-        #: (so it never consumes an injected fault).
-        self.conditions_from = self.inner
         self._lock = threading.Lock()
 
     def add(self, fault: Fault) -> Fault:
@@ -513,8 +513,8 @@ class ConditionIgnoringStore(WrappedStore):
     unconditional thing. This wrapper reproduces that on any real backend: a
     create-if-absent overwrites, a compare-and-swap replaces whatever is there, a
     conditional delete deletes. Use it to check that s3spill refuses such a store
-    (:class:`~s3spill.errors.StoreCapabilityError`) instead of losing updates. It has no
-    ``conditions_from``: the capability check probes it, not the store it wraps.
+    (:class:`~s3spill.errors.StoreCapabilityError`) instead of losing updates. It does not
+    forward conditions: the capability check probes it, not the store it wraps.
     """
 
     def __init__(self, inner: ObjectStore) -> None:

@@ -82,9 +82,10 @@ def _lost_answer(ctx: DemoContext) -> None:
 
 
 def _doctor(ctx: DemoContext) -> None:
-    from s3spill.doctor import render, run_doctor
+    from s3spill.cli.store_cmds import render
+    from s3spill.store.probes import probe_capabilities
 
-    report = run_doctor(ctx.store)
+    report = probe_capabilities(ctx.store)
     for line in render(report).splitlines():
         ctx.say(line)
 
