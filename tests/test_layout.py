@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"config", "errors", "log"},
     "keys": {"errors", "store"},
     "models": {"keys", "errors"},
-    "testing": {"config", "errors", "store", "log"},
+    "testing": {"config", "errors", "store"},
     "context": set(),
     "artifacts": {"config", "errors", "keys", "log", "models", "store"},
     "leases": {"config", "errors", "failpoints", "keys", "log", "models", "store"},
