@@ -177,7 +177,7 @@ def test_journal_verify_exits_corrupt_when_the_manifest_fails_its_digest(
         store: ObjectStore, capsys: pytest.CaptureFixture[str]) -> None:
     """A manifest whose bytes no longer match their stored SHA-256 is corrupt: exit 5, not 2."""
     from s3spill import keys
-    from tests.journal_helpers import SESSION, put_artifact
+    from tests.journal_support import SESSION, put_artifact
 
     claim, _ = put_artifact(store)
     assert main(["--store", store.url, "--session", SESSION, "ref", "publish", claim.source_id]) == 0

@@ -12,7 +12,7 @@ from s3spill.cli import main
 from s3spill.cli.gc_cmds import EXIT_REFUSED
 from s3spill.leases.journal import LeaseJournal
 from s3spill.store.local import LocalStore
-from tests.gc_helpers import put_artifact
+from tests.gc_support import put_artifact
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from s3spill.errors import StoreCapabilityError
-from s3spill.gc.metered import MeteredStore
+from s3spill.gc.metered_store import MeteredStore
 from s3spill.store.conditional_writes import require_conditional_writes
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import ConditionIgnoringStore, FaultyStore, record_operations

@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any
 
-from s3spill.cli.common import count, positive, store_from_args, utf8
+from s3spill.cli.argtypes import count, positive, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
 from s3spill.cli.gc_ops import (
     DecisionReport,
@@ -35,10 +35,10 @@ from s3spill.cli.gc_ops import (
 from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused, ConfigError, GcRunLocked
 from s3spill.gc.apply import apply_cleanup
-from s3spill.gc.doc import CleanupPlan, load_plan_from_store, save_plan_to_store
-from s3spill.gc.metered import MeteredStore
+from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import CleanupPolicy, CleanupReport, CleanupScope, parse_duration
 from s3spill.gc.plan import plan_cleanup, plan_report
+from s3spill.gc.planfile import CleanupPlan, load_plan_from_store, save_plan_to_store
 from s3spill.keys import GC_PLANS, session_hash
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore, StoreCapabilities

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from s3spill.agent.mcp_config import check_bind, parse_http_address
-from s3spill.cli.common import session_from_args, store_from_args
+from s3spill.agent.mcp.config import check_bind, parse_http_address
+from s3spill.cli.argtypes import session_from_args, store_from_args
 from s3spill.errors import ConfigError
 
 
@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _cmd_mcp_tokens(args: argparse.Namespace) -> int:
     """``--issue-token`` and the multi-session ``--http --tokens`` server."""
-    from s3spill.agent.mcp_tokens import TokenRegistry, issue_token
+    from s3spill.agent.mcp.tokens import TokenRegistry, issue_token
 
     if not args.tokens:
         raise ConfigError("--issue-token needs --tokens FILE")
@@ -54,14 +54,14 @@ def _cmd_mcp_tokens(args: argparse.Namespace) -> int:
     check_bind(address[0], allow_remote=args.allow_remote)
     tokens = TokenRegistry(args.tokens)
     try:
-        from s3spill.agent import mcp_multi
+        from s3spill.agent.mcp import sessions as mcp_sessions
     except ImportError as exc:  # the optional extra is missing
         raise ConfigError(f"s3spill mcp needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
     store = store_from_args(args)
-    pool = mcp_multi.SessionPool(store, externalize=not args.no_externalize)
+    pool = mcp_sessions.SessionPool(store, externalize=not args.no_externalize)
     try:
-        server = mcp_multi.build_token_server(pool, tokens)
-        mcp_multi.serve_http_tokens(server, tokens, *address, allow_remote=args.allow_remote)
+        server = mcp_sessions.build_token_server(pool, tokens)
+        mcp_sessions.serve_http_tokens(server, tokens, *address, allow_remote=args.allow_remote)
     finally:
         pool.close()
         store.close()
@@ -77,7 +77,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if address is not None:
         check_bind(address[0], allow_remote=args.allow_remote)
     try:
-        from s3spill.agent import mcp_server
+        from s3spill.agent.mcp import server as mcp_server
     except ImportError as exc:  # the optional extra is missing
         raise ConfigError(f"s3spill mcp needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
     from s3spill.agent.tools import AgentTools

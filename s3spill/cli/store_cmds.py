@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from s3spill.cli.common import store_from_args
+from s3spill.cli.argtypes import store_from_args
 from s3spill.cli.exitcodes import ExitCode
 
 if TYPE_CHECKING:

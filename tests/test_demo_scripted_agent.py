@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from s3spill.agent.example import ERROR_AT, LONG_LINE_AT, print_build_log, run_agent_example
+from s3spill.demo.scripted_agent import ERROR_AT, LONG_LINE_AT, print_build_log, run_agent_example
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import S3ReferenceOwner
 from s3spill.store import ObjectStore
