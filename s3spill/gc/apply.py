@@ -28,7 +28,6 @@ from typing import Any
 
 from s3spill import failpoints, keys
 from s3spill.config import TransferConfig
-from s3spill.doctor import require_conditional_writes
 from s3spill.errors import (
     CleanupRefused,
     InvalidKey,
@@ -63,6 +62,7 @@ from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore, StoreCapabilities
 from s3spill.store.commit import defers_digest
+from s3spill.store.conditional_writes import require_conditional_writes
 
 log = get_logger("s3spill.gc")
 
