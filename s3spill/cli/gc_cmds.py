@@ -179,9 +179,9 @@ def _capabilities(args: argparse.Namespace, store: ObjectStore) -> StoreCapabili
     """What the store was seen to honour (``s3spill doctor``), unless --no-probe."""
     if args.no_probe:
         return store.capabilities()
-    from s3spill.doctor import run_doctor
+    from s3spill.store.probes import probe_capabilities
 
-    report = run_doctor(store)
+    report = probe_capabilities(store)
     log.info("gc.apply.probed", delete_mode=report.gc_delete_mode, store=store.url)
     return report.capabilities()
 

@@ -27,7 +27,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from s3spill.config import TransferConfig
-from s3spill.doctor import require_conditional_writes
 from s3spill.errors import CleanupRefused
 from s3spill.gc.apply_session import SessionApplier, Tally
 from s3spill.gc.delete import choose_delete_method
@@ -38,6 +37,7 @@ from s3spill.gc.models import CleanupPolicy, CleanupReport, narrowed_policy
 from s3spill.gc.planfile import CleanupPlan, PlanEntry
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore, StoreCapabilities
+from s3spill.store.conditional_writes import require_conditional_writes
 
 __all__ = ["apply_cleanup", "choose_delete_method"]
 

@@ -35,7 +35,6 @@ from tenacity import (
 
 from s3spill import keys
 from s3spill.config import TransferConfig
-from s3spill.doctor import require_conditional_writes
 from s3spill.errors import (
     AlreadyExists,
     ConditionalConflict,
@@ -61,6 +60,7 @@ from s3spill.leases.records import (
 from s3spill.leases.reports import TransitionResult
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore, PutResult
+from s3spill.store.conditional_writes import require_conditional_writes
 
 __all__ = ["AppendDecision", "AppendPlanner", "CandidateBuilder", "ManifestCandidate", "ManifestCas",
            "PlannedAppend"]
