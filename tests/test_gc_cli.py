@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from s3spill.cli import main
-from s3spill.cli.gc_cmds import EXIT_REFUSED
+from s3spill.cli.exitcodes import ExitCode
 from s3spill.leases.journal import LeaseJournal
 from s3spill.store.local import LocalStore
 from tests.gc_support import put_artifact
@@ -38,7 +38,7 @@ def test_short_ttl_refused_with_exit_code_4(local_store: LocalStore,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """A TTL under an hour exits 4 (refused) unless --allow-dangerously-short-ttl is given."""
     code = main(["--store", local_store.url, "gc", "plan", "--all", "--orphan-ttl", "10m"])
-    assert code == EXIT_REFUSED
+    assert code == ExitCode.REFUSED
     assert "allow-dangerously-short-ttl" in capsys.readouterr().err
     code, doc = _run(capsys, "--store", local_store.url, "gc", "plan", "--all", "--orphan-ttl", "10m",
                      "--allow-dangerously-short-ttl")
@@ -60,7 +60,7 @@ def test_plan_to_store_then_apply_by_id(local_store: LocalStore, capsys: pytest.
     assert code == 0 and report["counts"] == {"deleted": 1}
     assert [i.key for i in local_store.list("") if "/artifacts/" in i.key] == []
     code = main(["--store", local_store.url, "gc", "apply", str(tmp_path / "missing.jsonl")])
-    assert code == EXIT_REFUSED
+    assert code == ExitCode.REFUSED
 
 
 def test_gc_without_scope_plans_the_directory_session(local_store: LocalStore, tmp_path: Path,
