@@ -10,7 +10,7 @@ to a JSON Lines file. Memory is bounded by the largest session, not the store.
 Every object gets exactly one status (see :mod:`s3spill.gc.models`). Only artifacts
 and their ``.idx`` sidecars can ever be ``planned_delete``; journal manifests and
 segments, owner slots and tombstones, and stored plans are protocol state GC never
-deletes (``denied``), which keeps every create-if-absent slot closed forever.
+deletes (``retained_protocol``), which keeps every create-if-absent slot closed forever.
 """
 
 from __future__ import annotations
@@ -186,10 +186,10 @@ class _Planner:
         """An object outside any session group: an owner slot, a stored plan, or unknown."""
         parsed = parse_key(info.key)
         if parsed.kind == "owner":
-            self._emit("denied", "owner", info, shash=parsed.session_hash,
+            self._emit("retained_protocol", "owner", info, shash=parsed.session_hash,
                        reason="owner publication slot or tombstone: never deleted by GC")
         elif parsed.kind == "gc_plan":
-            self._emit("denied", "gc_plan", info, shash=None, reason="stored cleanup plan")
+            self._emit("retained_protocol", "gc_plan", info, shash=None, reason="stored cleanup plan")
         else:
             self._emit("retained_unknown", "unknown", info, shash=_session_of_key(info.key),
                        reason="not an s3spill key (off-layout)")
@@ -197,7 +197,7 @@ class _Planner:
     def session(self, group: _SessionGroup) -> None:
         shash = group.shash
         for kind, info in group.protocol:
-            self._emit("denied", kind, info, shash=shash,
+            self._emit("retained_protocol", kind, info, shash=shash,
                        reason="protocol object: GC never deletes journal or owner state")
         try:
             facts = self.facts_reader(self.store, shash, lambda: self.now)
