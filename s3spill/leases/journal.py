@@ -53,7 +53,7 @@ from s3spill.errors import (
 from s3spill.failpoints import declare, failpoint
 from s3spill.keys import SourceId
 from s3spill.leases.cas import ManifestCandidate, ManifestCas, PlannedAppend
-from s3spill.leases.chain import JournalStats, ManifestReader
+from s3spill.leases.chain import JournalStats, ManifestReader, scan_orphan_segments
 from s3spill.leases.condemnation import (
     CondemnItem,
     CondemnVerdict,
@@ -76,7 +76,6 @@ from s3spill.leases.reports import (
     JournalView,
     TransitionResult,
     VerifyReport,
-    scan_orphan_segments,
 )
 from s3spill.models import ArtifactRetentionClaim, utcnow
 from s3spill.store.base import ObjectStore
