@@ -252,7 +252,7 @@ def test_secrets_off_shows_what_the_tool_printed(local: ObjectStore) -> None:
 
 def test_text_blocks_of_a_block_result_are_shown_masked(local: ObjectStore) -> None:
     """A tool result made of blocks (MCP content) gets the same masking as plain text."""
-    from s3spill.context.blocks import ImageBlock, TextBlock
+    from s3spill.context.block_plan import ImageBlock, TextBlock
 
     blocks = [TextBlock(f"token: {AWS_KEY}\n"), ImageBlock(b"\x89PNG" + b"0" * 100)]
     with Spiller(local, "s", journal=None) as sp:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import getpass
 
-from s3spill.cli.common import session_from_args, store_from_args, utf8
+from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
 
 

@@ -214,15 +214,8 @@ class SpillJob:
         only reason to store it), returned as it is if the store fails.
         """
         refusal = self.sink.refusal()
-        if refusal is not None:  # over quota: the bounded preview, honestly marked, no store
-            self._retain_prefix()
-            for chunk in self.chunks:
-                self.retainer.push(chunk)
-            self.ended()
-            if fallback is not None:
-                return self.result(self.mask.text(fallback), "inline", self.retainer.total_bytes, 0,
-                                   reason=refusal)
-            return self._degraded(refusal)
+        if refusal is not None:
+            return self._refused(refusal, fallback)
         if self.policy.salient_lines and view is None:
             self.scanner = SalientScanner(skip_bytes=self.rule.smallest_head(),
                                           max_lines=self.policy.salient_lines,
@@ -247,15 +240,9 @@ class SpillJob:
         self.ended()
         if self.read.error is not None:
             upload.abandon(f"reading the output failed: {describe_error(self.read.error)}")
+            stored = total
         else:
-            rest, self.capped = self.cap.finish(total, self.retainer.finish().total_newlines)
-            for start in range(0, len(rest), CHUNK_BYTES):
-                upload.feed(rest[start : start + CHUNK_BYTES])
-            if self.capped is not None:
-                log.warning("spill.capped", tool=self.tool, session_hash=self.sink.session_hash,
-                            bytes=total, cap=self.capped.cap, omitted=self.capped.omitted_bytes)
-        stored = total if self.capped is None else (
-            self.capped.head_bytes + len(rest) if self.read.error is None else total)
+            stored = self._store_rest(upload, total)
         ref = self.sink.finish(upload, stored)
         reason = upload.reason
         if ref is not None and ref.size_bytes != stored:
@@ -268,6 +255,28 @@ class SpillJob:
                 return self.result(self.mask.text(fallback), "inline", total, 0, reason=reason)
             return self._degraded(reason, waited=time.monotonic() - started)
         return self._pointer(ref, view)
+
+    def _refused(self, refusal: str, fallback: str | None) -> SpillResult:
+        """Nothing may be stored (a quota, a purge): the bounded preview, honestly marked."""
+        self._retain_prefix()
+        for chunk in self.chunks:
+            self.retainer.push(chunk)
+        self.ended()
+        if fallback is not None:
+            return self.result(self.mask.text(fallback), "inline", self.retainer.total_bytes, 0,
+                               reason=refusal)
+        return self._degraded(refusal)
+
+    def _store_rest(self, upload: BoundedUpload[ArtifactReference], total: int) -> int:
+        """The end of a stream read without error: the cap's marker and tail; the stored size."""
+        rest, self.capped = self.cap.finish(total, self.retainer.finish().total_newlines)
+        for start in range(0, len(rest), CHUNK_BYTES):
+            upload.feed(rest[start : start + CHUNK_BYTES])
+        if self.capped is None:
+            return total
+        log.warning("spill.capped", tool=self.tool, session_hash=self.sink.session_hash,
+                    bytes=total, cap=self.capped.cap, omitted=self.capped.omitted_bytes)
+        return self.capped.head_bytes + len(rest)
 
     def _consume(self, chunk: bytes, upload: BoundedUpload[ArtifactReference]) -> None:
         if not chunk:
