@@ -51,7 +51,8 @@ _SKIPPED = {"Public IP (ipv4)", "Hex High Entropy String", "Base64 High Entropy 
 BASE64_ALPHABET = "A-Za-z0-9+/=_-"
 #: ``NAME = value`` / ``"name": "value"`` with a long value from the base64 alphabet.
 _ASSIGNMENT = re.compile(
-    rf"(?P<name>[A-Za-z_][A-Za-z0-9_.-]{{2,64}})[\"']?[ \t]*[:=][ \t]*[\"'`]?(?P<value>[{BASE64_ALPHABET}]{{20,}})")
+    rf"(?P<name>[A-Za-z_][A-Za-z0-9_.-]{{2,64}})[\"']?[ \t]*[:=][ \t]*[\"'`]?"
+    rf"(?P<value>[{BASE64_ALPHABET}]{{20,}})")
 #: Digests are high-entropy and public: ``sha512-…`` (npm integrity), ``h1:…`` (go.sum).
 _DIGEST_VALUE = re.compile(r"^(?:sha(?:1|224|256|384|512)[-:_]|md5[-:]|h1:)", re.IGNORECASE)
 
