@@ -121,7 +121,7 @@ def test_a_purge_refuses_without_confirmation(tmp_path: Path) -> None:
     Spiller(store, SESSION, journal=None).externalize(_output(0), "bash")
     before = _session_objects(store)
     with pytest.raises(CleanupRefused, match="confirm"):
-        purge_session(store, SESSION, requested_by="someone")
+        purge_session(store, SESSION, requested_by="someone", settle_seconds=0)
     assert _session_objects(store) == before and read_erasure(store, keys.session_hash(SESSION)) is None
 
 
@@ -129,8 +129,8 @@ def test_a_second_purge_finds_the_seals_and_counts_its_run(tmp_path: Path) -> No
     """Idempotent: run again, it deletes what is left and says it is run 2."""
     store = LocalStore(tmp_path)
     Spiller(store, SESSION, journal=None).externalize(_output(0), "bash")
-    purge_session(store, SESSION, requested_by="a", confirm=True)
-    second = purge_session(store, SESSION, requested_by="b", confirm=True)
+    purge_session(store, SESSION, requested_by="a", confirm=True, settle_seconds=0)
+    second = purge_session(store, SESSION, requested_by="b", confirm=True, settle_seconds=0)
     assert second.ok and second.runs == 2 and second.requested_by == "b"
     assert _session_objects(store) == [keys.manifest_key(keys.session_hash(SESSION))]
 
@@ -141,7 +141,8 @@ def test_all_versions_removes_every_old_version_on_a_versioned_bucket(moto_serve
     with Spiller(store, SESSION) as spiller:  # the journal's liveness mark: manifest versions
         spiller.externalize(_output(0), "bash")
         _publish(store, spiller, "tx-1", stall=False)
-    record = purge_session(store, SESSION, requested_by="ops", all_versions=True, confirm=True)
+    record = purge_session(store, SESSION, requested_by="ops", all_versions=True, confirm=True,
+                           settle_seconds=0)
     assert record.ok, record.failures
     shash = keys.session_hash(SESSION)
     listed = store.client.list_object_versions(Bucket=VERSIONED_BUCKET, Prefix=store.prefix + "/")
@@ -169,3 +170,10 @@ def test_the_cli_refuses_without_the_flag_and_reports_like_gc(tmp_path: Path,
     assert "requested by dpo): erased" in out and "deleted:artifact" in out
     assert "audit record: v1/erasures/" in out
     assert _session_objects(store) == [keys.manifest_key(keys.session_hash(SESSION))]
+
+
+def test_a_busy_writer_checks_the_seal_once_per_ttl_not_per_spill(tmp_path: Path) -> None:
+    """The seal check costs one HEAD per two seconds of spilling, not one per spill."""
+    with Spiller(LocalStore(tmp_path), SESSION, journal=None) as spiller:
+        results = [spiller.externalize(_output(i), "bash") for i in range(5)]
+    assert all(r.spilled for r in results) and spiller.sink.erasure.checks == 1

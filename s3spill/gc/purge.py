@@ -17,7 +17,8 @@ of every owner slot. The order is what makes it stick:
    replace-if-match a published one, which erases its reference): a stalled publisher's
    create-once write now fails.
 4. **Delete** every other object of the session (indexes before bodies, conditionally on
-   the ETag just read), then list again and delete what a writer added meanwhile;
+   the ETag just read), then — once longer than a writer reuses a "not sealed" answer has
+   passed since the seal — list again and delete what a writer added meanwhile;
    with ``all_versions``, every noncurrent version and delete marker too.
 5. **Record** what was deleted — keys, sizes, ETags, SHA-256 where known, who asked and
    why, never any content — in the audit record (state ``erased``).
@@ -63,6 +64,9 @@ log = get_logger("s3spill.gc.purge")
 
 _JSON = "application/json"
 _ATTEMPTS = 16
+#: Seconds between the seal and the final sweep: longer than a live writer reuses a "not
+#: sealed" answer (s3spill.spill.erasure.CHECK_TTL, 2 s; the gc layer cannot import it).
+SETTLE_SECONDS = 3.0
 
 
 class ErasedObject(Record):
@@ -347,11 +351,15 @@ def _versions(store: ObjectStore, prefix: str) -> Iterator[tuple[str, str, int, 
 
 def purge_session(store: ObjectStore, session_id: str | None = None, *, session_hash: str | None = None,
                   requested_by: str, reason: str | None = None, all_versions: bool = False,
-                  confirm: bool = False, clock: Callable[[], datetime] = utcnow) -> ErasureRecord:
+                  confirm: bool = False, clock: Callable[[], datetime] = utcnow,
+                  settle_seconds: float = SETTLE_SECONDS) -> ErasureRecord:
     """Erase everything of one session (see the module docstring); the audit record.
 
     Raises :class:`CleanupRefused` without ``confirm``; a failure to delete one object is
     listed in the record's ``failures`` (the purge goes on, and can be run again).
+    ``settle_seconds`` between the seal and the final sweep must exceed the writers'
+    seal-check reuse (:data:`s3spill.spill.erasure.CHECK_TTL`); lower it only when no
+    writer can be running.
     """
     if not confirm:
         raise CleanupRefused("purge deletes every output, index and journal record of the session, "
@@ -365,10 +373,12 @@ def purge_session(store: ObjectStore, session_id: str | None = None, *, session_
                                                reason=reason, started_at=clock(),
                                                all_versions=all_versions), clock)
     purge.seal_store()
+    sealed_at = time.monotonic()
     txids = purge.seal_journal()
     purge.seal_slots(txids)
     purge.delete_all("deleted")
-    purge.delete_all("swept")  # what a writer committed while the first pass ran
+    time.sleep(max(0.0, sealed_at + settle_seconds - time.monotonic()))
+    purge.delete_all("swept")  # what a writer committed meanwhile
     if all_versions:
         try:
             purge.delete_versions()
