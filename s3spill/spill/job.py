@@ -11,6 +11,7 @@ and a result is pointed to only if the upload was accepted before the deadline.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
@@ -31,6 +32,7 @@ from s3spill.context.pointer import (
 from s3spill.context.policy import SpillPolicy, ToolPolicy
 from s3spill.context.retention import RetainedText, TextRetainer, safe_head_cut
 from s3spill.context.salient import SalientScanner
+from s3spill.context.tokens import ContextBudget
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record
 from s3spill.spill.sink import SpillSink
@@ -78,7 +80,7 @@ class SpillJob:
 
     def __init__(self, sink: SpillSink, policy: SpillPolicy, output: Output, tool: str,
                  call_id: str | None, exit_code: ExitCode, spillable: bool, label: str | None,
-                 force: bool) -> None:
+                 force: bool, max_chars: int | None = None) -> None:
         self.sink = sink
         self.policy = policy
         self.output = output
@@ -89,6 +91,7 @@ class SpillJob:
         self.spillable = spillable
         self.label = label
         self.force = force
+        self.max_chars = max_chars
         self.rule = self.policy.for_tool(tool)
         self.read = ReadFailure()
         self.chunks: Iterator[bytes] = iter(())
@@ -239,6 +242,13 @@ class SpillJob:
         if not upload.failed:
             upload.feed(chunk)
 
+    def _budget(self) -> ContextBudget:
+        """The policy's budget, its hard cap narrowed to the caller's ``max_chars``."""
+        budget = self.policy.budget()
+        if self.max_chars is None or self.max_chars >= budget.max_chars:
+            return budget
+        return dataclasses.replace(budget, max_chars=max(0, self.max_chars))
+
     def _salient(self) -> list[Any]:
         return self.scanner.finish() if self.scanner is not None else []
 
@@ -253,8 +263,12 @@ class SpillJob:
         )
         head, tail = self.rule.preview(self.exit_code)
         shown = RetainedText.of(view.text) if view is not None else retained
+        salient = self._salient()
         rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
-                                  budget=self.policy.budget(), salient=self._salient())
+                                  budget=self._budget(), salient=salient)
+        if rendered.mode == "clipped" and self.max_chars is not None:
+            # The caller's share cannot hold the notice: the smallest pointer, never a clipped locator.
+            rendered = render_pointer(facts, shown, head_bytes=0, tail_bytes=0, budget=self.policy.budget())
         if view is not None:  # the view is not a slice of the output: count what it leaves out
             omitted = max(0, retained.total_bytes - rendered.shown.kept_bytes)
             return self.result(rendered.text, _pointer_mode(rendered), retained.total_bytes, omitted,
@@ -271,7 +285,7 @@ class SpillJob:
                                   exit_code=self.exit_code)
             head, tail = self.rule.preview(self.exit_code)
             rendered = render_degraded(facts, retained, head_bytes=head, tail_bytes=tail,
-                                       budget=self.policy.budget(), salient=self._salient())
+                                       budget=self._budget(), salient=self._salient())
         except Exception as exc:  # noqa: BLE001 - the renderer itself failed: fixed marker
             log.warning("spill.render_failed", tool=self.tool, error=describe_error(exc))
             return self._last_resort(retained, reason)
