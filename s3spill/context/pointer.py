@@ -65,6 +65,8 @@ class PointerFacts:
     read_tool: str = READ_TOOL
     grep_tool: str = GREP_TOOL
     view: str | None = None
+    #: One sentence about how the output was captured (e.g. a background process kept it open).
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class DegradedFacts:
     reason: str
     call_id: str | None = None
     exit_code: int | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,10 @@ def _gap_block(view: RetainedText, salient: Sequence[SalientLine], labelled: str
     return head + "; error lines among them:" + quoted + "\n…]\n"
 
 
+def _note_line(note: str | None) -> str:
+    return f"Note: {one_line(note, 300)}.\n" if note else ""
+
+
 def pointer_footer(facts: PointerFacts, view: RetainedText) -> str:
     """The notice after the tail: locator, size, digest, summary, how to read, do not re-run."""
     sid = one_line(facts.source_id, 200)
@@ -160,7 +167,7 @@ def pointer_footer(facts: PointerFacts, view: RetainedText) -> str:
         f"{total} bytes, {lines} lines, SHA-256 {facts.sha256[:16]}, "
         f'stored as source_id="{sid}".\n'
         f"Summary: {one_line(facts.summary, 500)}\n"
-        f"{view_note}"
+        f"{view_note}{_note_line(facts.note)}"
         f"Page it with {read}(source_id, offset=<lines to skip>, limit=<number of lines>) - line N "
         f"is at offset=N-1; add char_offset=<n> to continue a very long line - or search it with "
         f'{grep}(source_id, pattern="<regex>"). '
@@ -175,6 +182,7 @@ def degraded_footer(facts: DegradedFacts, view: RetainedText) -> str:
         f"[s3spill] The output of {_who(facts.tool, facts.call_id, facts.exit_code)} was too large "
         f"for the context and the full output could NOT be saved "
         f"({one_line(facts.reason, 200)}).\n"
+        f"{_note_line(facts.note)}"
         f"Only the part shown above is available: {total} bytes, {view.line_count} lines in total. "
         f"If you need the omitted part, re-run the command with narrower output."
     )

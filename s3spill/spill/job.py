@@ -39,12 +39,14 @@ from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
 from s3spill.spill.upload import BoundedUpload, describe_error
 
-__all__ = ["ExitCode", "Mode", "SpillJob", "SpillResult"]
+__all__ = ["ExitCode", "Mode", "Note", "SpillJob", "SpillResult"]
 
 log = get_logger("s3spill.spill.spiller")
 
 #: An exit status, or a callable that returns it once the output has ended.
 ExitCode = int | Callable[[], int | None] | None
+#: A sentence for the notice about how the output was captured, or a callable asked at its end.
+Note = str | Callable[[], str | None] | None
 
 Mode = Literal["inline", "clipped", "pointer", "pointer_hard_cap", "degraded", "degraded_hard_cap"]
 
@@ -80,7 +82,7 @@ class SpillJob:
 
     def __init__(self, sink: SpillSink, policy: SpillPolicy, output: Output, tool: str,
                  call_id: str | None, exit_code: ExitCode, spillable: bool, label: str | None,
-                 force: bool, max_chars: int | None = None) -> None:
+                 force: bool, max_chars: int | None = None, note: Note = None) -> None:
         self.sink = sink
         self.policy = policy
         self.output = output
@@ -92,6 +94,8 @@ class SpillJob:
         self.label = label
         self.force = force
         self.max_chars = max_chars
+        self._note = note
+        self.note: str | None = None
         self.rule = self.policy.for_tool(tool)
         self.read = ReadFailure()
         self.chunks: Iterator[bytes] = iter(())
@@ -110,6 +114,15 @@ class SpillJob:
                 code = None
         self.exit_code = code
         self._exit_code = code
+        note = self._note
+        if callable(note):
+            try:
+                note = note()
+            except Exception as exc:  # noqa: BLE001 - a note is never worth breaking the turn
+                log.warning("spill.note_failed", tool=self.tool, error=describe_error(exc))
+                note = None
+        self.note = note
+        self._note = note
 
     def result(self, text: str, mode: Mode, total: int, omitted: int, *,
                artifact: ArtifactReference | None = None, reason: str | None = None) -> SpillResult:
@@ -259,7 +272,7 @@ class SpillJob:
             summary=summarize(retained, self.tool, self.exit_code, self.policy.summary_chars),
             call_id=self.call_id, exit_code=self.exit_code, total_bytes=ref.size_bytes,
             line_count=ref.line_count, read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
-            view=view.describe() if view is not None else None,
+            view=view.describe() if view is not None else None, note=self.note,
         )
         head, tail = self.rule.preview(self.exit_code)
         shown = RetainedText.of(view.text) if view is not None else retained
@@ -282,7 +295,7 @@ class SpillJob:
                     waited=None if waited is None else round(waited, 3))
         try:
             facts = DegradedFacts(tool=self.tool, reason=reason, call_id=self.call_id,
-                                  exit_code=self.exit_code)
+                                  exit_code=self.exit_code, note=self.note)
             head, tail = self.rule.preview(self.exit_code)
             rendered = render_degraded(facts, retained, head_bytes=head, tail_bytes=tail,
                                        budget=self._budget(), salient=self._salient())

@@ -30,7 +30,7 @@ from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_bu
 from s3spill.context.policy import SpillPolicy
 from s3spill.leases.journal import LeaseJournal
 from s3spill.spill.blocks import BlocksResult, externalize_blocks
-from s3spill.spill.job import ExitCode, SpillJob, SpillResult
+from s3spill.spill.job import ExitCode, Note, SpillJob, SpillResult
 from s3spill.spill.sink import LivenessMark, SpillSink
 from s3spill.spill.source import Output
 from s3spill.store.base import ObjectStore
@@ -89,6 +89,7 @@ class Spiller:
         label: str | None = None,
         force: bool = False,
         max_chars: int | None = None,
+        note: Note = None,
     ) -> SpillResult:
         """The context text for one tool result; stores the full output when it is too large.
 
@@ -99,11 +100,13 @@ class Spiller:
         inline, clipped to the hard cap. ``force`` stores a spillable output even under
         its threshold (the per-turn budget uses it). ``max_chars`` narrows the hard cap for
         this result (the per-turn budget's share); a pointer never gives up its notice for
-        it, so the smallest pointer (notice, no preview) is the floor. Never raises for
-        store or stream failures.
+        it, so the smallest pointer (notice, no preview) is the floor. ``note`` is one
+        sentence the notice adds about how the output was captured; like ``exit_code`` it
+        may be a callable, asked once the output has ended. Never raises for store or
+        stream failures.
         """
         job = SpillJob(self.sink, self.policy, output, tool, call_id, exit_code, spillable, label, force,
-                       max_chars)
+                       max_chars, note)
         return job.run()
 
     def enforce_turn_budget(
