@@ -10,17 +10,23 @@ from s3spill.store import ObjectStore, open_store
 
 
 def store_from_args(args: argparse.Namespace) -> ObjectStore:
-    return open_store(getattr(args, "store", None))
+    try:
+        return open_store(getattr(args, "store", None))
+    except ConfigError as exc:
+        if exc.hint is None:
+            exc.hint = "check --store / $S3SPILL_STORE"
+        raise
 
 
 def session_from_args(args: argparse.Namespace) -> str:
     session = getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")
     if not session:
-        raise ConfigError("no session: pass --session ID or set S3SPILL_SESSION")
+        raise ConfigError("no session: pass --session ID or set S3SPILL_SESSION",
+                          hint="the harness names the session its outputs belong to")
     try:
         return utf8(str(session))
     except argparse.ArgumentTypeError as exc:
-        raise ConfigError(f"session id {exc}") from None
+        raise ConfigError(f"session id {exc}", hint="check --session / $S3SPILL_SESSION") from None
 
 
 def utf8(value: str) -> str:

@@ -160,6 +160,11 @@ class LeaseJournal(ManifestCas):
         tx = self._fold.txs.get(transaction_id) if self._fold is not None else None
         return tx.prepared_sequence if tx is not None else None
 
+    def deleted_by_gc(self, source_id: str) -> bool:
+        """Does the verified history record that GC deleted this artifact?"""
+        art = self.refresh().artifacts.get(source_id)
+        return art is not None and art.state == "DELETED"
+
     def recent_records(self) -> list[dict[str, Any]]:
         self.refresh()
         return list(self._manifest.records) if self._manifest else []
