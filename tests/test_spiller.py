@@ -247,3 +247,19 @@ def test_inline_results_do_not_touch_the_journal(local_store: ObjectStore, make:
     spiller.externalize("short", "bash", "a")
     spiller.close(timeout=10)
     assert _objects(local_store) == []
+
+
+def test_the_preview_shows_invalid_utf8_as_read_does(store: ObjectStore, make: Make) -> None:
+    """A spilled preview and an inline result show caf\\xe9 as `read` does, never U+FFFD."""
+    line = b"caf\xe9 au lait \\ one backslash\n"
+    data = line + b"filler line of plain text\n" * 3_000 + line
+    spiller = make(store, SESSION)
+    result = spiller.externalize(io.BytesIO(data), "bash")
+    assert result.spilled and result.artifact is not None
+    shown = "caf\\xe9 au lait \\\\ one backslash\n"
+    assert result.context_text.startswith(shown) and "\ufffd" not in result.context_text
+    assert preview_part(result.context_text).endswith(shown)
+    page = ArtifactStore(store, session_id=SESSION).read_page(result.artifact.source_id, limit=1)
+    assert page.lines[0].text + "\n" == shown
+    small = spiller.externalize(b"ok\n\xff\n", "bash")
+    assert small.mode == "inline" and small.context_text == "ok\n\\xff\n"

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict
 
 from s3spill.artifacts.index import ArtifactIndex, decode_units, encode_units
-from s3spill.artifacts.textview import cost, escape, fit, grapheme_cut, unescape
 from s3spill.errors import IntegrityError, InvalidRequest
+from s3spill.textview import cost, escape, fit, grapheme_cut, unescape
 
 DEFAULT_LIMIT = 2000
 DEFAULT_MAX_CHARS = 40_000
@@ -52,7 +52,7 @@ class PageLine:
 
     number: int  #: 1-based line number
     char_start: int  #: unit offset of this segment within its line
-    text: str  #: display form (see :mod:`s3spill.artifacts.textview`)
+    text: str  #: display form (see :mod:`s3spill.textview`)
     escaped: bool
     complete: bool  #: the segment reaches the end of its line
     newline: bool  #: a newline byte follows the segment in the artifact

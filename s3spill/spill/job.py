@@ -38,6 +38,7 @@ from s3spill.models import ArtifactReference, Record
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
 from s3spill.spill.upload import BoundedUpload, describe_error
+from s3spill.textview import show
 
 __all__ = ["ExitCode", "Mode", "Note", "SpillJob", "SpillResult"]
 
@@ -176,7 +177,7 @@ class SpillJob:
             return self._spill()
         self.ended()
         data = bytes(buffer)
-        text = self.output if isinstance(self.output, str) else data.decode("utf-8", "replace")
+        text = self.output if isinstance(self.output, str) else show(data)
         if not self.spillable:
             return self._inline(text, data)
         over = self.force or self.policy.should_externalize(text, self.tool)
@@ -198,13 +199,18 @@ class SpillJob:
     def _clipped(self, data: bytes, total: int) -> SpillResult:
         """Never copied (``spillable=False``): a prefix and the fixed clipped marker.
 
-        Cut in bytes, so the omitted count is exact even for invalid UTF-8 (a byte
-        is at most one character, so the text always fits the hard cap).
+        Cut in bytes, so the omitted count is exact even for invalid UTF-8; a byte that is
+        not UTF-8 shows as four characters (``\\xHH``), so the cut moves back until the
+        display form fits the hard cap.
         """
         cap = self.policy.hard_cap_chars
-        cut = safe_head_cut(data, max(0, cap - len(CLIPPED_MARKER)))
-        text = data[:cut].decode("utf-8", "replace") + CLIPPED_MARKER
-        return self.result(text[:cap], "clipped", total, total - cut)
+        room = max(0, cap - len(CLIPPED_MARKER))
+        cut = safe_head_cut(data, room)
+        text = show(data[:cut])
+        while len(text) > room:
+            cut = safe_head_cut(data, max(0, cut - max(1, (len(text) - room) // 4)))
+            text = show(data[:cut])
+        return self.result(text + CLIPPED_MARKER, "clipped", total, total - cut)
 
     # -- stored ------------------------------------------------------------------------
 
