@@ -151,8 +151,9 @@ class _Tally:
 class _Applier:
     def __init__(self, store: MeteredStore, policy: CleanupPolicy, method: DeleteMethod,
                  ledger_factory: LedgerFactory, run_id: str, now: Callable[[], datetime],
-                 tally: _Tally, dry_run: bool) -> None:
+                 tally: _Tally, dry_run: bool, planned_at: datetime | None = None) -> None:
         self.store = store
+        self.planned_at = planned_at
         self.policy = policy
         self.method = method
         self.ledger_factory = ledger_factory
@@ -229,7 +230,14 @@ class _Applier:
         if facts.claims.get(name):
             return "retained_referenced", "a claim appeared after the plan"
         if facts.last_active is not None and self.now() - facts.last_active < self.active_within:
-            return "retained_recent", "session active since the plan"
+            age = _age(self.now() - facts.last_active)
+            if self.planned_at is not None and facts.last_active > self.planned_at:
+                return "retained_recent", f"session active since the plan (last active {age} ago)"
+            if self.now() - facts.last_active < self.policy.session_ttl:
+                return "retained_recent", (f"session last active {age} ago, within the apply-time "
+                                           f"session_ttl {_age(self.policy.session_ttl)}")
+            return "retained_recent", (f"session last active {age} ago, within the apply-time "
+                                       f"orphan_ttl {_age(self.policy.orphan_ttl)} after it")
         return None
 
     @property
@@ -334,13 +342,15 @@ class _Applier:
             ref = object_created(name, head)
             if facts.last_active is not None:
                 if now - facts.last_active < self.policy.session_ttl:
-                    return "session active within session_ttl"
+                    return (f"session last active {_age(now - facts.last_active)} ago, within the "
+                            f"apply-time session_ttl {_age(self.policy.session_ttl)}")
                 ref = max(ref, facts.last_active)
             for claim in facts.expired_claims.get(name, ()):
                 if claim.retain_until is not None:
                     ref = max(ref, claim.retain_until)
             if now - ref < self.policy.orphan_ttl:
-                return "younger than orphan_ttl (apply-time policy)"
+                return (f"{_age(now - ref)} old, younger than the apply-time orphan_ttl "
+                        f"{_age(self.policy.orphan_ttl)}")
             return None
 
         return check
@@ -485,6 +495,19 @@ def _session_groups(plan: CleanupPlan) -> Iterator[tuple[str | None, list[PlanEn
         yield shash, group
 
 
+def _age(delta: timedelta) -> str:
+    """A duration as a reason states it: ``24h``, ``90s``, ``3d2h`` (whole seconds; days from 2)."""
+    seconds = max(0, int(delta.total_seconds()))
+    parts = []
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds >= size and (unit != "d" or seconds >= 2 * size):
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    if seconds or not parts:
+        parts.append(f"{seconds}s")
+    return "".join(parts)
+
+
 def apply_cleanup(
     store: ObjectStore,
     plan: CleanupPlan,
@@ -539,7 +562,8 @@ def apply_cleanup(
     tally = _Tally(max_report_items, sink=decisions)
     run_id = f"{plan.plan_id[:40]}-{secrets.token_hex(4)}"
     clock = now or (lambda: datetime.now(UTC))
-    applier = _Applier(meter, policy, method, ledger_factory, run_id, clock, tally, dry)
+    applier = _Applier(meter, policy, method, ledger_factory, run_id, clock, tally, dry,
+                       planned_at=plan.header.created_at)
     in_flight: dict[Future[None], int] = {}
     done_entries = 0
     interrupted = False
