@@ -41,6 +41,7 @@ from s3spill.errors import (
 )
 from s3spill.gc.doc import CleanupPlan
 from s3spill.gc.fence import (
+    NO_MANIFEST_REASON,
     CondemnFact,
     GcLedger,
     LedgerFactory,
@@ -261,16 +262,19 @@ class _Applier:
             ledger = self.ledger_factory(self.store, shash, self.now)
             facts = ledger.facts()
             evidence = read_history_evidence(self.store, shash)
+            doubts = journal_doubts(facts, evidence)
+            if doubts:  # listed after the manifest was read: a publish in between is not lost history
+                facts = ledger.facts()
+                doubts = journal_doubts(facts, evidence)
         except (S3SpillError, ValueError) as exc:
             for e in planned:
                 self.tally.add("retained_unverifiable", e, f"journal unusable: {type(exc).__name__}")
             return
-        doubts = journal_doubts(facts, evidence)
-        if not facts.exists and not doubts:
-            young = [e for e in planned if self._fresh_younger_than_session_ttl(shash, e)]
-            if young:
-                doubts.append(f"manifest missing while {len(young)} artifact(s) are younger than "
-                              "session_ttl")
+        if not facts.exists and not doubts and any(
+                self._fresh_younger_than_session_ttl(shash, e) for e in planned):
+            for e in planned:
+                self.tally.add("retained_no_manifest", e, NO_MANIFEST_REASON)
+            return
         if doubts:
             log.warning("gc.apply.JOURNAL_DOUBT", session_hash=shash, reasons=doubts)
             reason = "journal in doubt: " + "; ".join(doubts)

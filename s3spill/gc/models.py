@@ -36,13 +36,14 @@ PlanStatus = Literal[
     "retained_corrupt",
     "retained_unverifiable",
     "retained_journal_doubt",
+    "retained_no_manifest",
     "missing_referenced",
     "planned_delete",
 ]
 PLAN_STATUSES: tuple[PlanStatus, ...] = (
     "retained_referenced", "retained_recent", "retained_limit", "retained_unknown", "denied",
-    "retained_corrupt", "retained_unverifiable", "retained_journal_doubt", "missing_referenced",
-    "planned_delete",
+    "retained_corrupt", "retained_unverifiable", "retained_journal_doubt", "retained_no_manifest",
+    "missing_referenced", "planned_delete",
 )
 
 ApplyOutcome = Literal[
@@ -53,6 +54,7 @@ ApplyOutcome = Literal[
     "retained_recent",
     "retained_unverifiable",
     "retained_journal_doubt",
+    "retained_no_manifest",
     "retained_limit",
     "retained_error",
     "denied",
