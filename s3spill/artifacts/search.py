@@ -42,6 +42,7 @@ from typing import Any
 import re2
 from pydantic import BaseModel, ConfigDict
 
+from s3spill.artifacts.paging import ArgStyle, spell_args
 from s3spill.errors import IntegrityError, InvalidRequest
 from s3spill.textview import escape, show_line
 
@@ -97,7 +98,9 @@ class GrepResult(BaseModel):
     lines_scanned: int
     bytes_scanned: int
 
-    def render(self) -> str:
+    def render(self, style: ArgStyle = "call") -> str:
+        """The matches as text; ``style`` spells the footer's arguments for the reader's
+        surface (``max_matches`` for a tool call, ``--max-matches`` for the CLI)."""
         rows = [f"[{self.source_id} | grep {self.pattern!r} | {self.lines_scanned:,} lines]"]
         shown: set[int] = set()
         hits = {m.line_number: m.line for m in self.matches}
@@ -115,10 +118,10 @@ class GrepResult(BaseModel):
                 rows.append(f"{ln.number:>6}{mark}{flag}\t{lead}{ln.text}{tail}")
                 shown.add(ln.number)
                 last = max(last, ln.number)
-        rows.append(self.footer())
+        rows.append(self.footer(style))
         return "\n".join(rows) + "\n"
 
-    def footer(self) -> str:
+    def footer(self, style: ArgStyle = "call") -> str:
         if not self.total_matches:
             return "[no matching lines]" if self.exact else (
                 "[no matching lines found; lines over 4 MiB were searched in windows and a"
@@ -126,12 +129,13 @@ class GrepResult(BaseModel):
         n = len(self.matches)
         if self.omitted == 0 and self.exact:
             plural = "s" if n != 1 else ""
-            return f"[{n:,} matching line{plural}; read around one with offset=LINE-1]"
+            return f"[{n:,} matching line{plural}; read around one with {spell_args(style, offset='LINE-1')}]"
         count = f"{self.omitted:,} more omitted" if self.exact else (
             f"at least {self.omitted:,} more omitted (a lower bound: lines over 4 MiB were"
             " searched in windows)")
         return (f"[{n:,} of {self.total_matches:,}{'' if self.exact else '+'} matching lines"
-                f" shown; {count}; narrow the pattern or raise max_matches]")
+                f" shown; {count}; narrow the pattern or raise "
+                f"{'--max-matches' if style == 'cli' else 'max_matches'}]")
 
 
 class Pattern:

@@ -102,7 +102,7 @@ def cmd_read(args: argparse.Namespace) -> int:
             char_offset=args.char_offset,
             max_chars=args.max_chars,
         )
-    _out(page.model_dump_json() + "\n" if args.json else page.render())
+    _out(page.model_dump_json() + "\n" if args.json else page.render("cli"))
     return 0
 
 
@@ -116,7 +116,7 @@ def cmd_grep(args: argparse.Namespace) -> int:
             max_matches=args.max_matches,
             ignore_case=args.ignore_case,
         )
-    _out(result.model_dump_json() + "\n" if args.json else result.render())
+    _out(result.model_dump_json() + "\n" if args.json else result.render("cli"))
     return 0 if result.total_matches else 1
 
 

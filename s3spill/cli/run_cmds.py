@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator
 
 from s3spill.cli.common import session_from_args, store_from_args, utf8
+from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
 
 #: Exit status when the command cannot be started at all (as in a shell).
@@ -50,6 +51,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="tool name that selects the spill policy (default: bash)")
     p.add_argument("--call-id", type=utf8, help="call id recorded with the stored output")
     p.add_argument("--json", action="store_true", help="print the whole SpillResult as JSON")
+    p.add_argument("--pointer-style", choices=("cli", "tools"), default="cli",
+                   help="how the pointer says to read the output back: `s3spill read` commands "
+                   "(cli, the default: a model with a shell) or read_artifact/grep_artifact tool "
+                   "calls (tools: a harness that also serves those tools, e.g. over MCP)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="the command to run, after --")
     p.set_defaults(func=run)
@@ -111,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_NOT_EXECUTABLE
     assert proc.stdout is not None
     pipe = _Pipe(proc.stdout.fileno(), proc)
-    with store, Spiller(store, session) as spiller:
+    policy = SpillPolicy(pointer_style=args.pointer_style)
+    with store, Spiller(store, session, policy) as spiller:
         try:
             result = spiller.externalize(pipe, args.tool, args.call_id, exit_code=proc.wait,
                                          note=pipe.note)

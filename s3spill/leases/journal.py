@@ -239,13 +239,15 @@ class LeaseJournal(ManifestCas):
             if existing is not None:
                 if existing.intent_sha256 != intent:
                     raise TransactionStateError(f"transaction {txid} already names another claim")
-                return self._noop(f"already_{existing.state.lower()}", existing.state, txid=txid)
+                return self._noop(f"already_{existing.state.lower()}", existing.state, txid=txid,
+                                  source_id=existing.claim.source_id)
             art = fold.artifacts.get(claim.source_id)
             if art is not None and art.state in ("CONDEMNED", "DELETED"):
                 raise ArtifactCondemned(f"artifact {sid} is {art.state.lower()} by GC plan {art.plan_id}")
             self._check_artifact(sid, claim.sha256)
             return Write([{"event": "PREPARED", "transaction_id": txid, "claim": claim,
-                            "intent_sha256": intent}], "prepared", "PREPARED", transaction_id=txid)
+                            "intent_sha256": intent}], "prepared", "PREPARED", transaction_id=txid,
+                         source_id=claim.source_id)
 
         return self._mutate(plan)
 
@@ -258,13 +260,14 @@ class LeaseJournal(ManifestCas):
             if tx is None:
                 raise TransactionStateError(f"unknown transaction {txid}")
             if tx.state in noop_states:
-                return self._noop(noop_states[tx.state], tx.state, txid=txid)
+                return self._noop(noop_states[tx.state], tx.state, txid=txid,
+                                  source_id=tx.claim.source_id)
             if tx.state != allowed_from:
                 raise TransactionStateError(f"cannot append {event} to transaction {txid}: it is {tx.state}")
             spec: dict[str, Any] = {"event": event, "transaction_id": txid, "intent_sha256": tx.intent_sha256}
             if reason:
                 spec["reason"] = reason
-            return Write([spec], event.lower(), event, transaction_id=txid)
+            return Write([spec], event.lower(), event, transaction_id=txid, source_id=tx.claim.source_id)
 
         return self._mutate(plan)
 

@@ -279,6 +279,7 @@ class SpillJob:
             call_id=self.call_id, exit_code=self.exit_code, total_bytes=ref.size_bytes,
             line_count=ref.line_count, read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
             view=view.describe() if view is not None else None, note=self.note,
+            style=self.policy.pointer_style,
         )
         head, tail = self.rule.preview(self.exit_code)
         shown = RetainedText.of(view.text) if view is not None else retained
