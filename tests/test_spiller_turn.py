@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from s3spill.context.budget import TurnResult
 from s3spill.spill.spiller import Spiller, SpillResult
 from s3spill.store.base import ObjectStore
@@ -91,11 +95,13 @@ def test_bash_results_and_a_file_read_fit_a_100k_turn(store: ObjectStore) -> Non
     assert report.results[1:] == results[1:]
 
 
-def test_a_pointer_larger_than_its_result_is_not_used(store: ObjectStore) -> None:
-    """Results smaller than the smallest pointer stay verbatim, and the report says why the turn is over."""
+def test_a_pointer_larger_than_its_result_is_not_used(store: ObjectStore,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """Results smaller than the smallest pointer stay verbatim; the report and the log say why it is over."""
     results = [TurnResult(_text(300, "x"), tool="bash"), TurnResult(_text(250, "y"), tool="search")]
-    with Spiller(store, SESSION) as spiller:
+    with caplog.at_level(logging.WARNING), Spiller(store, SESSION) as spiller:
         report = spiller.enforce_turn_budget(results, turn_total=400)
+    assert "spill.turn_over_budget" in caplog.text
     assert [r.content for r in report.results] == [r.content for r in results]
     assert report.spilled == [] and sorted(report.not_smaller) == [0, 1]
     assert not report.within_budget and report.over_by == 150

@@ -29,6 +29,7 @@ from s3spill.context.blocks import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_budget
 from s3spill.context.policy import SpillPolicy
 from s3spill.leases.journal import LeaseJournal
+from s3spill.log import get_logger
 from s3spill.spill.blocks import BlocksResult, externalize_blocks
 from s3spill.spill.job import ExitCode, Note, SpillJob, SpillResult
 from s3spill.spill.sink import LivenessMark, SpillSink
@@ -38,6 +39,7 @@ from s3spill.store.base import ObjectStore
 __all__ = ["SpillResult", "Spiller"]
 
 MiB = 1024 * 1024
+log = get_logger("s3spill.spill.spiller")
 
 class _NotStored(Exception):
     """The per-turn callback's way of saying "keep this one inline"."""
@@ -141,6 +143,12 @@ class Spiller:
                                      history_chars=history_chars)
         restored = [replace(new, spillable=old.spillable) for new, old in zip(report.results, results,
                                                                                strict=True)]
+        if not report.within_budget:
+            log.warning("spill.turn_over_budget", session_hash=self.sink.session_hash,
+                        over_by=report.over_by, why=report.why_over)
+        if report.trimmed:
+            log.warning("spill.turn_emergency_trim", session_hash=self.sink.session_hash,
+                        trimmed=len(report.trimmed), window_chars=report.window_chars)
         return replace(report, results=restored)
 
     def _locator(self, extra: object) -> str | None:
