@@ -9,12 +9,12 @@ import pytest
 
 from s3spill import keys
 from s3spill.errors import CleanupRefused
-from s3spill.gc.doc import CleanupPlan, load_plan_from_store, save_plan_to_store
 from s3spill.gc.models import CleanupPolicy, CleanupScope, parse_duration
 from s3spill.gc.plan import plan_cleanup
+from s3spill.gc.planfile import CleanupPlan, load_plan_from_store, save_plan_to_store
 from s3spill.leases.journal import LeaseJournal
 from s3spill.store.base import ObjectStore
-from tests.gc_helpers import later, put_artifact
+from tests.gc_support import later, put_artifact
 
 
 def _snapshot(store: ObjectStore) -> dict[str, str]:
@@ -115,7 +115,7 @@ def test_plan_round_trips_through_the_store(store: ObjectStore, tmp_path: Path) 
     loaded = load_plan_from_store(store, plan.plan_id, directory=str(tmp_path))
     assert [e.model_dump() for e in loaded.entries()] == [e.model_dump() for e in plan.entries()]
     again = plan_cleanup(store, out=tmp_path / "again.jsonl", now=later())
-    assert {e.object_kind: e.status for e in again.entries()}["gc_plan"] == "denied"
+    assert {e.object_kind: e.status for e in again.entries()}["gc_plan"] == "retained_protocol"
 
 
 def test_concurrent_planning_writes_the_same_plan(store: ObjectStore, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-from s3spill.cli.common import session_from_args, store_from_args, utf8
+from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
 
