@@ -15,7 +15,7 @@ from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
 from s3spill.store.local import LocalStore
 from s3spill.testing import EmbeddedS3
-from tests.gc_helpers import later
+from tests.gc_support import later
 
 SESSION = "diag"
 

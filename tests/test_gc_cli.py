@@ -121,7 +121,9 @@ def test_gc_prints_a_summary_line_on_a_terminal(local_store: LocalStore, tmp_pat
                                 "--out", str(plan), *short], tmp_path)
     assert code == 0, out
     assert re.match(r"gc plan: to delete 1 \(\d+ B\); 1 session\(s\), \d+ requests in [\d.]+ s\n", out), out
-    assert f"apply it with: s3spill gc apply {plan}" in out and "{" not in out
+    # The plan's TTL flags ride along: the default 24 h apply-time TTLs would keep the orphan.
+    assert (f"apply it with: s3spill --store {local_store.url} gc apply {' '.join(short)} {plan}"
+            in out) and "{" not in out
     code, out = _on_a_terminal(["--store", local_store.url, "gc", "apply", str(plan), *short], tmp_path)
     assert code == 0 and re.match(r"gc apply: deleted 1 \(\d+ B\); 1 session\(s\)", out), out
     code, out = _on_a_terminal(["--store", local_store.url, "gc", "plan", "--session", "s1", "--json",

@@ -11,7 +11,7 @@ import pytest
 
 from s3spill import keys
 from s3spill.cli import main
-from s3spill.cli.gc_cmds import EXIT_JOURNAL_DOUBT
+from s3spill.cli.exitcodes import ExitCode
 from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
@@ -20,7 +20,7 @@ from s3spill.leases.owner import S3ReferenceOwner
 from s3spill.leases.references import memory_reference_for, publish_memory_reference
 from s3spill.store.base import ObjectInfo, ObjectStore
 from s3spill.testing import FaultyStore
-from tests.gc_helpers import later, put_artifact
+from tests.gc_support import later, put_artifact
 
 REAL = CleanupPolicy(dry_run=False)
 
@@ -35,7 +35,7 @@ def test_a_session_killed_before_its_first_liveness_mark_is_not_journal_doubt(
     name = put_artifact(local_store, "s1", b"committed, but the writer was killed\n")
     code = main(["--store", local_store.url, "gc", "plan", "--all"])
     doc = json.loads(capsys.readouterr().out)
-    assert code == 0 and code != EXIT_JOURNAL_DOUBT
+    assert code == 0 and code != ExitCode.JOURNAL_DOUBT
     assert doc["counts"].get("retained_no_manifest") == 1 and "retained_journal_doubt" not in doc["counts"]
     code = main(["--store", local_store.url, "gc", "run", "--all", "--apply"])
     doc = json.loads(capsys.readouterr().out)

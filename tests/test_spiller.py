@@ -253,13 +253,15 @@ def test_inline_results_do_not_touch_the_journal(local_store: ObjectStore, make:
 def test_the_preview_shows_invalid_utf8_as_read_does(store: ObjectStore, make: Make) -> None:
     """A spilled preview and an inline result show caf\\xe9 as `read` does, never U+FFFD."""
     line = b"caf\xe9 au lait \\ one backslash\n"
-    data = line + b"filler line of plain text\n" * 3_000 + line
+    middle = b"filler line of plain text\n" * 1_500
+    data = line + middle + b"error: caf\xe9 broke\n" + middle + line
     spiller = make(store, SESSION)
     result = spiller.externalize(io.BytesIO(data), "bash")
     assert result.spilled and result.artifact is not None
     shown = "caf\\xe9 au lait \\\\ one backslash\n"
     assert result.context_text.startswith(shown) and "\ufffd" not in result.context_text
     assert preview_part(result.context_text).endswith(shown)
+    assert "line 1502: error: caf\\xe9 broke" in result.context_text  # the quoted error line too
     page = ArtifactStore(store, session_id=SESSION).read_page(result.artifact.source_id, limit=1)
     assert page.lines[0].text + "\n" == shown
     small = spiller.externalize(b"ok\n\xff\n", "bash")
