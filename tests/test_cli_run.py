@@ -102,3 +102,13 @@ def _run_bounded(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         _reap(out.split("\n", 1)[0])
         raise
+
+
+def test_json_carries_the_held_open_note(tmp_path: Path) -> None:
+    """`run --json` of a command whose background child holds the pipe: the SpillResult says so."""
+    proc = _run_bounded(tmp_path, "--json", "--", "sh", "-c", "sleep 60 & echo $!; echo hi")
+    doc = json.loads(proc.stdout)
+    pid, rest = doc["context_text"].split("\n", 1)
+    _reap(pid)
+    assert proc.returncode == 0 and rest == "hi\n"
+    assert "background process" in doc["note"]

@@ -71,6 +71,9 @@ class SpillResult(Record):
     tool: str
     call_id: str | None = None
     exit_code: int | None = None
+    #: How the output was captured, when that needs saying (e.g. a background process kept the
+    #: pipe open); the pointer's notice says it too.
+    note: str | None = None
 
 
 def _inline_limit(policy: SpillPolicy, rule: ToolPolicy) -> int:
@@ -130,7 +133,7 @@ class SpillJob:
         return SpillResult(
             context_text=text, artifact=artifact, spilled=artifact is not None, total_bytes=total,
             omitted=max(0, omitted), degraded_reason=reason, mode=mode, tool=self.tool,
-            call_id=self.call_id, exit_code=self.exit_code,
+            call_id=self.call_id, exit_code=self.exit_code, note=self.note,
         )
 
     def run(self) -> SpillResult:
