@@ -11,6 +11,7 @@ and a result is pointed to only if the upload was accepted before the deadline.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
@@ -31,6 +32,7 @@ from s3spill.context.pointer import (
 from s3spill.context.policy import SpillPolicy, ToolPolicy
 from s3spill.context.retention import RetainedText, TextRetainer, safe_head_cut
 from s3spill.context.salient import SalientScanner
+from s3spill.context.tokens import ContextBudget
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record
 from s3spill.spill.cap import CapFacts, StoreCap
@@ -38,13 +40,16 @@ from s3spill.spill.masking import SecretMask
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
 from s3spill.spill.upload import BoundedUpload, describe_error
+from s3spill.textview import show
 
-__all__ = ["ExitCode", "Mode", "SpillJob", "SpillResult"]
+__all__ = ["ExitCode", "Mode", "Note", "SpillJob", "SpillResult"]
 
 log = get_logger("s3spill.spill.spiller")
 
 #: An exit status, or a callable that returns it once the output has ended.
 ExitCode = int | Callable[[], int | None] | None
+#: A sentence for the notice about how the output was captured, or a callable asked at its end.
+Note = str | Callable[[], str | None] | None
 
 Mode = Literal["inline", "clipped", "pointer", "pointer_hard_cap", "degraded", "degraded_hard_cap"]
 
@@ -68,6 +73,9 @@ class SpillResult(Record):
     tool: str
     call_id: str | None = None
     exit_code: int | None = None
+    #: How the output was captured, when that needs saying (e.g. a background process kept the
+    #: pipe open); the pointer's notice says it too.
+    note: str | None = None
     #: Secrets masked, by kind (s3spill.context.secrets); empty when none were found.
     masked: dict[str, int] = Field(default_factory=dict)
     #: True when they were masked in the stored copy too (policy ``secrets="at_rest"``).
@@ -86,7 +94,7 @@ class SpillJob:
 
     def __init__(self, sink: SpillSink, policy: SpillPolicy, output: Output, tool: str,
                  call_id: str | None, exit_code: ExitCode, spillable: bool, label: str | None,
-                 force: bool) -> None:
+                 force: bool, max_chars: int | None = None, note: Note = None) -> None:
         self.sink = sink
         self.policy = policy
         self.output = output
@@ -97,6 +105,9 @@ class SpillJob:
         self.spillable = spillable
         self.label = label
         self.force = force
+        self.max_chars = max_chars
+        self._note = note
+        self.note: str | None = None
         self.rule = self.policy.for_tool(tool)
         self.read = ReadFailure()
         self.chunks: Iterator[bytes] = iter(())
@@ -118,13 +129,22 @@ class SpillJob:
                 code = None
         self.exit_code = code
         self._exit_code = code
+        note = self._note
+        if callable(note):
+            try:
+                note = note()
+            except Exception as exc:  # noqa: BLE001 - a note is never worth breaking the turn
+                log.warning("spill.note_failed", tool=self.tool, error=describe_error(exc))
+                note = None
+        self.note = note
+        self._note = note
 
     def result(self, text: str, mode: Mode, total: int, omitted: int, *,
                artifact: ArtifactReference | None = None, reason: str | None = None) -> SpillResult:
         return SpillResult(
             context_text=text, artifact=artifact, spilled=artifact is not None, total_bytes=total,
             omitted=max(0, omitted), degraded_reason=reason, mode=mode, tool=self.tool,
-            call_id=self.call_id, exit_code=self.exit_code, masked=self.mask.counts,
+            call_id=self.call_id, exit_code=self.exit_code, note=self.note, masked=self.mask.counts,
             masked_at_rest=bool(self.mask.at_rest),
             stored_bytes=artifact.size_bytes if artifact is not None and self.capped else None,
         )
@@ -173,7 +193,7 @@ class SpillJob:
             return self._spill()
         self.ended()
         data = bytes(buffer)
-        text = self.output if isinstance(self.output, str) else data.decode("utf-8", "replace")
+        text = self.output if isinstance(self.output, str) else show(data)
         if not self.spillable:
             return self._inline(text, data)
         over = self.force or self.policy.should_externalize(text, self.tool)
@@ -196,13 +216,19 @@ class SpillJob:
     def _clipped(self, data: bytes, total: int) -> SpillResult:
         """Never copied (``spillable=False``): a prefix and the fixed clipped marker.
 
-        Cut in bytes, so the omitted count is exact even for invalid UTF-8 (a byte
-        is at most one character, so the text always fits the hard cap).
+        Cut in bytes, so the omitted count is exact even for invalid UTF-8; a byte that is
+        not UTF-8 shows as four characters (``\\xHH``), so the cut moves back until the
+        display form fits the hard cap.
         """
         cap = self.policy.hard_cap_chars
-        cut = safe_head_cut(data, max(0, cap - len(CLIPPED_MARKER)))
-        text = self.mask.text(data[:cut].decode("utf-8", "replace"), cut_end=True) + CLIPPED_MARKER
-        return self.result(text[:cap], "clipped", total, total - cut)
+        room = max(0, cap - len(CLIPPED_MARKER))
+        cut = safe_head_cut(data, room)
+        text = show(data[:cut])
+        while len(text) > room:
+            cut = safe_head_cut(data, max(0, cut - max(1, (len(text) - room) // 4)))
+            text = show(data[:cut])
+        text = self.mask.text(text, cut_end=True)[:room]  # a mask keeps UTF-8 lengths, not always chars
+        return self.result(text + CLIPPED_MARKER, "clipped", total, total - cut)
 
     # -- stored ------------------------------------------------------------------------
 
@@ -292,6 +318,13 @@ class SpillJob:
         part = self.cap.take(chunk)
         return upload.feed(part) if part else True
 
+    def _budget(self) -> ContextBudget:
+        """The policy's budget, its hard cap narrowed to the caller's ``max_chars``."""
+        budget = self.policy.budget()
+        if self.max_chars is None or self.max_chars >= budget.max_chars:
+            return budget
+        return dataclasses.replace(budget, max_chars=max(0, self.max_chars))
+
     def _salient(self) -> list[Any]:
         return self.mask.salient(self.scanner.finish()) if self.scanner is not None else []
 
@@ -310,11 +343,15 @@ class SpillJob:
             total_bytes=retained.total_bytes if capped else ref.size_bytes,
             line_count=retained.line_count if capped else ref.line_count,
             read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
-            view=view.describe() if view is not None else None, notes=notes,
+            view=view.describe() if view is not None else None, note=self.note,
+            style=self.policy.pointer_style, notes=notes,
         )
         head, tail = self.rule.preview(self.exit_code)
         rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
-                                  budget=self.policy.budget(), salient=salient)
+                                  budget=self._budget(), salient=salient)
+        if rendered.mode == "clipped" and self.max_chars is not None:
+            # The caller's share cannot hold the notice: the smallest pointer, never a clipped locator.
+            rendered = render_pointer(facts, shown, head_bytes=0, tail_bytes=0, budget=self.policy.budget())
         if view is not None:  # the view is not a slice of the output: count what it leaves out
             omitted = max(0, retained.total_bytes - rendered.shown.kept_bytes)
             return self.result(rendered.text, _pointer_mode(rendered), retained.total_bytes, omitted,
@@ -329,11 +366,11 @@ class SpillJob:
         try:
             salient = self._salient()
             facts = DegradedFacts(tool=self.tool, reason=reason, call_id=self.call_id,
-                                  exit_code=self.exit_code,
+                                  exit_code=self.exit_code, note=self.note,
                                   notes=tuple(n for n in (self.mask.sentence(stored=False),) if n))
             head, tail = self.rule.preview(self.exit_code)
             rendered = render_degraded(facts, retained, head_bytes=head, tail_bytes=tail,
-                                       budget=self.policy.budget(), salient=salient)
+                                       budget=self._budget(), salient=salient)
         except Exception as exc:  # noqa: BLE001 - the renderer itself failed: fixed marker
             log.warning("spill.render_failed", tool=self.tool, error=describe_error(exc))
             return self._last_resort(retained, reason)
