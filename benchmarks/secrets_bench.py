@@ -75,14 +75,15 @@ def main() -> None:
           f"{len(log) / sha / 1e6:.0f} MB/s; ratio {scan / sha:.1f}x")
 
     times: dict[str, list[float]] = {"off": [], "preview": [], "at_rest": []}
-    for _ in range(args.rounds):  # interleaved, so machine load hits every mode alike
-        for mode in times:
+    modes = list(times)
+    for n in range(args.rounds):  # interleaved and rotated, so load and order hit every mode alike
+        for mode in modes[n % 3:] + modes[: n % 3]:
             times[mode].append(_spill(args.dir, chunks, mode))
     base = statistics.median(times["off"])
     for mode, values in times.items():
         med = statistics.median(values)
-        print(f"spill secrets={mode:8s} median {med:.2f} s  ({len(log) / med / 1e6:.0f} MB/s)  "
-              f"+{(med / base - 1) * 100:.1f}% vs off")
+        print(f"spill secrets={mode:8s} median {med:.2f} s (min {min(values):.2f}, max {max(values):.2f})"
+              f"  {len(log) / med / 1e6:.0f} MB/s  {(med / base - 1) * 100:+.1f}% vs off")
 
 
 if __name__ == "__main__":

@@ -75,9 +75,10 @@ class StoreCap:
         return b""
 
     def _count_head(self, data: bytes) -> None:
+        # No newline count here: the retainer counts the whole stream already, and the head's
+        # share is derived at the end, only for an output that was capped.
         if data:
             self.fed += len(data)
-            self.head_newlines += data.count(b"\n")
             self.head_ends_nl = data.endswith(b"\n")
 
     def _hold(self, chunk: bytes) -> None:
@@ -91,7 +92,8 @@ class StoreCap:
                and self._window_bytes - len(self._window[0]) >= self.tail_bytes + MARKER_RESERVE):
             old = self._window.popleft()
             self._window_bytes -= len(old)
-            self.dropped_bytes += len(old)  # its newlines: from the retainer's count, at the end
+            self.dropped_bytes += len(old)
+            self.dropped_newlines += old.count(b"\n")  # only an output over the cap pays this
             self.last_dropped = old[-1:]
         self.peak_buffered = max(self.peak_buffered, self._window_bytes)
 
@@ -107,9 +109,10 @@ class StoreCap:
         while start < len(rest) and 0x80 <= rest[start] <= 0xBF:  # never start mid-character
             start += 1
         self.dropped_bytes += start
+        self.dropped_newlines += rest.count(b"\n", 0, start)
         tail = rest[start:]
         tail_newlines = tail.count(b"\n")
-        self.dropped_newlines = total_newlines - self.head_newlines - tail_newlines
+        self.head_newlines = total_newlines - self.dropped_newlines - tail_newlines
         first = self.head_newlines + 1
         if start:
             self.last_dropped = rest[start - 1:start]
