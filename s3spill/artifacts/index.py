@@ -54,6 +54,11 @@ MAX_FIELD_CHARS = 256
 _SUMMARY_CAPTURE_BYTES = 4 * SUMMARY_LINE_CHARS
 _NON_SPACE = re.compile(rb"[^ \t\r\n\f\v]")
 Codec = Literal["identity", "zstd"]
+#: What the output is, as detected when it was stored (``s3spill.context.detect``; the
+#: artifacts layer does not import the context layer, so the names are repeated here and a
+#: test keeps the two lists equal). Indexes written before detection read as ``text``.
+OutputKind = Literal["text", "binary", "json", "ndjson", "csv", "tsv"]
+MAX_DESCRIPTION_CHARS = 200
 
 
 def unit_len(ch: str) -> int:
@@ -99,6 +104,10 @@ class ArtifactIndex(Record):
     codec: Codec = "identity"
     chunk_stored: tuple[int, ...] = ()
     body_etag: str | None = None
+    #: The detected kind of output and a short description ("PNG image ..., 20x10"); absent
+    #: from a text artifact's index, so an index of plain text is what older readers know.
+    output_kind: OutputKind = "text"
+    output_description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
 
     @model_validator(mode="after")
     def _consistent(self) -> ArtifactIndex:
@@ -170,7 +179,9 @@ class ArtifactIndex(Record):
         return self.verify_chunk(k, frame, source)
 
     def to_bytes(self) -> bytes:
-        return self.model_dump_json().encode()
+        untyped = self.output_kind == "text" and self.output_description is None
+        exclude = {"output_kind", "output_description"} if untyped else None
+        return self.model_dump_json(exclude=exclude).encode()
 
     def verify_chunk(self, k: int, data: bytes, source: str) -> bytes:
         """Return ``data`` if it is exactly chunk ``k``; raise :class:`IntegrityError` otherwise."""
@@ -224,12 +235,18 @@ class ContentStats(Record):
     def to_index(
         self, *, session_hash: str, name: str, created_at: datetime, tool: str,
         call_id: str | None, label: str | None, body_etag: str,
+        output_kind: OutputKind = "text", output_description: str | None = None,
     ) -> ArtifactIndex:
+        description = None if output_description is None else _clean_line(
+            output_description.encode("utf-8", "replace"))[:MAX_DESCRIPTION_CHARS]
+        first = self.first_line
+        if output_kind == "binary":  # its "first line" is bytes, not words
+            first = description or "binary data"
         return ArtifactIndex(
             session_hash=session_hash, name=name, created_at=created_at,
             tool=_bounded(tool) or "tool", call_id=_bounded(call_id), label=_bounded(label),
-            summary=make_summary(self.first_line, self.size_bytes, self.line_count),
-            body_etag=body_etag,
+            summary=make_summary(first, self.size_bytes, self.line_count),
+            body_etag=body_etag, output_kind=output_kind, output_description=description,
             **self.model_dump(exclude={"kind", "schema_version", "first_line"}),
         )
 

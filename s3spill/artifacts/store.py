@@ -75,7 +75,7 @@ from pydantic import ValidationError
 from s3spill import keys
 from s3spill.artifacts.frames import SNIFF_BYTES as _SNIFF
 from s3spill.artifacts.frames import FrameEncoder, choose_codec
-from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex
+from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex, OutputKind
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pattern, grep_chunks
 from s3spill.config import TransferConfig
@@ -148,8 +148,13 @@ class ArtifactStore:
     # -- writing ----------------------------------------------------------------------
 
     def write(self, session_id: str, stream: Body, tool: str, call_id: str | None = None,
-              label: str | None = None) -> ArtifactReference:
-        """Store one complete tool output; returns its reference (see module docstring)."""
+              label: str | None = None, *, output_kind: OutputKind = "text",
+              output_description: str | None = None) -> ArtifactReference:
+        """Store one complete tool output; returns its reference (see module docstring).
+
+        ``output_kind``/``output_description`` are what the caller detected (the context
+        layer's detector; this layer does not import it) and go into the index.
+        """
         shash = keys.session_hash(session_id)
         created_at = datetime.now(UTC)
         # ``source`` gives the content again for another name; None for a one-shot stream.
@@ -186,7 +191,8 @@ class ArtifactStore:
                 continue
             index = encoder.stats().to_index(
                 session_hash=shash, name=name, created_at=created_at, tool=tool,
-                call_id=call_id, label=label, body_etag=put.etag)
+                call_id=call_id, label=label, body_etag=put.etag, output_kind=output_kind,
+                output_description=output_description)
             self._commit(index, put.size, attempt)
             return self._reference(index)
         raise AlreadyExists(f"no free artifact name after {MAX_NAME_ATTEMPTS} attempts")

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli.common import count, positive, session_from_args, store_from_args, utf8
+from s3spill.context.detect import SNIFF_BYTES, Detection, detect
 from s3spill.errors import S3SpillError
 from s3spill.log import get_logger
+from s3spill.models import ArtifactReference
 
 log = get_logger("s3spill.cli.artifacts")
 
@@ -30,13 +34,35 @@ def _artifacts(args: argparse.Namespace) -> tuple[ArtifactStore, str]:
     return ArtifactStore(store_from_args(args), session_id=session), session
 
 
+def _detected(fh: BinaryIO) -> tuple[Detection, Iterator[bytes]]:
+    """The stream's kind from its first bytes, and the stream again from its first byte."""
+    head = bytearray()
+    while len(head) < SNIFF_BYTES and (piece := fh.read(SNIFF_BYTES - len(head))):
+        head += piece
+    found = detect(head, complete=len(head) < SNIFF_BYTES)
+
+    def chunks() -> Iterator[bytes]:
+        yield bytes(head)
+        while piece := fh.read(1024 * 1024):
+            yield piece
+
+    return found, chunks()
+
+
+def _write(arts: ArtifactStore, session: str, fh: BinaryIO, args: argparse.Namespace) -> ArtifactReference:
+    found, chunks = _detected(fh)
+    return arts.write(session, chunks, args.tool, call_id=args.call_id, label=args.label,
+                      output_kind=found.kind,
+                      output_description=found.description if found.kind != "text" else None)
+
+
 def cmd_spill(args: argparse.Namespace) -> int:
     arts, session = _artifacts(args)
     if args.file in (None, "-"):
-        ref = arts.write(session, sys.stdin.buffer, args.tool, call_id=args.call_id, label=args.label)
+        ref = _write(arts, session, sys.stdin.buffer, args)
     else:
         with open(args.file, "rb") as fh:
-            ref = arts.write(session, fh, args.tool, call_id=args.call_id, label=args.label)
+            ref = _write(arts, session, fh, args)
     _mark_active(arts, session)
     if args.json:
         _out(ref.model_dump_json() + "\n")

@@ -65,6 +65,9 @@ class PointerFacts:
     read_tool: str = READ_TOOL
     grep_tool: str = GREP_TOOL
     view: str | None = None
+    #: What kind of output this is and how else it can be read (s3spill.context.detect);
+    #: one or more lines put after the summary, None for plain text.
+    type_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -160,12 +163,20 @@ def pointer_footer(facts: PointerFacts, view: RetainedText) -> str:
         f"{total} bytes, {lines} lines, SHA-256 {facts.sha256[:16]}, "
         f'stored as source_id="{sid}".\n'
         f"Summary: {one_line(facts.summary, 500)}\n"
+        f"{type_lines(facts.type_note)}"
         f"{view_note}"
         f"Page it with {read}(source_id, offset=<lines to skip>, limit=<number of lines>) - line N "
         f"is at offset=N-1; add char_offset=<n> to continue a very long line - or search it with "
         f'{grep}(source_id, pattern="<regex>"). '
         f"Do not re-run the command: its full output is already stored."
     )
+
+
+def type_lines(note: str | None) -> str:
+    """The type note, each line made safe (no control characters) and bounded."""
+    if not note:
+        return ""
+    return "".join(one_line(line, 600) + "\n" for line in note.splitlines()[:12] if line.strip())
 
 
 def degraded_footer(facts: DegradedFacts, view: RetainedText) -> str:

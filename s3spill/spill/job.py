@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from s3spill.context.detect import TEXT, Detection, detect
 from s3spill.context.logcompress import CompressedLog, compress_log
 from s3spill.context.pointer import (
     CLIPPED_MARKER,
@@ -95,6 +96,9 @@ class SpillJob:
         self.retainer = TextRetainer(self.rule.retention())
         self.scanner: SalientScanner | None = None
         self.buffer: bytearray | None = None
+        #: The buffered prefix is the whole output (the stream ended within the limit).
+        self.complete = False
+        self.detected: Detection = TEXT
 
     def ended(self) -> None:
         """The output is fully read: now the exit status can be known."""
@@ -148,6 +152,7 @@ class SpillJob:
             if len(buffer) > limit:
                 complete = False
                 break
+        self.complete = complete
         if self.read.error is not None:
             self._retain_prefix()
             self.ended()
@@ -199,15 +204,16 @@ class SpillJob:
         is the whole output when it would have been inline anyway (compression was the
         only reason to store it), returned as it is if the store fails.
         """
-        if self.policy.salient_lines and view is None:
+        self.detected = detect(self.buffer or b"", complete=self.complete)
+        if self.policy.salient_lines and view is None and self.detected.kind != "binary":
             self.scanner = SalientScanner(skip_bytes=self.rule.smallest_head(),
                                           max_lines=self.policy.salient_lines,
                                           max_line_bytes=self.policy.salient_line_bytes,
                                           max_scan_bytes=self.policy.salient_scan_bytes)
 
-        upload = self.sink.open(self.tool, self.call_id, self.label)
-        started = time.monotonic()
         prefix = bytes(self.buffer or b"")
+        upload = self.sink.open(self.tool, self.call_id, self.label, self.detected)
+        started = time.monotonic()
         self._retain_prefix()
         for start in range(0, len(prefix), CHUNK_BYTES):
             if not upload.feed(prefix[start : start + CHUNK_BYTES]):
@@ -250,6 +256,7 @@ class SpillJob:
             call_id=self.call_id, exit_code=self.exit_code, total_bytes=ref.size_bytes,
             line_count=ref.line_count, read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
             view=view.describe() if view is not None else None,
+            type_note=self._type_note(),
         )
         head, tail = self.rule.preview(self.exit_code)
         shown = RetainedText.of(view.text) if view is not None else retained
@@ -260,6 +267,11 @@ class SpillJob:
             return self.result(rendered.text, _pointer_mode(rendered), retained.total_bytes, omitted,
                                artifact=ref)
         return self._from_rendered(rendered, retained, artifact=ref)
+
+    def _type_note(self) -> str | None:
+        if self.detected.kind == "text":
+            return None
+        return f"Type: {self.detected.description} (detected from the first bytes)."
 
     def _degraded(self, reason: str, waited: float | None = None) -> SpillResult:
         retained = self.retainer.finish()

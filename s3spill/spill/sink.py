@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from s3spill.artifacts.store import ArtifactStore
+from s3spill.context.detect import Detection
 from s3spill.errors import StoreCapabilityError
 from s3spill.keys import session_hash
 from s3spill.log import get_logger
@@ -52,12 +53,18 @@ class SpillSink:
         self._uploads: list[BoundedUpload[ArtifactReference]] = []
         self._uploads_lock = threading.Lock()
 
-    def open(self, tool: str, call_id: str | None = None,
-             label: str | None = None) -> BoundedUpload[ArtifactReference]:
-        """An upload the caller feeds; it stalls the caller at most ``store_deadline``."""
+    def open(self, tool: str, call_id: str | None = None, label: str | None = None,
+             detected: Detection | None = None) -> BoundedUpload[ArtifactReference]:
+        """An upload the caller feeds; it stalls the caller at most ``store_deadline``.
+
+        ``detected`` is the output's kind, recorded in the index (plain text when None).
+        """
+        kind = detected.kind if detected is not None else "text"
+        description = detected.description if detected is not None and kind != "text" else None
 
         def write(stream: Iterator[bytes]) -> ArtifactReference:
-            return self.artifacts.write(self.session_id, stream, tool, call_id=call_id, label=label)
+            return self.artifacts.write(self.session_id, stream, tool, call_id=call_id, label=label,
+                                        output_kind=kind, output_description=description)
 
         return BoundedUpload(write, stall_timeout=self.store_deadline, depth=self.queue_depth)
 
