@@ -15,11 +15,12 @@ same facts as data (:attr:`ToolOutcome.structured`, MCP ``structuredContent``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from s3spill.agent.listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, ArtifactListing, list_artifacts
+from s3spill.artifacts.bytepage import DEFAULT_BYTES, MAX_BYTES, BytePage
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResult
 from s3spill.artifacts.store import ArtifactStore
@@ -146,6 +147,11 @@ def _parameters(name: str) -> dict[str, Any]:
                 "char_offset": {"type": "integer", "minimum": 0, "default": 0,
                                 "description": "Continue a very long line from this character, "
                                 "as the previous page's footer says; otherwise 0."},
+                "byte_offset": {"type": "integer", "minimum": 0,
+                                "description": "Binary outputs: read a hexdump from this byte "
+                                "(the pointer and each page's footer say when this applies)."},
+                "bytes": {"type": "integer", "minimum": 1, "maximum": MAX_BYTES,
+                          "description": f"Binary outputs: bytes to show (default {DEFAULT_BYTES})."},
             },
             "required": ["source_id"],
         }
@@ -180,7 +186,9 @@ def output_schema(kind: str) -> dict[str, Any]:
         props: dict[str, Any] = {
             "source_id": {"type": "string"}, "first_line": _NULLABLE_INT, "last_line": _NULLABLE_INT,
             "total_lines": {"type": "integer"}, "size_bytes": {"type": "integer"}, "eof": {"type": "boolean"},
-            "next_offset": _NULLABLE_INT, "next_char_offset": _NULLABLE_INT, "text": {"type": "string"}}
+            "next_offset": _NULLABLE_INT, "next_char_offset": _NULLABLE_INT, "text": {"type": "string"},
+            "output_kind": {"type": "string", "description": "text, binary, json, ndjson, csv or tsv."},
+            "byte_offset": _NULLABLE_INT, "next_byte_offset": _NULLABLE_INT}
     elif kind == "grep":
         props = {
             "source_id": {"type": "string"}, "pattern": {"type": "string"},
@@ -200,12 +208,21 @@ def output_schema(kind: str) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": sorted(props)}
 
 
-def _page_data(page: Page, text: str) -> dict[str, Any]:
-    return {"source_id": page.source_id,
+def _page_data(page: Page, text: str, kind: str = "text") -> dict[str, Any]:
+    return {"source_id": page.source_id, "output_kind": kind,
             "first_line": page.lines[0].number if page.lines else None,
             "last_line": page.lines[-1].number if page.lines else None,
             "total_lines": page.total_lines, "size_bytes": page.size_bytes, "eof": page.eof,
-            "next_offset": page.next_offset, "next_char_offset": page.next_char_offset, "text": text}
+            "next_offset": page.next_offset, "next_char_offset": page.next_char_offset,
+            "byte_offset": None, "next_byte_offset": None, "text": text}
+
+
+def _byte_data(page: BytePage, text: str) -> dict[str, Any]:
+    """A hexdump page in the read tool's schema: no line fields, byte offsets instead."""
+    return {"source_id": page.source_id, "output_kind": "binary", "first_line": None,
+            "last_line": None, "total_lines": 0, "size_bytes": page.size_bytes, "eof": page.eof,
+            "next_offset": None, "next_char_offset": None, "byte_offset": page.byte_offset,
+            "next_byte_offset": page.next_byte_offset, "text": text}
 
 
 def _grep_data(result: GrepResult, text: str) -> dict[str, Any]:
@@ -251,29 +268,56 @@ class AgentTools:
     # -- the tools -----------------------------------------------------------------------
 
     def read_artifact(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
-                      char_offset: int = 0) -> str:
-        """One verified page, rendered, made smaller until the policy would keep it inline."""
-        return self.read_outcome(source_id, offset, limit, char_offset).text
+                      char_offset: int = 0, *, byte_offset: int | None = None,
+                      nbytes: int | None = None) -> str:
+        """One verified page, rendered, made smaller until the policy would keep it inline.
+
+        A binary artifact (or any artifact when ``byte_offset``/``nbytes`` is given) is read
+        as a hexdump from ``byte_offset``; otherwise by line.
+        """
+        return self.read_outcome(source_id, offset, limit, char_offset, byte_offset=byte_offset,
+                                 nbytes=nbytes).text
 
     def read_outcome(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
-             char_offset: int = 0) -> ToolOutcome:
+                     char_offset: int = 0, *, byte_offset: int | None = None,
+                     nbytes: int | None = None) -> ToolOutcome:
         """:meth:`read_artifact` with the page's facts as structured data."""
+        build: Callable[[int], tuple[str, dict[str, Any]]]
+        if byte_offset is None and nbytes is None:
+            kind = self.artifacts.index(source_id, session_id=self.session_id).output_kind
+        else:
+            kind = "binary"
+        if kind == "binary":
+            def build(max_chars: int) -> tuple[str, dict[str, Any]]:
+                got = self.artifacts.read_bytes(source_id, byte_offset=byte_offset or 0,
+                                                nbytes=nbytes or DEFAULT_BYTES, max_chars=max_chars,
+                                                session_id=self.session_id)
+                text = got.render()
+                return text, _byte_data(got, text)
+        else:
+            def build(max_chars: int) -> tuple[str, dict[str, Any]]:
+                page = self.artifacts.read_page(source_id, offset=offset, limit=limit,
+                                                char_offset=char_offset, max_chars=max_chars,
+                                                session_id=self.session_id)
+                text = page.render()
+                return text, _page_data(page, text, kind)
+        return self._fitted(build, source_id)
+
+    def _fitted(self, build: Callable[[int], tuple[str, dict[str, Any]]], source_id: str) -> ToolOutcome:
+        """The page built with the largest budget (tried a few times) the policy keeps inline."""
         max_chars = self.page_chars
-        text = ""
+        text, data = "", dict[str, Any]()
         for _ in range(_SHRINK_STEPS):
-            page = self.artifacts.read_page(source_id, offset=offset, limit=limit,
-                                            char_offset=char_offset, max_chars=max_chars,
-                                            session_id=self.session_id)
-            text = page.render()
+            text, data = build(max_chars)
             over = self._overshoot(text, self.read_name)
             if over <= 1.0:
-                return ToolOutcome(text, structured=_page_data(page, text))
+                return ToolOutcome(text, structured=data)
             max_chars = min(max_chars - 1, int(max_chars / over * 0.95))
             if max_chars < 1_000:
                 break
         log.warning("agent_tools.page_clipped", source_id=source_id, chars=len(text))
         text = self._clip(text, self.read_name)
-        return ToolOutcome(text, structured=_page_data(page, text))
+        return ToolOutcome(text, structured={**data, "text": text})
 
     def _overshoot(self, text: str, tool: str) -> float:
         """How many times over its tightest budget ``text`` is (<= 1.0: it stays inline)."""
@@ -342,7 +386,10 @@ class AgentTools:
         """Run a tool by name; a refusal or failure comes back as a one-line error outcome."""
         try:
             if name == self.read_name:
-                return self.read_outcome(**_args(arguments, _READ_ARGS))
+                args = _args(arguments, _READ_ARGS)
+                if "bytes" in args:
+                    args["nbytes"] = args.pop("bytes")
+                return self.read_outcome(**args)
             if name == self.grep_name:
                 return self.grep_outcome(**_args(arguments, _GREP_ARGS))
             if name == self.list_name:
@@ -375,7 +422,8 @@ class AgentTools:
                 (self.list_name, "list", LIST_DESCRIPTION)]
 
 
-_READ_ARGS = {"source_id": str, "offset": int, "limit": int, "char_offset": int}
+_READ_ARGS = {"source_id": str, "offset": int, "limit": int, "char_offset": int, "byte_offset": int,
+              "bytes": int}
 _GREP_ARGS = {"source_id": str, "pattern": str, "context": int, "max_matches": int}
 _LIST_ARGS = {"limit": int}
 

@@ -73,6 +73,7 @@ from datetime import UTC, datetime
 from pydantic import ValidationError
 
 from s3spill import keys
+from s3spill.artifacts.bytepage import DEFAULT_BYTES, BytePage, build_byte_page
 from s3spill.artifacts.frames import SNIFF_BYTES as _SNIFF
 from s3spill.artifacts.frames import FrameEncoder, choose_codec
 from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex, OutputKind
@@ -343,6 +344,14 @@ class ArtifactStore:
         log.debug("artifact.read_page", source_id=str(art.source_id), offset=offset,
                   lines=len(page.lines), bytes=page.byte_end - page.byte_start)
         return page
+
+    def read_bytes(self, source: SourceRef, byte_offset: int = 0, nbytes: int = DEFAULT_BYTES,
+                   max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> BytePage:
+        """Verified bytes by offset, rendered as a hexdump (see :mod:`s3spill.artifacts.bytepage`)."""
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        return build_byte_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
+                               byte_offset=byte_offset, nbytes=nbytes, max_chars=max_chars)
 
     def iter_verified(self, source: SourceRef, session_id: str | None = None) -> Iterator[bytes]:
         """Every chunk in order, each verified; the full SHA-256 is checked at the end."""

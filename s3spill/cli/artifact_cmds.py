@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from s3spill.artifacts.bytepage import DEFAULT_BYTES, MAX_BYTES
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.store import ArtifactStore
@@ -88,6 +89,13 @@ def _mark_active(arts: ArtifactStore, session: str) -> None:
 
 def cmd_read(args: argparse.Namespace) -> int:
     arts, _ = _artifacts(args)
+    by_bytes = args.byte_offset is not None or args.bytes is not None
+    if by_bytes or arts.index(args.source_id).output_kind == "binary":
+        # A hexdump: plain ASCII, so no byte of the artifact reaches the terminal as a control.
+        got = arts.read_bytes(args.source_id, byte_offset=args.byte_offset or 0,
+                              nbytes=args.bytes or DEFAULT_BYTES, max_chars=args.max_chars)
+        _out(got.model_dump_json() + "\n" if args.json else got.render())
+        return 0
     page = arts.read_page(
         args.source_id,
         offset=args.offset,
@@ -141,6 +149,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=DEFAULT_MAX_CHARS,
         help=f"page size in characters, header and footer included (default {DEFAULT_MAX_CHARS})",
     )
+    p.add_argument("--byte-offset", type=count, default=None,
+                   help="read a hexdump from this byte (the default view of a binary artifact)")
+    p.add_argument("--bytes", type=positive, default=None,
+                   help=f"bytes of the hexdump (default {DEFAULT_BYTES}, at most {MAX_BYTES})")
     p.add_argument("--json", action="store_true", help="print the structured Page as JSON")
     p.set_defaults(func=cmd_read)
 

@@ -11,12 +11,15 @@ and a result is pointed to only if the upload was accepted before the deadline.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from pydantic import Field
 
+from s3spill.artifacts.bytepage import hexdump
+from s3spill.context.binary import NOTICE_BYTES, BinaryFacts, render_binary, whole_fits
 from s3spill.context.detect import TEXT, Detection, detect
 from s3spill.context.logcompress import CompressedLog, compress_log
 from s3spill.context.pointer import (
@@ -165,6 +168,10 @@ class SpillJob:
             return self._spill()
         self.ended()
         data = bytes(buffer)
+        if not isinstance(self.output, str):
+            self.detected = detect(data, complete=True)
+            if self.detected.kind == "binary":
+                return self._small_binary(data)
         text = self.output if isinstance(self.output, str) else data.decode("utf-8", "replace")
         if not self.spillable:
             return self._inline(text, data)
@@ -179,6 +186,25 @@ class SpillJob:
 
     # -- not stored --------------------------------------------------------------------
 
+    def _binary_facts(self, head: bytes, total: int, **extra: Any) -> BinaryFacts:
+        return BinaryFacts(tool=self.tool, description=self.detected.description, total_bytes=total,
+                           rows=tuple(hexdump(head)), mime=self.detected.mime, call_id=self.call_id,
+                           exit_code=self.exit_code, read_tool=self.policy.read_tool, **extra)
+
+    def _small_binary(self, data: bytes) -> SpillResult:
+        """A binary output under every threshold: all of it as a hexdump if that fits, else
+        stored (a tool result the model cannot read raw is never pasted raw)."""
+        facts = self._binary_facts(data, len(data), sha256=hashlib.sha256(data).hexdigest(),
+                                   whole=True)
+        budget = self.policy.budget()
+        if whole_fits(facts, budget) and not self.policy.should_externalize(
+                render_binary(facts, budget)[0], self.tool):
+            return self.result(render_binary(facts, budget)[0], "inline", len(data), 0)
+        if self.spillable:
+            return self._spill()
+        text, _ = render_binary(self._binary_facts(data[:NOTICE_BYTES], len(data)), budget)
+        return self.result(text, "clipped", len(data), len(data))
+
     def _inline(self, text: str, data: bytes) -> SpillResult:
         if len(text) <= self.policy.hard_cap_chars:
             return self.result(text, "inline", len(data), 0)
@@ -188,8 +214,15 @@ class SpillJob:
         """Never copied (``spillable=False``): a prefix and the fixed clipped marker.
 
         Cut in bytes, so the omitted count is exact even for invalid UTF-8 (a byte
-        is at most one character, so the text always fits the hard cap).
+        is at most one character, so the text always fits the hard cap). A binary
+        output gets the binary notice (its first bytes as hex) instead.
         """
+        if not isinstance(self.output, str):
+            self.detected = detect(data)
+            if self.detected.kind == "binary":
+                text, _ = render_binary(self._binary_facts(data[:NOTICE_BYTES], total),
+                                        self.policy.budget())
+                return self.result(text, "clipped", total, total)
         cap = self.policy.hard_cap_chars
         cut = safe_head_cut(data, max(0, cap - len(CLIPPED_MARKER)))
         text = data[:cut].decode("utf-8", "replace") + CLIPPED_MARKER
@@ -250,6 +283,12 @@ class SpillJob:
 
     def _pointer(self, ref: ArtifactReference, view: CompressedLog | None = None) -> SpillResult:
         retained = self.retainer.finish()
+        if self.detected.kind == "binary":
+            notice = self._binary_facts(retained.head[:NOTICE_BYTES], ref.size_bytes,
+                                        sha256=ref.sha256, source_id=ref.source_id)
+            text, held = render_binary(notice, self.policy.budget())
+            return self.result(text, "pointer" if held else "pointer_hard_cap", ref.size_bytes,
+                               ref.size_bytes, artifact=ref)
         facts = PointerFacts(
             source_id=ref.source_id, tool=self.tool, sha256=ref.sha256,
             summary=summarize(retained, self.tool, self.exit_code, self.policy.summary_chars),
@@ -278,6 +317,12 @@ class SpillJob:
         log.warning("spill.degraded", tool=self.tool, session_hash=self.sink.session_hash,
                     bytes=retained.total_bytes, reason=reason,
                     waited=None if waited is None else round(waited, 3))
+        if self.detected.kind == "binary":
+            notice = self._binary_facts(retained.head[:NOTICE_BYTES], retained.total_bytes,
+                                        reason=reason)
+            text, held = render_binary(notice, self.policy.budget())
+            return self.result(text, "degraded" if held else "degraded_hard_cap",
+                               retained.total_bytes, retained.total_bytes, reason=reason)
         try:
             facts = DegradedFacts(tool=self.tool, reason=reason, call_id=self.call_id,
                                   exit_code=self.exit_code)
