@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from s3spill.agent.listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, ArtifactListing, list_artifacts
 from s3spill.artifacts.bytepage import DEFAULT_BYTES, MAX_BYTES, BytePage
+from s3spill.artifacts.jsonpath import JsonPage
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResult
 from s3spill.artifacts.store import ArtifactStore
@@ -152,6 +153,10 @@ def _parameters(name: str) -> dict[str, Any]:
                                 "(the pointer and each page's footer say when this applies)."},
                 "bytes": {"type": "integer", "minimum": 1, "maximum": MAX_BYTES,
                           "description": f"Binary outputs: bytes to show (default {DEFAULT_BYTES})."},
+                "path": {"type": "string", "description": "JSON outputs: a JSON Pointer (RFC 6901, "
+                         'e.g. "/items/0/name"; "" is the whole document). Shows that value; an '
+                         "object or array is paged by element: offset and limit then count "
+                         "elements."},
             },
             "required": ["source_id"],
         }
@@ -188,7 +193,8 @@ def output_schema(kind: str) -> dict[str, Any]:
             "total_lines": {"type": "integer"}, "size_bytes": {"type": "integer"}, "eof": {"type": "boolean"},
             "next_offset": _NULLABLE_INT, "next_char_offset": _NULLABLE_INT, "text": {"type": "string"},
             "output_kind": {"type": "string", "description": "text, binary, json, ndjson, csv or tsv."},
-            "byte_offset": _NULLABLE_INT, "next_byte_offset": _NULLABLE_INT}
+            "byte_offset": _NULLABLE_INT, "next_byte_offset": _NULLABLE_INT,
+            "path": {"type": ["string", "null"], "description": "The JSON Pointer read, if any."}}
     elif kind == "grep":
         props = {
             "source_id": {"type": "string"}, "pattern": {"type": "string"},
@@ -214,7 +220,15 @@ def _page_data(page: Page, text: str, kind: str = "text") -> dict[str, Any]:
             "last_line": page.lines[-1].number if page.lines else None,
             "total_lines": page.total_lines, "size_bytes": page.size_bytes, "eof": page.eof,
             "next_offset": page.next_offset, "next_char_offset": page.next_char_offset,
-            "byte_offset": None, "next_byte_offset": None, "text": text}
+            "byte_offset": None, "next_byte_offset": None, "path": None, "text": text}
+
+
+def _json_data(page: JsonPage, text: str) -> dict[str, Any]:
+    """A JSON Pointer page in the read tool's schema: offsets count elements, not lines."""
+    return {"source_id": page.source_id, "output_kind": "json", "first_line": None,
+            "last_line": None, "total_lines": 0, "size_bytes": page.size_bytes, "eof": page.eof,
+            "next_offset": page.next_offset, "next_char_offset": None, "byte_offset": None,
+            "next_byte_offset": None, "path": page.path, "text": text}
 
 
 def _byte_data(page: BytePage, text: str) -> dict[str, Any]:
@@ -222,7 +236,7 @@ def _byte_data(page: BytePage, text: str) -> dict[str, Any]:
     return {"source_id": page.source_id, "output_kind": "binary", "first_line": None,
             "last_line": None, "total_lines": 0, "size_bytes": page.size_bytes, "eof": page.eof,
             "next_offset": None, "next_char_offset": None, "byte_offset": page.byte_offset,
-            "next_byte_offset": page.next_byte_offset, "text": text}
+            "next_byte_offset": page.next_byte_offset, "path": None, "text": text}
 
 
 def _grep_data(result: GrepResult, text: str) -> dict[str, Any]:
@@ -269,20 +283,32 @@ class AgentTools:
 
     def read_artifact(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
                       char_offset: int = 0, *, byte_offset: int | None = None,
-                      nbytes: int | None = None) -> str:
+                      nbytes: int | None = None, path: str | None = None) -> str:
         """One verified page, rendered, made smaller until the policy would keep it inline.
 
         A binary artifact (or any artifact when ``byte_offset``/``nbytes`` is given) is read
-        as a hexdump from ``byte_offset``; otherwise by line.
+        as a hexdump from ``byte_offset``; with ``path``, the JSON value at that JSON Pointer
+        (``offset``/``limit`` then count its elements); otherwise by line.
         """
         return self.read_outcome(source_id, offset, limit, char_offset, byte_offset=byte_offset,
-                                 nbytes=nbytes).text
+                                 nbytes=nbytes, path=path).text
 
     def read_outcome(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
                      char_offset: int = 0, *, byte_offset: int | None = None,
-                     nbytes: int | None = None) -> ToolOutcome:
+                     nbytes: int | None = None, path: str | None = None) -> ToolOutcome:
         """:meth:`read_artifact` with the page's facts as structured data."""
         build: Callable[[int], tuple[str, dict[str, Any]]]
+        if path is not None:
+            if byte_offset is not None or nbytes is not None or char_offset:
+                raise InvalidRequest("path reads a JSON value: byte_offset, bytes and char_offset"
+                                     " do not apply")
+            def build(max_chars: int) -> tuple[str, dict[str, Any]]:
+                got = self.artifacts.read_json(source_id, path, offset=offset, limit=limit,
+                                               max_chars=max_chars, session_id=self.session_id)
+                text = got.render()
+                return text, _json_data(got, text)
+
+            return self._fitted(build, source_id)
         if byte_offset is None and nbytes is None:
             kind = self.artifacts.index(source_id, session_id=self.session_id).output_kind
         else:
@@ -423,7 +449,7 @@ class AgentTools:
 
 
 _READ_ARGS = {"source_id": str, "offset": int, "limit": int, "char_offset": int, "byte_offset": int,
-              "bytes": int}
+              "bytes": int, "path": str}
 _GREP_ARGS = {"source_id": str, "pattern": str, "context": int, "max_matches": int}
 _LIST_ARGS = {"limit": int}
 

@@ -77,6 +77,7 @@ from s3spill.artifacts.bytepage import DEFAULT_BYTES, BytePage, build_byte_page
 from s3spill.artifacts.frames import SNIFF_BYTES as _SNIFF
 from s3spill.artifacts.frames import FrameEncoder, choose_codec
 from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex, OutputKind
+from s3spill.artifacts.jsonpath import DEFAULT_ELEMENTS, JsonPage, build_json_page
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pattern, grep_chunks
 from s3spill.config import TransferConfig
@@ -352,6 +353,19 @@ class ArtifactStore:
         index = self._index(art)
         return build_byte_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
                                byte_offset=byte_offset, nbytes=nbytes, max_chars=max_chars)
+
+    def read_json(self, source: SourceRef, path: str = "", offset: int = 0,
+                  limit: int = DEFAULT_ELEMENTS, max_chars: int = DEFAULT_MAX_CHARS, *,
+                  session_id: str | None = None) -> JsonPage:
+        """The value at a JSON Pointer, streamed over verified chunks (see
+        :mod:`s3spill.artifacts.jsonpath`); reading stops where the page ends."""
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        page = build_json_page(self._iter_verified(art, index), str(art.source_id), index.size_bytes,
+                               path=path, offset=offset, limit=limit, max_chars=max_chars)
+        log.debug("artifact.read_json", source_id=str(art.source_id), path=path[:200],
+                  elements=len(page.rows), scanned=page.bytes_scanned)
+        return page
 
     def iter_verified(self, source: SourceRef, session_id: str | None = None) -> Iterator[bytes]:
         """Every chunk in order, each verified; the full SHA-256 is checked at the end."""

@@ -89,6 +89,12 @@ def _mark_active(arts: ArtifactStore, session: str) -> None:
 
 def cmd_read(args: argparse.Namespace) -> int:
     arts, _ = _artifacts(args)
+    if args.path is not None:
+        doc = arts.read_json(args.source_id, args.path, offset=args.offset,
+                             limit=args.limit,
+                             max_chars=args.max_chars)
+        _out(doc.model_dump_json() + "\n" if args.json else doc.render())
+        return 0
     by_bytes = args.byte_offset is not None or args.bytes is not None
     if by_bytes or arts.index(args.source_id).output_kind == "binary":
         # A hexdump: plain ASCII, so no byte of the artifact reaches the terminal as a control.
@@ -153,6 +159,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="read a hexdump from this byte (the default view of a binary artifact)")
     p.add_argument("--bytes", type=positive, default=None,
                    help=f"bytes of the hexdump (default {DEFAULT_BYTES}, at most {MAX_BYTES})")
+    p.add_argument("--path", type=utf8, default=None,
+                   help='JSON outputs: show the value at this JSON Pointer (e.g. "/items/0"; "" for'
+                   " the whole document), paged by element (--offset/--limit count elements)")
     p.add_argument("--json", action="store_true", help="print the structured Page as JSON")
     p.set_defaults(func=cmd_read)
 

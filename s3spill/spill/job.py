@@ -35,6 +35,7 @@ from s3spill.context.pointer import (
 from s3spill.context.policy import SpillPolicy, ToolPolicy
 from s3spill.context.retention import RetainedText, TextRetainer, safe_head_cut
 from s3spill.context.salient import SalientScanner
+from s3spill.context.structured import StructureScanner, render_structured, type_note
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record
 from s3spill.spill.sink import SpillSink
@@ -98,6 +99,7 @@ class SpillJob:
         self.chunks: Iterator[bytes] = iter(())
         self.retainer = TextRetainer(self.rule.retention())
         self.scanner: SalientScanner | None = None
+        self.structure: StructureScanner | None = None
         self.buffer: bytearray | None = None
         #: The buffered prefix is the whole output (the stream ended within the limit).
         self.complete = False
@@ -143,6 +145,8 @@ class SpillJob:
         self.retainer.push(prefix)
         if self.scanner is not None:
             self.scanner.push(prefix)
+        if self.structure is not None:
+            self.structure.push(bytes(prefix))
 
     def _run(self) -> SpillResult:
         limit = _inline_limit(self.policy, self.rule)
@@ -238,7 +242,9 @@ class SpillJob:
         only reason to store it), returned as it is if the store fails.
         """
         self.detected = detect(self.buffer or b"", complete=self.complete)
-        if self.policy.salient_lines and view is None and self.detected.kind != "binary":
+        if self.detected.structured and view is None:
+            self.structure = StructureScanner(self.detected)
+        elif self.policy.salient_lines and view is None and self.detected.kind != "binary":
             self.scanner = SalientScanner(skip_bytes=self.rule.smallest_head(),
                                           max_lines=self.policy.salient_lines,
                                           max_line_bytes=self.policy.salient_line_bytes,
@@ -275,6 +281,8 @@ class SpillJob:
         self.retainer.push(chunk)
         if self.scanner is not None:
             self.scanner.push(chunk)
+        if self.structure is not None:
+            self.structure.push(chunk)
         if not upload.failed:
             upload.feed(chunk)
 
@@ -298,6 +306,11 @@ class SpillJob:
             type_note=self._type_note(),
         )
         head, tail = self.rule.preview(self.exit_code)
+        if self.structure is not None:
+            rendered = render_structured(facts, retained, self.detected.kind, head_bytes=head,
+                                         tail_bytes=tail, budget=self.policy.budget(),
+                                         note=self._structured_note(retained))
+            return self._from_rendered(rendered, retained, artifact=ref)
         shown = RetainedText.of(view.text) if view is not None else retained
         rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
                                   budget=self.policy.budget(), salient=self._salient())
@@ -306,6 +319,23 @@ class SpillJob:
             return self.result(rendered.text, _pointer_mode(rendered), retained.total_bytes, omitted,
                                artifact=ref)
         return self._from_rendered(rendered, retained, artifact=ref)
+
+    def _structured_note(self, retained: RetainedText) -> Callable[[RetainedText | None], str]:
+        structure = self.structure
+        assert structure is not None
+        outline = structure.outline()
+        if self.detected.kind == "ndjson":
+            records: int | None = retained.line_count
+        elif self.detected.kind in ("csv", "tsv"):
+            records = structure.table_records(retained.ends_with_newline)
+        else:
+            records = None
+
+        def note(view: RetainedText | None) -> str:
+            return type_note(self.detected, view, read_tool=self.policy.read_tool, outline=outline,
+                             total_records=records, record_pages=False)
+
+        return note
 
     def _type_note(self) -> str | None:
         if self.detected.kind == "text":
