@@ -15,14 +15,14 @@ same facts as data (:attr:`ToolOutcome.structured`, MCP ``structuredContent``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from s3spill.agent.listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, ArtifactListing, list_artifacts
-from s3spill.artifacts.bytepage import DEFAULT_BYTES, MAX_BYTES, BytePage
-from s3spill.artifacts.jsonpath import JsonPage
-from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page
+from s3spill.agent.reads import Build, page_reader
+from s3spill.artifacts.bytepage import DEFAULT_BYTES, MAX_BYTES
+from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResult
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.pointer import clip, one_line
@@ -157,6 +157,9 @@ def _parameters(name: str) -> dict[str, Any]:
                          'e.g. "/items/0/name"; "" is the whole document). Shows that value; an '
                          "object or array is paged by element: offset and limit then count "
                          "elements."},
+                "record_offset": {"type": "integer", "minimum": 0,
+                                  "description": "CSV/TSV outputs: records to skip (0 = from the "
+                                  "header); a page shows whole records and repeats the header."},
             },
             "required": ["source_id"],
         }
@@ -194,7 +197,8 @@ def output_schema(kind: str) -> dict[str, Any]:
             "next_offset": _NULLABLE_INT, "next_char_offset": _NULLABLE_INT, "text": {"type": "string"},
             "output_kind": {"type": "string", "description": "text, binary, json, ndjson, csv or tsv."},
             "byte_offset": _NULLABLE_INT, "next_byte_offset": _NULLABLE_INT,
-            "path": {"type": ["string", "null"], "description": "The JSON Pointer read, if any."}}
+            "path": {"type": ["string", "null"], "description": "The JSON Pointer read, if any."},
+            "record_offset": _NULLABLE_INT, "next_record_offset": _NULLABLE_INT}
     elif kind == "grep":
         props = {
             "source_id": {"type": "string"}, "pattern": {"type": "string"},
@@ -212,31 +216,6 @@ def output_schema(kind: str) -> dict[str, Any]:
         props = {"total": {"type": "integer"}, "shown": {"type": "integer"},
                  "unreadable": {"type": "integer"}, "artifacts": {"type": "array", "items": entry}}
     return {"type": "object", "properties": props, "required": sorted(props)}
-
-
-def _page_data(page: Page, text: str, kind: str = "text") -> dict[str, Any]:
-    return {"source_id": page.source_id, "output_kind": kind,
-            "first_line": page.lines[0].number if page.lines else None,
-            "last_line": page.lines[-1].number if page.lines else None,
-            "total_lines": page.total_lines, "size_bytes": page.size_bytes, "eof": page.eof,
-            "next_offset": page.next_offset, "next_char_offset": page.next_char_offset,
-            "byte_offset": None, "next_byte_offset": None, "path": None, "text": text}
-
-
-def _json_data(page: JsonPage, text: str) -> dict[str, Any]:
-    """A JSON Pointer page in the read tool's schema: offsets count elements, not lines."""
-    return {"source_id": page.source_id, "output_kind": "json", "first_line": None,
-            "last_line": None, "total_lines": 0, "size_bytes": page.size_bytes, "eof": page.eof,
-            "next_offset": page.next_offset, "next_char_offset": None, "byte_offset": None,
-            "next_byte_offset": None, "path": page.path, "text": text}
-
-
-def _byte_data(page: BytePage, text: str) -> dict[str, Any]:
-    """A hexdump page in the read tool's schema: no line fields, byte offsets instead."""
-    return {"source_id": page.source_id, "output_kind": "binary", "first_line": None,
-            "last_line": None, "total_lines": 0, "size_bytes": page.size_bytes, "eof": page.eof,
-            "next_offset": None, "next_char_offset": None, "byte_offset": page.byte_offset,
-            "next_byte_offset": page.next_byte_offset, "path": None, "text": text}
 
 
 def _grep_data(result: GrepResult, text: str) -> dict[str, Any]:
@@ -283,7 +262,8 @@ class AgentTools:
 
     def read_artifact(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
                       char_offset: int = 0, *, byte_offset: int | None = None,
-                      nbytes: int | None = None, path: str | None = None) -> str:
+                      nbytes: int | None = None, path: str | None = None,
+                      record_offset: int | None = None) -> str:
         """One verified page, rendered, made smaller until the policy would keep it inline.
 
         A binary artifact (or any artifact when ``byte_offset``/``nbytes`` is given) is read
@@ -291,45 +271,19 @@ class AgentTools:
         (``offset``/``limit`` then count its elements); otherwise by line.
         """
         return self.read_outcome(source_id, offset, limit, char_offset, byte_offset=byte_offset,
-                                 nbytes=nbytes, path=path).text
+                                 nbytes=nbytes, path=path, record_offset=record_offset).text
 
     def read_outcome(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
                      char_offset: int = 0, *, byte_offset: int | None = None,
-                     nbytes: int | None = None, path: str | None = None) -> ToolOutcome:
+                     nbytes: int | None = None, path: str | None = None,
+                     record_offset: int | None = None) -> ToolOutcome:
         """:meth:`read_artifact` with the page's facts as structured data."""
-        build: Callable[[int], tuple[str, dict[str, Any]]]
-        if path is not None:
-            if byte_offset is not None or nbytes is not None or char_offset:
-                raise InvalidRequest("path reads a JSON value: byte_offset, bytes and char_offset"
-                                     " do not apply")
-            def build(max_chars: int) -> tuple[str, dict[str, Any]]:
-                got = self.artifacts.read_json(source_id, path, offset=offset, limit=limit,
-                                               max_chars=max_chars, session_id=self.session_id)
-                text = got.render()
-                return text, _json_data(got, text)
-
-            return self._fitted(build, source_id)
-        if byte_offset is None and nbytes is None:
-            kind = self.artifacts.index(source_id, session_id=self.session_id).output_kind
-        else:
-            kind = "binary"
-        if kind == "binary":
-            def build(max_chars: int) -> tuple[str, dict[str, Any]]:
-                got = self.artifacts.read_bytes(source_id, byte_offset=byte_offset or 0,
-                                                nbytes=nbytes or DEFAULT_BYTES, max_chars=max_chars,
-                                                session_id=self.session_id)
-                text = got.render()
-                return text, _byte_data(got, text)
-        else:
-            def build(max_chars: int) -> tuple[str, dict[str, Any]]:
-                page = self.artifacts.read_page(source_id, offset=offset, limit=limit,
-                                                char_offset=char_offset, max_chars=max_chars,
-                                                session_id=self.session_id)
-                text = page.render()
-                return text, _page_data(page, text, kind)
+        build = page_reader(self.artifacts, self.session_id, source_id, offset=offset, limit=limit,
+                            char_offset=char_offset, byte_offset=byte_offset, nbytes=nbytes,
+                            path=path, record_offset=record_offset)
         return self._fitted(build, source_id)
 
-    def _fitted(self, build: Callable[[int], tuple[str, dict[str, Any]]], source_id: str) -> ToolOutcome:
+    def _fitted(self, build: Build, source_id: str) -> ToolOutcome:
         """The page built with the largest budget (tried a few times) the policy keeps inline."""
         max_chars = self.page_chars
         text, data = "", dict[str, Any]()
@@ -449,7 +403,7 @@ class AgentTools:
 
 
 _READ_ARGS = {"source_id": str, "offset": int, "limit": int, "char_offset": int, "byte_offset": int,
-              "bytes": int, "path": str}
+              "bytes": int, "path": str, "record_offset": int}
 _GREP_ARGS = {"source_id": str, "pattern": str, "context": int, "max_matches": int}
 _LIST_ARGS = {"limit": int}
 

@@ -79,6 +79,7 @@ from s3spill.artifacts.frames import FrameEncoder, choose_codec
 from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex, OutputKind
 from s3spill.artifacts.jsonpath import DEFAULT_ELEMENTS, JsonPage, build_json_page
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
+from s3spill.artifacts.recordpage import DEFAULT_RECORDS, RecordPage, build_record_page
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pattern, grep_chunks
 from s3spill.config import TransferConfig
 from s3spill.errors import (
@@ -178,7 +179,7 @@ class ArtifactStore:
         codec = choose_codec(self.config, bytes(sniff))
         for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
             name = keys.new_artifact_name(tool, created_at)
-            encoder = FrameEncoder(self.config, codec)
+            encoder = FrameEncoder(self.config, codec, records=output_kind in ("csv", "tsv"))
             chunks = source() if source is not None else itertools.chain(head, rest or ())
             akey = keys.artifact_key(shash, name)
             try:
@@ -366,6 +367,14 @@ class ArtifactStore:
         log.debug("artifact.read_json", source_id=str(art.source_id), path=path[:200],
                   elements=len(page.rows), scanned=page.bytes_scanned)
         return page
+
+    def read_records(self, source: SourceRef, record_offset: int = 0, limit: int = DEFAULT_RECORDS,
+                     max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> RecordPage:
+        """CSV/TSV records by number, header repeated (see :mod:`s3spill.artifacts.recordpage`)."""
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        return build_record_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
+                                 record_offset=record_offset, limit=limit, max_chars=max_chars)
 
     def iter_verified(self, source: SourceRef, session_id: str | None = None) -> Iterator[bytes]:
         """Every chunk in order, each verified; the full SHA-256 is checked at the end."""

@@ -95,6 +95,11 @@ def cmd_read(args: argparse.Namespace) -> int:
                              max_chars=args.max_chars)
         _out(doc.model_dump_json() + "\n" if args.json else doc.render())
         return 0
+    if args.record_offset is not None:
+        rec = arts.read_records(args.source_id, args.record_offset, limit=args.limit,
+                                max_chars=args.max_chars)
+        _out(rec.model_dump_json() + "\n" if args.json else rec.render())
+        return 0
     by_bytes = args.byte_offset is not None or args.bytes is not None
     if by_bytes or arts.index(args.source_id).output_kind == "binary":
         # A hexdump: plain ASCII, so no byte of the artifact reaches the terminal as a control.
@@ -162,6 +167,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--path", type=utf8, default=None,
                    help='JSON outputs: show the value at this JSON Pointer (e.g. "/items/0"; "" for'
                    " the whole document), paged by element (--offset/--limit count elements)")
+    p.add_argument("--record-offset", type=count, default=None,
+                   help="CSV/TSV outputs: page by record from here (records to skip; --limit counts"
+                   " records); every page repeats the header")
     p.add_argument("--json", action="store_true", help="print the structured Page as JSON")
     p.set_defaults(func=cmd_read)
 

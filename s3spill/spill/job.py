@@ -333,7 +333,8 @@ class SpillJob:
 
         def note(view: RetainedText | None) -> str:
             return type_note(self.detected, view, read_tool=self.policy.read_tool, outline=outline,
-                             total_records=records, record_pages=False)
+                             total_records=records,
+                             record_pages=self.detected.kind in ("csv", "tsv"))
 
         return note
 
