@@ -145,3 +145,18 @@ def test_record_reads_refuse_other_kinds(local_store: LocalStore) -> None:
     out: Any = AgentTools(local_store, SESSION).call("read_artifact", {"source_id": sid,
                                                                        "record_offset": 3})
     assert out.is_error and "\n" not in out.text
+
+
+def test_grep_names_the_record_of_each_match(local_store: LocalStore) -> None:
+    """In a CSV, a match on a quoted field's second line names its record, not just its line."""
+    data = csv_with_quoted_newlines(5000)
+    sid = source_id_of(_spill(local_store, data))
+    arts = ArtifactStore(local_store, session_id=SESSION)
+    result = arts.grep(sid, r'^line, (100|4995)"')
+    assert [m.record_number for m in result.matches] == [102, 4997]
+    rows = _rows(data)
+    assert rows[101][2] == "multi\nline, 100" and rows[4996][2] == "multi\nline, 4995"
+    assert "[record 102] line, 100" in result.render()
+    assert arts.read_records(sid, 101, limit=1).rows[0].number == 102
+    plain = arts.grep(source_id_of(_spill(local_store, ndjson(20_000))), '"n": 7,')
+    assert plain.matches[0].record_number is None and "[record" not in plain.render()

@@ -86,6 +86,14 @@ def total_records(index: ArtifactIndex) -> int:
     return ends + (0 if index.size_bytes == 0 or index.ends_with_newline else 1)
 
 
+def record_at(index: ArtifactIndex, fetch: Fetch, byte: int) -> int:
+    """The 1-based number of the record holding byte ``byte`` (one chunk is scanned)."""
+    k = min(byte // index.chunk_size, index.chunk_count - 1)
+    local = byte - k * index.chunk_size
+    ends = record_end_positions(fetch(k)[:local], index.chunk_quoted[k])
+    return index.records_before[k] + len(ends) + 1
+
+
 def _record_start(index: ArtifactIndex, fetch: Fetch, skip: int) -> int:
     """Byte where record ``skip`` (0-based) starts: just after the ``skip``-th record end."""
     if skip == 0:

@@ -79,7 +79,7 @@ from s3spill.artifacts.frames import FrameEncoder, choose_codec
 from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex, OutputKind
 from s3spill.artifacts.jsonpath import DEFAULT_ELEMENTS, JsonPage, build_json_page
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
-from s3spill.artifacts.recordpage import DEFAULT_RECORDS, RecordPage, build_record_page
+from s3spill.artifacts.recordpage import DEFAULT_RECORDS, RecordPage, build_record_page, record_at
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pattern, grep_chunks
 from s3spill.config import TransferConfig
 from s3spill.errors import (
@@ -425,9 +425,15 @@ class ArtifactStore:
         compiled = compile_pattern(pattern, ignore_case=ignore_case)
         art = self.resolve(source, session_id)
         index = self._index(art)
-        return grep_chunks(self._iter_verified(art, index), str(art.source_id), compiled,
-                           context=context, max_matches=max_matches,
-                           expected_lines=index.line_count)
+        result = grep_chunks(self._iter_verified(art, index), str(art.source_id), compiled,
+                             context=context, max_matches=max_matches,
+                             expected_lines=index.line_count)
+        if not index.chunk_records:
+            return result
+        numbered = tuple(m.model_copy(update={"record_number": record_at(
+            index, lambda k: self._fetch_chunk(art, index, k), m.byte_offset)})
+            for m in result.matches)
+        return result.model_copy(update={"matches": numbered})
 
 
 def _expired(source_id: str) -> str:
