@@ -160,3 +160,15 @@ def test_grep_names_the_record_of_each_match(local_store: LocalStore) -> None:
     assert arts.read_records(sid, 101, limit=1).rows[0].number == 102
     plain = arts.grep(source_id_of(_spill(local_store, ndjson(20_000))), '"n": 7,')
     assert plain.matches[0].record_number is None and "[record" not in plain.render()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200).map(lambda b: b.replace(b"x", b'"').replace(b"y", b"\n")), st.booleans())
+def test_both_record_counters_agree(data: bytes, quoted: bool) -> None:
+    """The context layer's record counter and the artifact writer's count the same ends."""
+    from s3spill.artifacts.records import record_end_positions
+    from s3spill.artifacts.records import record_ends as stored_ends
+    from s3spill.context.cuts import record_ends as preview_ends
+
+    assert preview_ends(data, quoted) == stored_ends(data, quoted) == len(
+        record_end_positions(data, quoted))

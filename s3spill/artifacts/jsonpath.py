@@ -277,6 +277,25 @@ def _kind(event: str) -> str:
             "null": "null"}.get(event, "value")
 
 
+def _feed(nav: _Navigator, events: list[tuple[str, Any]]) -> None:
+    """Hand events to ``nav`` until its page is done; a skipped subtree is counted inline
+    (the hot loop: most of a large document is skipped, millions of events)."""
+    skip = nav.skip
+    for event, value in events:
+        if skip:
+            if event == "start_map" or event == "start_array":
+                skip += 1
+            elif event == "end_map" or event == "end_array":
+                skip -= 1
+            continue
+        nav.skip = 0
+        nav.event(event, value)
+        skip = nav.skip
+        if nav.done:
+            break
+    nav.skip = skip
+
+
 def build_json_page(chunks: Iterator[bytes], source_id: str, size_bytes: int, *, path: str = "",
                     offset: int = 0, limit: int = DEFAULT_ELEMENTS,
                     max_chars: int = 40_000) -> JsonPage:
@@ -304,10 +323,7 @@ def build_json_page(chunks: Iterator[bytes], source_id: str, size_bytes: int, *,
             except ijson.JSONError as exc:
                 raise InvalidRequest(f"{source_id} is not valid JSON before byte {scanned:,}: "
                                      f"{str(exc).splitlines()[0][:120]}") from None
-            for event, value in events:
-                nav.event(event, value)
-                if nav.done:
-                    break
+            _feed(nav, events)
             del events[:]
             if nav.done:
                 break
@@ -317,8 +333,7 @@ def build_json_page(chunks: Iterator[bytes], source_id: str, size_bytes: int, *,
             except ijson.JSONError as exc:
                 raise InvalidRequest(f"{source_id} is not a complete JSON document: "
                                      f"{str(exc).splitlines()[0][:120]}") from None
-            for event, value in events:
-                nav.event(event, value)
+            _feed(nav, events)
     finally:
         close = getattr(chunks, "close", None)
         if close is not None:

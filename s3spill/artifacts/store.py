@@ -147,6 +147,9 @@ class ArtifactStore:
         self._chunks: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._chunk_bytes = 0
         self._lock = threading.Lock()
+        #: Indexes this instance committed, for its writer's own use (never for reads,
+        #: which verify what the store holds).
+        self._written: OrderedDict[str, ArtifactIndex] = OrderedDict()
 
     # -- writing ----------------------------------------------------------------------
 
@@ -197,8 +200,18 @@ class ArtifactStore:
                 call_id=call_id, label=label, body_etag=put.etag, output_kind=output_kind,
                 output_description=output_description)
             self._commit(index, put.size, attempt)
-            return self._reference(index)
+            ref = self._reference(index)
+            with self._lock:
+                self._written[ref.source_id] = index
+                while len(self._written) > _INDEX_CACHE_SIZE:
+                    self._written.popitem(last=False)
+            return ref
         raise AlreadyExists(f"no free artifact name after {MAX_NAME_ATTEMPTS} attempts")
+
+    def written_index(self, ref: ArtifactReference) -> ArtifactIndex | None:
+        """The index this instance committed for ``ref`` (e.g. its CSV record table), if recent."""
+        with self._lock:
+            return self._written.get(ref.source_id)
 
     def _commit(self, index: ArtifactIndex, stored: int, attempt: int) -> None:
         """Create the index, the commit record; the body is readable only from here on."""

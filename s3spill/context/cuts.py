@@ -19,7 +19,11 @@ _JSON_TOKENS = re.compile(rb'[\\"{}\[\],]')
 
 
 def record_ends(data: bytes, quoted: bool) -> int:
-    """Newlines outside double quotes in ``data``, which starts inside quotes if ``quoted``."""
+    """Newlines outside double quotes in ``data``, which starts inside quotes if ``quoted``.
+
+    The same rule as :func:`s3spill.artifacts.records.record_ends` (which counts the stored
+    table; this layer may not import that one): a test keeps the two in agreement.
+    """
     if b'"' not in data:
         return 0 if quoted else data.count(b"\n")
     parts = data.split(b'"')

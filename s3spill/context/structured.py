@@ -7,13 +7,11 @@ nearest element edge inside them — after a ``,`` of a JSON container, after th
 that ends a record — and the pointer gets what a byte preview cannot say: the document's
 outline (top-level keys, array lengths, types, depth) or exact record counts.
 
-Two passes of different cost. :class:`StructureScanner` sees every chunk of the stream:
-for CSV/TSV it counts the newlines outside quotes (C-speed ``split``/``join``, so a quoted
-newline is not a record end), for JSON it runs ``ijson``'s event parser over the first
-:data:`OUTLINE_SCAN_BYTES` only (about 50 MB/s; past it the outline's counts are labelled
-lower bounds). The cuts themselves look only at the retained bytes: a JSON string state
-at the tail's start is the parity of its unescaped quotes (a whole document has an even
-number), the same for CSV quotes.
+What sees the whole stream: for JSON, :class:`StructureScanner` runs ``ijson``'s event
+parser over the first :data:`OUTLINE_SCAN_BYTES` (about 30 MB/s with the outline's
+bookkeeping; past it the outline's counts are labelled lower bounds); CSV/TSV records are
+counted by the artifact writer's record table (the caller passes the total in), NDJSON
+records are lines. The cuts (:mod:`s3spill.context.cuts`) look only at the retained bytes.
 """
 
 from __future__ import annotations
@@ -188,14 +186,13 @@ def _kind(event: str, value: Any) -> str:
 
 
 class StructureScanner:
-    """Sees every chunk of a structured output once; counts what the preview cannot see."""
+    """Sees every chunk of a structured output once: the JSON outline (CSV/TSV records are
+    counted by the artifact writer's record table, once)."""
 
     def __init__(self, detected: Detection, scan_bytes: int = OUTLINE_SCAN_BYTES) -> None:
         self.kind = detected.kind
         self.scan_bytes = scan_bytes
         self.seen = 0
-        self.records = 0
-        self._quoted = False
         self._json = _OutlineParser() if self.kind == "json" else None
         self._bom = detected.bom
 
@@ -205,10 +202,7 @@ class StructureScanner:
         else:
             first = False
         self.seen += len(chunk) + (3 if first else 0)
-        if self.kind in ("csv", "tsv"):
-            self.records += record_ends(chunk, self._quoted)
-            self._quoted ^= chunk.count(b'"') % 2 == 1
-        elif self._json is not None and self.seen - len(chunk) < self.scan_bytes:
+        if self._json is not None and self.seen - len(chunk) < self.scan_bytes:
             self._json.send(chunk)
 
     def outline(self) -> Outline | None:
@@ -219,9 +213,6 @@ class StructureScanner:
             self._json.close()
         return self._json.outline(complete)
 
-    def table_records(self, ends_with_newline: bool) -> int:
-        """CSV/TSV records in the whole stream (a last record without a newline counts)."""
-        return self.records + (0 if ends_with_newline or self.seen == 0 else 1)
 
 
 # --------------------------------------------------------------------------- notes

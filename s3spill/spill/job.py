@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from s3spill.artifacts.bytepage import hexdump
+from s3spill.artifacts.recordpage import total_records
 from s3spill.context.binary import NOTICE_BYTES, BinaryFacts, render_binary, whole_fits
 from s3spill.context.detect import TEXT, Detection, detect
 from s3spill.context.logcompress import CompressedLog, compress_log
@@ -309,7 +310,7 @@ class SpillJob:
         if self.structure is not None:
             rendered = render_structured(facts, retained, self.detected.kind, head_bytes=head,
                                          tail_bytes=tail, budget=self.policy.budget(),
-                                         note=self._structured_note(retained))
+                                         note=self._structured_note(retained, ref))
             return self._from_rendered(rendered, retained, artifact=ref)
         shown = RetainedText.of(view.text) if view is not None else retained
         rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
@@ -320,16 +321,18 @@ class SpillJob:
                                artifact=ref)
         return self._from_rendered(rendered, retained, artifact=ref)
 
-    def _structured_note(self, retained: RetainedText) -> Callable[[RetainedText | None], str]:
+    def _structured_note(self, retained: RetainedText,
+                         ref: ArtifactReference) -> Callable[[RetainedText | None], str]:
         structure = self.structure
         assert structure is not None
         outline = structure.outline()
+        records: int | None = None
         if self.detected.kind == "ndjson":
-            records: int | None = retained.line_count
+            records = retained.line_count
         elif self.detected.kind in ("csv", "tsv"):
-            records = structure.table_records(retained.ends_with_newline)
-        else:
-            records = None
+            # Counted once, by the writer's record table (the index), not a second time here.
+            index = self.sink.artifacts.written_index(ref)
+            records = total_records(index) if index is not None and index.chunk_records else None
 
         def note(view: RetainedText | None) -> str:
             return type_note(self.detected, view, read_tool=self.policy.read_tool, outline=outline,
