@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from s3spill import keys
 from s3spill.config import TransferConfig
 from s3spill.gc.apply import apply_cleanup
-from s3spill.gc.metered import MeteredStore
+from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
 from s3spill.keys import SourceId
@@ -94,17 +94,17 @@ def bench_publish(store: LocalStore, n: int) -> dict[str, float]:
         t0 = time.perf_counter()
         journal.publish_reference(claim, lambda: None, f"tx-{i:06d}")
         samples.append((time.perf_counter() - t0, meter.bytes_written - before))
-        largest = max(largest, journal._manifest_bytes)
+        largest = max(largest, journal.manifest_bytes)
         if (i + 1) % 2000 == 0:
             ms, _ = window(samples, slice(-100, None))
             print(f"  {i + 1} published, last 100 at {ms:.2f} ms each, manifest "
-                  f"{journal._manifest_bytes} bytes", flush=True)
+                  f"{journal.manifest_bytes} bytes", flush=True)
     total = time.perf_counter() - started
     first_ms, first_bytes = window(samples, slice(0, 100))
     last_ms, last_bytes = window(samples, slice(-100, None))
     return {"seconds": total, "first_ms": first_ms, "last_ms": last_ms, "first_bytes": first_bytes,
             "last_bytes": last_bytes, "largest_manifest": largest,
-            "final_manifest": journal._manifest_bytes}
+            "final_manifest": journal.manifest_bytes}
 
 
 def floor(store: ObjectStore) -> float:

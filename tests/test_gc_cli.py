@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from pathlib import Path
@@ -9,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from s3spill.cli import main
-from s3spill.cli.gc_cmds import EXIT_REFUSED
+from s3spill.cli.exitcodes import ExitCode
 from s3spill.leases.journal import LeaseJournal
 from s3spill.store.local import LocalStore
-from tests.gc_helpers import put_artifact
+from tests.gc_support import put_artifact
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object]]:
@@ -37,7 +38,7 @@ def test_short_ttl_refused_with_exit_code_4(local_store: LocalStore,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """A TTL under an hour exits 4 (refused) unless --allow-dangerously-short-ttl is given."""
     code = main(["--store", local_store.url, "gc", "plan", "--all", "--orphan-ttl", "10m"])
-    assert code == EXIT_REFUSED
+    assert code == ExitCode.REFUSED
     assert "allow-dangerously-short-ttl" in capsys.readouterr().err
     code, doc = _run(capsys, "--store", local_store.url, "gc", "plan", "--all", "--orphan-ttl", "10m",
                      "--allow-dangerously-short-ttl")
@@ -59,12 +60,24 @@ def test_plan_to_store_then_apply_by_id(local_store: LocalStore, capsys: pytest.
     assert code == 0 and report["counts"] == {"deleted": 1}
     assert [i.key for i in local_store.list("") if "/artifacts/" in i.key] == []
     code = main(["--store", local_store.url, "gc", "apply", str(tmp_path / "missing.jsonl")])
-    assert code == EXIT_REFUSED
+    assert code == ExitCode.REFUSED
 
 
-def test_gc_without_scope_is_an_error(local_store: LocalStore, capsys: pytest.CaptureFixture[str],
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """`gc plan` needs --session or --all (or $S3SPILL_SESSION); otherwise exit 2 with a message."""
-    monkeypatch.delenv("S3SPILL_SESSION", raising=False)
-    assert main(["--store", local_store.url, "gc", "plan"]) == 2
-    assert "--all" in capsys.readouterr().err
+def test_gc_without_scope_plans_the_directory_session(local_store: LocalStore, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gc plan` without --session or --all plans this directory's session, and no other."""
+    for name in ("S3SPILL_SESSION", "CLAUDE_SESSION_ID"):
+        monkeypatch.delenv(name, raising=False)
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"x\n" * 10)))
+    assert main(["--store", local_store.url, "spill"]) == 0
+    capsys.readouterr()
+    assert main(["--store", local_store.url, "gc", "plan"]) == 0
+    assert json.loads(capsys.readouterr().out)["sessions"] == 1
+    monkeypatch.chdir(elsewhere)
+    assert main(["--store", local_store.url, "gc", "plan"]) == 0
+    assert json.loads(capsys.readouterr().out)["sessions"] == 0

@@ -18,42 +18,33 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from s3spill.cli.common import count, positive, store_from_args, utf8
+from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
-from s3spill.cli.gc_ops import (
-    DecisionReport,
-    Progress,
-    emit_metrics,
-    lock_scope,
-    ops_args,
-    renewing,
-    run_lock,
-    stop_on_sigterm,
-)
+from s3spill.cli.gc_ops import DecisionReport, Progress, emit_metrics, ops_args, stop_on_sigterm
 from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused, ConfigError, GcRunLocked
 from s3spill.gc.apply import apply_cleanup
-from s3spill.gc.doc import CleanupPlan, load_plan_from_store, save_plan_to_store
-from s3spill.gc.metered import MeteredStore
+from s3spill.gc.lock import scope_of
+from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import CleanupPolicy, CleanupReport, CleanupScope, parse_duration
 from s3spill.gc.plan import plan_cleanup, plan_report
+from s3spill.gc.planfile import CleanupPlan, load_plan_from_store, save_plan_to_store
 from s3spill.keys import GC_PLANS, session_hash
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore, StoreCapabilities
 
-EXIT_OK = int(ExitCode.OK)
-EXIT_RACES = int(ExitCode.RETAINED)
-EXIT_REFUSED = int(ExitCode.REFUSED)
-EXIT_JOURNAL_DOUBT = int(ExitCode.JOURNAL_DOUBT)
 log = get_logger("s3spill.cli.gc")
 
 
 def _plan_args(p: argparse.ArgumentParser) -> None:
     who = p.add_mutually_exclusive_group()
     who.add_argument("--session", dest="gc_session", metavar="ID", type=utf8,
-                     help="plan one session (default: the global --session / $S3SPILL_SESSION)")
+                     help="plan one session (default: the global --session / $S3SPILL_SESSION, "
+                          "else this directory's)")
     who.add_argument("--all", action="store_true", help="plan every session in the store")
     p.add_argument("--shard", metavar="K/N", type=_shard,
                    help="with --all: only shard K of N of the session-hash space")
@@ -137,9 +128,9 @@ def _scope(args: argparse.Namespace) -> CleanupScope:
         return args.shard if args.shard else CleanupScope()
     if args.shard:
         raise ConfigError("--shard needs --all")
-    session = args.gc_session or getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")
-    if not session:
-        raise ConfigError("say which sessions: --session ID or --all")
+    # Without --session or --all: the session the other commands default to (this
+    # directory's), so the quick start's `gc plan` plans what its `run` stored.
+    session = args.gc_session or session_from_args(args)
     return CleanupScope(session_hash=session_hash(session))
 
 
@@ -176,174 +167,163 @@ def _remove(path: object) -> None:
         os.unlink(str(path))
 
 
-def _exit_code(report: CleanupReport) -> int:
+def _exit_code(report: CleanupReport) -> ExitCode:
     if report.interrupted:
-        return int(ExitCode.INTERRUPTED)
+        return ExitCode.INTERRUPTED
     if report.journal_doubts:
-        return EXIT_JOURNAL_DOUBT
-    return EXIT_RACES if report.races else EXIT_OK
-
-
-def _refused(exc: CleanupRefused) -> int:
-    print(f"s3spill: refused: {exc}", file=sys.stderr)
-    return EXIT_REFUSED
+        return ExitCode.JOURNAL_DOUBT
+    return ExitCode.RETAINED if report.races else ExitCode.OK
 
 
 def _capabilities(args: argparse.Namespace, store: ObjectStore) -> StoreCapabilities:
     """What the store was seen to honour (``s3spill doctor``), unless --no-probe."""
     if args.no_probe:
         return store.capabilities()
-    from s3spill.doctor import run_doctor
+    from s3spill.store.probes import probe_capabilities
 
-    report = run_doctor(store)
+    report = probe_capabilities(store)
     log.info("gc.apply.probed", delete_mode=report.gc_delete_mode, store=store.url)
     return report.capabilities()
 
 
 def _apply(args: argparse.Namespace, plan: CleanupPlan, dry_run: bool,
            report: DecisionReport) -> CleanupReport:
-    """Apply under the scope's run lock (when it may delete), stopping cleanly on SIGTERM."""
+    """Apply (the library holds the scope's run lock while it may delete), stopping cleanly on SIGTERM."""
     store = store_from_args(args)
     policy = _policy(args, dry_run=dry_run)  # apply's own policy: the plan's only narrows it
     caps = None if dry_run else _capabilities(args, store)
     progress = Progress("apply", plan.footer.entries)
     try:
-        with run_lock(args, store, plan.header.scope, plan.plan_id, deletes=not dry_run) as lock, \
-                stop_on_sigterm() as stop:
+        with stop_on_sigterm() as stop:
             return apply_cleanup(
                 store, plan, dry_run=dry_run, config=_config(args), capabilities=caps, policy=policy,
                 rate_limit=args.rate_limit, force_unverified_deletes=args.force_unverified_deletes,
-                progress=renewing(progress.update, lock), stop=stop,
+                progress=progress.update, stop=stop, lock_wait=getattr(args, "lock_wait", 0.0),
                 decisions=report.decision if report.enabled else None)
     finally:
         progress.close()
 
 
-def _finish(args: argparse.Namespace, report: DecisionReport, doc: dict[str, Any], code: int, *,
-            phase: str, scope: CleanupScope, started: float) -> int:
-    """Print the summary, publish metrics, close the report; returns the exit code."""
-    _print(doc, report)
-    counts = (doc.get("apply") or doc).get("counts", {})
-    log.info(f"gc.{phase}.done", exit_code=code, counts=counts)
-    metrics_doc = doc.get("apply") or doc
-    emit_metrics(args, phase=phase, scope=lock_scope(scope), doc=metrics_doc, exit_code=code,
-                 duration=time.monotonic() - started)
-    report.close()
+@dataclass
+class _Run:
+    """One gc command as the envelope sees it: its report file, start time, and scope once known."""
+
+    report: DecisionReport
+    started: float
+    scope: CleanupScope | None = None
+
+
+def _enveloped(args: argparse.Namespace, phase: str, body: Callable[[_Run], int]) -> int:
+    """Run one gc command: a refusal or a held lock is an exit code with metrics; the report is closed."""
+    run = _Run(DecisionReport(args.report), time.monotonic())
+    try:
+        return body(run)
+    except GcRunLocked as exc:  # a CleanupRefused too: caught first, it has its own code
+        code = _said("locked", exc, ExitCode.LOCKED)
+    except CleanupRefused as exc:
+        code = _said("refused", exc, ExitCode.REFUSED)
+    finally:
+        run.report.close()  # idempotent: a finished body closed it already
+    emit_metrics(args, phase=phase, scope=scope_of(run.scope or CleanupScope()), doc=None,
+                 exit_code=code, duration=time.monotonic() - run.started)
     return code
 
 
-def _failed(args: argparse.Namespace, report: DecisionReport, code: int, *, phase: str,
-            scope: CleanupScope | None, started: float) -> int:
-    emit_metrics(args, phase=phase, scope=lock_scope(scope or CleanupScope()), doc=None,
-                 exit_code=code, duration=time.monotonic() - started)
-    report.close()
+def _said(what: str, exc: Exception, code: ExitCode) -> int:
+    print(f"s3spill: {what}: {exc}", file=sys.stderr)
+    return code
+
+
+def _finish(args: argparse.Namespace, run: _Run, doc: dict[str, Any], code: int, *, phase: str) -> int:
+    """Print the summary, publish metrics, close the report; returns the exit code."""
+    _print(doc, run.report)
+    counts = (doc.get("apply") or doc).get("counts", {})
+    log.info(f"gc.{phase}.done", exit_code=code, counts=counts)
+    metrics_doc = doc.get("apply") or doc
+    assert run.scope is not None
+    emit_metrics(args, phase=phase, scope=scope_of(run.scope), doc=metrics_doc, exit_code=code,
+                 duration=time.monotonic() - run.started)
+    run.report.close()
     return code
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    report = DecisionReport(args.report)
-    started = time.monotonic()
-    scope: CleanupScope | None = None
+    return _enveloped(args, "plan", lambda run: _plan(args, run))
+
+
+def _plan(args: argparse.Namespace, run: _Run) -> int:
+    run.scope = scope = _scope(args)
+    policy = _policy(args, dry_run=True)
+    store = store_from_args(args)
+    to_store = args.out == "store"
+    meter = MeteredStore(store)
+    progress = Progress("plan", None)
     try:
-        scope = _scope(args)
-        policy = _policy(args, dry_run=True)
-        store = store_from_args(args)
-        to_store = args.out == "store"
-        meter = MeteredStore(store)
-        progress = Progress("plan", None)
-        try:
-            plan = plan_cleanup(meter, scope, policy,
-                                out=None if to_store or not args.out else args.out,
-                                config=_config(args), progress=progress.update)
-        finally:
-            progress.close()
-        report.plan_decisions(plan)
-        doc = plan_report(plan, time.monotonic() - started, dict(meter.requests),
-                          sessions=plan.sessions or 0).model_dump(mode="json")
-        doc["plan_path"] = str(plan.path)
-        if to_store:
-            doc["plan_key"] = save_plan_to_store(store, plan)
-            doc["apply_with"] = f"s3spill gc apply store:{plan.plan_id}"
-            os.unlink(plan.path)  # the stored copy is the plan; the local one was scaffolding
-            doc["plan_path"] = None
-        else:
-            doc["apply_with"] = f"s3spill gc apply {plan.path}"
-            if not args.out:
-                doc["note"] = ("the plan file is in the temporary directory and yours to delete "
-                               "once applied (or pass --out FILE or --out store)")
-        code = EXIT_JOURNAL_DOUBT if plan.footer.counts.get("retained_journal_doubt") else EXIT_OK
-        return _finish(args, report, doc, code, phase="plan", scope=scope, started=started)
-    except CleanupRefused as exc:
-        return _failed(args, report, _refused(exc), phase="plan", scope=scope, started=started)
-    except BaseException:
-        report.close()
-        raise
+        plan = plan_cleanup(meter, scope, policy, out=None if to_store or not args.out else args.out,
+                            config=_config(args), progress=progress.update)
+    finally:
+        progress.close()
+    run.report.plan_decisions(plan)
+    doc = plan_report(plan, time.monotonic() - run.started, dict(meter.requests),
+                      sessions=plan.sessions or 0).model_dump(mode="json")
+    doc["plan_path"] = str(plan.path)
+    if to_store:
+        doc["plan_key"] = save_plan_to_store(store, plan)
+        doc["apply_with"] = f"s3spill gc apply store:{plan.plan_id}"
+        os.unlink(plan.path)  # the stored copy is the plan; the local one was scaffolding
+        doc["plan_path"] = None
+    else:
+        doc["apply_with"] = f"s3spill gc apply {plan.path}"
+        if not args.out:
+            doc["note"] = ("the plan file is in the temporary directory and yours to delete "
+                           "once applied (or pass --out FILE or --out store)")
+    code = ExitCode.JOURNAL_DOUBT if plan.footer.counts.get("retained_journal_doubt") else ExitCode.OK
+    return _finish(args, run, doc, code, phase="plan")
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    report = DecisionReport(args.report)
-    started = time.monotonic()
-    scope: CleanupScope | None = None
+    return _enveloped(args, "apply", lambda run: _apply_plan(args, run))
+
+
+def _apply_plan(args: argparse.Namespace, run: _Run) -> int:
+    downloaded = args.plan.startswith("store:")
+    if downloaded:
+        plan = load_plan_from_store(store_from_args(args), args.plan[len("store:"):])
+    else:
+        plan = CleanupPlan.open(args.plan)
+    run.scope = plan.header.scope
     try:
-        downloaded = args.plan.startswith("store:")
-        if downloaded:
-            plan = load_plan_from_store(store_from_args(args), args.plan[len("store:"):])
-        else:
-            plan = CleanupPlan.open(args.plan)
-        scope = plan.header.scope
-        try:
-            result = _apply(args, plan, args.dry_run, report)
-        finally:
-            if downloaded:  # our temporary copy of the stored plan
-                _remove(plan.path)
-        return _finish(args, report, result.model_dump(mode="json"), _exit_code(result), phase="apply",
-                       scope=scope, started=started)
-    except GcRunLocked as exc:
-        return _failed(args, report, _locked(exc), phase="apply", scope=scope, started=started)
-    except CleanupRefused as exc:
-        return _failed(args, report, _refused(exc), phase="apply", scope=scope, started=started)
-    except BaseException:
-        report.close()
-        raise
+        result = _apply(args, plan, args.dry_run, run.report)
+    finally:
+        if downloaded:  # our temporary copy of the stored plan
+            _remove(plan.path)
+    return _finish(args, run, result.model_dump(mode="json"), _exit_code(result), phase="apply")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    report = DecisionReport(args.report)
-    started = time.monotonic()
-    scope: CleanupScope | None = None
+    return _enveloped(args, "apply", lambda run: _plan_and_apply(args, run))
+
+
+def _plan_and_apply(args: argparse.Namespace, run: _Run) -> int:
+    run.scope = scope = _scope(args)
+    policy = _policy(args, dry_run=not args.apply)
+    meter = MeteredStore(store_from_args(args))
+    progress = Progress("plan", None)
     try:
-        scope = _scope(args)
-        policy = _policy(args, dry_run=not args.apply)
-        store = store_from_args(args)
-        meter = MeteredStore(store)
-        progress = Progress("plan", None)
-        try:
-            plan = plan_cleanup(meter, scope, policy, out=args.out, config=_config(args),
-                                progress=progress.update)
-        finally:
-            progress.close()
-        try:
-            report.plan_decisions(plan)
-            planned = plan_report(plan, time.monotonic() - started, dict(meter.requests),
-                                  sessions=plan.sessions or 0)
-            result = _apply(args, plan, not args.apply, report)
-        finally:
-            if not args.out:  # a plan nobody asked to keep does not outlive the run
-                _remove(plan.path)
-        doc = {"plan": planned.model_dump(mode="json") | {
-                   "plan_path": str(plan.path), "plan_kept": bool(args.out)},
-               "apply": result.model_dump(mode="json")}
-        code = EXIT_JOURNAL_DOUBT if planned.counts.get("retained_journal_doubt") else _exit_code(result)
-        return _finish(args, report, doc, code, phase="apply", scope=scope, started=started)
-    except GcRunLocked as exc:
-        return _failed(args, report, _locked(exc), phase="apply", scope=scope, started=started)
-    except CleanupRefused as exc:
-        return _failed(args, report, _refused(exc), phase="apply", scope=scope, started=started)
-    except BaseException:
-        report.close()
-        raise
-
-
-def _locked(exc: GcRunLocked) -> int:
-    print(f"s3spill: locked: {exc}", file=sys.stderr)
-    return int(ExitCode.LOCKED)
+        plan = plan_cleanup(meter, scope, policy, out=args.out, config=_config(args),
+                            progress=progress.update)
+    finally:
+        progress.close()
+    try:
+        run.report.plan_decisions(plan)
+        planned = plan_report(plan, time.monotonic() - run.started, dict(meter.requests),
+                              sessions=plan.sessions or 0)
+        result = _apply(args, plan, not args.apply, run.report)
+    finally:
+        if not args.out:  # a plan nobody asked to keep does not outlive the run
+            _remove(plan.path)
+    doc = {"plan": planned.model_dump(mode="json") | {
+               "plan_path": str(plan.path), "plan_kept": bool(args.out)},
+           "apply": result.model_dump(mode="json")}
+    code = ExitCode.JOURNAL_DOUBT if planned.counts.get("retained_journal_doubt") else _exit_code(result)
+    return _finish(args, run, doc, code, phase="apply")
