@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 import subprocess
@@ -151,3 +152,14 @@ def test_run_cat_of_random_bytes_and_read_never_print_control_bytes(tmp_path: Pa
     tail = _cli(tmp_path, "read", sid, "--byte-offset", "4999000", "--bytes", "1000")
     assert unhexdump(tail.stdout.decode("ascii")) == data[4_999_000:]
     assert b"[EOF: byte 4,999,999 is the last byte]" in tail.stdout
+
+
+def test_cli_spill_records_the_kind(tmp_path: Path) -> None:
+    """`s3spill spill FILE` detects the file's kind and stores it in the index."""
+    (tmp_path / "img.png").write_bytes(png(40, 30))
+    proc = _cli(tmp_path, "spill", str(tmp_path / "img.png"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    ref = json.loads(proc.stdout)
+    index = ArtifactStore(LocalStore(tmp_path / "store"), session_id=SESSION).index(ref["source_id"])
+    assert index.output_kind == "binary" and index.output_description is not None
+    assert index.output_description.endswith("40x30") and ref["summary"].startswith("Portable Network")

@@ -172,3 +172,27 @@ def test_both_record_counters_agree(data: bytes, quoted: bool) -> None:
 
     assert preview_ends(data, quoted) == stored_ends(data, quoted) == len(
         record_end_positions(data, quoted))
+
+
+def test_a_tight_token_budget_still_cuts_between_records(local_store: LocalStore) -> None:
+    """When the budget shrinks the preview, it is cut between records again and the counts
+    describe the preview actually shown."""
+    from s3spill.context.policy import SpillPolicy
+
+    data = csv_with_quoted_newlines(30_000)
+    policy = SpillPolicy(max_inline_tokens=1500)
+    with Spiller(local_store, SESSION, policy, journal=None) as spiller:
+        result = spiller.externalize(data, "bash")
+    text = result.context_text
+    assert result.spilled and policy.budget().fits(text)
+    head, rest = preview_part(text).split(GAP, 1)
+    tail = rest.split("…]\n", 1)[1]
+    rows = _rows(data)
+    head_rows, tail_rows = _rows(head.encode()), _rows(tail.encode())
+    assert head_rows == rows[: len(head_rows)] and tail_rows == rows[len(rows) - len(tail_rows) :]
+    found = RECORDS.search(text)
+    if found:  # a settled cut names its ranges, exactly
+        total, head_end, tail_start, _, _ = map(_n, found.groups())
+        assert head_end == len(head_rows) and tail_start == total - len(tail_rows) + 1
+    else:  # it did not settle: only the total is stated
+        assert "Records: 30,001 (record 1 is the header)." in text

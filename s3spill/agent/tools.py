@@ -76,7 +76,12 @@ did not fit; call again with exactly these offset and char_offset values to read
 offset is the number of lines to skip: offset=0 starts at line 1, offset=999 starts at \
 line 1000. To read around a line number L found by grep_artifact, use offset=L-1 (or a few \
 lines less for context). Pages are limited in size, so a page may hold fewer than `limit` \
-lines; the footer is always exact."""
+lines; the footer is always exact.
+
+Some outputs are not plain text, and their pointer says so and how to read them: a binary \
+output is read as a hexdump with byte_offset (and bytes); a JSON document by path (a JSON \
+Pointer; offset and limit then count elements); a CSV/TSV table by record_offset (whole \
+records, the header repeated). Use these only when the pointer mentions them."""
 
 GREP_DESCRIPTION = """\
 Search a stored tool output (an "artifact", named by the source_id in an s3spill pointer) \
