@@ -196,3 +196,19 @@ def test_a_tight_token_budget_still_cuts_between_records(local_store: LocalStore
         assert head_end == len(head_rows) and tail_start == total - len(tail_rows) + 1
     else:  # it did not settle: only the total is stated
         assert "Records: 30,001 (record 1 is the header)." in text
+
+
+def test_a_degraded_csv_preview_is_cut_between_records(local_store: LocalStore) -> None:
+    """When the store fails, the honest degraded preview still shows whole records."""
+    from s3spill.testing import Fault, FaultyStore
+
+    data = csv_with_quoted_newlines(30_000)
+    store = FaultyStore(local_store, [Fault("*", "unavailable", times=10**9)])
+    with Spiller(store, SESSION, journal=None) as spiller:
+        result = spiller.externalize(data, "bash")
+    assert result.mode == "degraded" and "could NOT be saved" in result.context_text
+    head, rest = result.context_text.split(GAP, 1)
+    tail = rest.split("…]\n", 1)[1].split("\n[s3spill]", 1)[0] + "\n"
+    rows = _rows(data)
+    head_rows, tail_rows = _rows(head.encode()), _rows(tail.encode())
+    assert head_rows == rows[: len(head_rows)] and tail_rows == rows[len(rows) - len(tail_rows) :]

@@ -21,6 +21,7 @@ from pydantic import Field
 from s3spill.artifacts.bytepage import hexdump
 from s3spill.artifacts.recordpage import total_records
 from s3spill.context.binary import NOTICE_BYTES, BinaryFacts, render_binary, whole_fits
+from s3spill.context.cuts import snap
 from s3spill.context.detect import TEXT, Detection, detect
 from s3spill.context.logcompress import CompressedLog, compress_log
 from s3spill.context.pointer import (
@@ -361,7 +362,11 @@ class SpillJob:
             facts = DegradedFacts(tool=self.tool, reason=reason, call_id=self.call_id,
                                   exit_code=self.exit_code)
             head, tail = self.rule.preview(self.exit_code)
-            rendered = render_degraded(facts, retained, head_bytes=head, tail_bytes=tail,
+            shown = retained
+            if self.structure is not None:  # JSON/records: cut between elements here too
+                shown = snap(retained.narrow(head, tail), self.detected.kind)
+                head, tail = len(shown.head), len(shown.tail)
+            rendered = render_degraded(facts, shown, head_bytes=head, tail_bytes=tail,
                                        budget=self.policy.budget(), salient=self._salient())
         except Exception as exc:  # noqa: BLE001 - the renderer itself failed: fixed marker
             log.warning("spill.render_failed", tool=self.tool, error=describe_error(exc))
