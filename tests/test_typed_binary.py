@@ -6,6 +6,7 @@ import hashlib
 import json
 import random
 import re
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -163,3 +164,23 @@ def test_cli_spill_records_the_kind(tmp_path: Path) -> None:
     index = ArtifactStore(LocalStore(tmp_path / "store"), session_id=SESSION).index(ref["source_id"])
     assert index.output_kind == "binary" and index.output_description is not None
     assert index.output_description.endswith("40x30") and ref["summary"].startswith("Portable Network")
+
+
+def test_omitted_image_blocks_are_stored_as_images(local_store: LocalStore) -> None:
+    """An image block left out of a budgeted result is stored as a binary PNG artifact, sized."""
+    from s3spill.context.block_plan import ImageBlock, TextBlock
+
+    def header_only(width: int, height: int) -> bytes:  # what the pricer and detector read
+        return (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + struct.pack(">II", width, height)
+                + bytes(range(256)) * 20)
+
+    blocks = [TextBlock("report\n" + "row of text\n" * 300), ImageBlock(header_only(1600, 1200)),
+              ImageBlock(header_only(1024, 768))]
+    with Spiller(local_store, SESSION, SpillPolicy(max_inline_tokens=3_000), journal=None) as spiller:
+        result = spiller.externalize_blocks(blocks, "browser", "c1")
+    arts = ArtifactStore(local_store, session_id=SESSION)
+    stored = [arts.index(ref.source_id) for ref in result.images.values() if ref is not None]
+    assert stored and all(i.output_kind == "binary" for i in stored)
+    assert {i.output_description for i in stored} <= {
+        "Portable Network Graphics file, 1600x1200", "Portable Network Graphics file, 1024x768"}
+    assert result.artifact is not None and arts.index(result.artifact.source_id).output_kind == "text"

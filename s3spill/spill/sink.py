@@ -10,13 +10,14 @@ surface to what a harness calls.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from s3spill.artifacts.store import ArtifactStore
-from s3spill.context.detect import Detection
+from s3spill.context.detect import Detection, detect
 from s3spill.errors import StoreCapabilityError
 from s3spill.keys import session_hash
 from s3spill.log import get_logger
@@ -79,11 +80,20 @@ class SpillSink:
 
     def store_blob(self, chunks: Iterable[bytes], tool: str, call_id: str | None = None,
                    label: str | None = None) -> tuple[ArtifactReference | None, str | None]:
-        """Store chunks already in hand as one artifact, within the deadline: (reference, reason)."""
-        upload = self.open(tool, call_id, label)
+        """Store chunks already in hand as one artifact, within the deadline: (reference, reason).
+
+        The kind is detected from the first chunk, so an image block is stored as the
+        image it is (binary, its format and size in the index), not as text.
+        """
+        source = iter(chunks)
+        try:
+            first = next(source, b"")
+        except Exception as exc:  # noqa: BLE001 - a failing source: nothing to store
+            return None, f"reading the output failed: {describe_error(exc)}"
+        upload = self.open(tool, call_id, label, detect(first))
         total = 0
         try:
-            for chunk in chunks:
+            for chunk in itertools.chain((first,), source):
                 total += len(chunk)
                 if not upload.feed(chunk):
                     break
