@@ -180,3 +180,19 @@ def test_cuts_always_fall_after_a_structural_comma(value: Any, h: int, t: int, p
 def _escaped_at(doc: bytes, pos: int) -> bool:
     """The window starts right after a backslash (inside a string): the one case parity misreads."""
     return pos > 0 and doc[pos - 1] == 0x5C
+
+
+def test_a_failing_typed_preview_falls_back_to_the_text_preview(local_store: LocalStore,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the outline breaks, the stored output still gets a (text) pointer, never a degraded notice."""
+    from s3spill.context import structured
+
+    def broken(self: object) -> None:
+        raise RuntimeError("outline broke")
+
+    monkeypatch.setattr(structured.StructureScanner, "outline", broken)
+    with Spiller(local_store, SESSION, journal=None) as spiller:
+        result = spiller.externalize(one_line_json(2000), "bash")
+    assert result.spilled and result.mode == "pointer" and result.degraded_reason is None
+    assert "could NOT be saved" not in result.context_text
+    assert source_id_of(result.context_text) == result.artifact.source_id  # type: ignore[union-attr]

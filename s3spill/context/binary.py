@@ -87,7 +87,19 @@ def _notice(facts: BinaryFacts, rows: tuple[str, ...]) -> str:
 
 def render_binary(facts: BinaryFacts, budget: ContextBudget) -> tuple[str, bool]:
     """The notice with as many hexdump rows as fit ``budget``, and whether the token budget
-    held (False: only the hard cap did, or the notice was clipped to it)."""
+    held (False: only the hard cap did, or the notice was clipped to it). Never raises: if
+    rendering fails, a fixed notice states the same facts (the context side fails open)."""
+    try:
+        return _fitted(facts, budget)
+    except Exception:  # noqa: BLE001 - a notice must never break the agent's turn
+        where = (f'stored as source_id="{facts.source_id}"' if facts.source_id is not None
+                 else "the full output could NOT be saved")
+        text = (f"[s3spill] Binary output of {one_line(facts.tool, 64)}, not shown as text: "
+                f"{facts.total_bytes} bytes, {where}.")
+        return clip(text, budget.max_chars), False
+
+
+def _fitted(facts: BinaryFacts, budget: ContextBudget) -> tuple[str, bool]:
     rows = facts.rows
     for fitting in (budget, budget.chars_only()):
         for keep in range(len(rows), -1, -1):

@@ -309,10 +309,13 @@ class SpillJob:
         )
         head, tail = self.rule.preview(self.exit_code)
         if self.structure is not None:
-            rendered = render_structured(facts, retained, self.detected.kind, head_bytes=head,
-                                         tail_bytes=tail, budget=self.policy.budget(),
-                                         note=self._structured_note(retained, ref))
-            return self._from_rendered(rendered, retained, artifact=ref)
+            try:
+                rendered = render_structured(facts, retained, self.detected.kind, head_bytes=head,
+                                             tail_bytes=tail, budget=self.policy.budget(),
+                                             note=self._structured_note(retained, ref))
+                return self._from_rendered(rendered, retained, artifact=ref)
+            except Exception as exc:  # noqa: BLE001 - the typed preview is extra: show it as text
+                log.warning("spill.typed_preview_failed", tool=self.tool, error=describe_error(exc))
         shown = RetainedText.of(view.text) if view is not None else retained
         rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
                                   budget=self.policy.budget(), salient=self._salient())
