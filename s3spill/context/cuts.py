@@ -9,6 +9,7 @@ document, or a CSV table, holds an even number of them.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import replace
 
@@ -75,18 +76,48 @@ def json_head_cut(head: bytes) -> int | None:
 
 def json_tail_start(tail: bytes) -> int | None:
     """Where to start a JSON tail: after the first comma of the shallowest container whose
-    first comma lies in the tail's first half (else the first comma); None when there is none."""
+    first comma lies in the tail's first half (else the first comma); None when there is none.
+
+    The string state at the tail's start comes from quote parity; a window that starts
+    inside an escape sequence still scans consistently (tested), but each candidate is also
+    checked by parsing from it (``ijson``: the elements that follow must close their
+    container), and the other string state is tried when no candidate of the first holds,
+    so a cut is never inside a string even for input this reasoning missed.
+    """
     unescaped = _ESCAPE_PAIR.sub(b"", tail).count(b'"')
-    commas = _json_commas(tail, unescaped % 2 == 1)
-    if not commas:
-        return None
-    first: dict[int, int] = {}
-    for pos, depth in commas:
-        first.setdefault(depth, pos)
-    for depth in sorted(first):
-        if first[depth] <= len(tail) // 2:
-            return first[depth]
-    return min(first.values())
+    for in_string in (unescaped % 2 == 1, unescaped % 2 == 0):
+        commas = _json_commas(tail, in_string)
+        first: dict[int, int] = {}
+        for pos, depth in commas:
+            first.setdefault(depth, pos)
+        preferred = [first[d] for d in sorted(first) if first[d] <= len(tail) // 2]
+        for start in [*preferred, *sorted(first.values())]:
+            if _elements_close(tail[start:]):
+                return start
+    return None
+
+
+_MEMBER = re.compile(rb'\s*"(?:[^"\\]|\\.)*"\s*:')
+
+
+def _elements_close(rest: bytes) -> bool:
+    """``rest`` is a run of elements (or object members) that ends by closing its container."""
+    import ijson
+
+    opener = b"{" if _MEMBER.match(rest) else b"["
+    events = ijson.sendable_list()
+    coro = ijson.basic_parse_coro(events)
+    with contextlib.suppress(ijson.JSONError):  # what follows the container is not ours
+        coro.send(opener + rest)
+    depth = 0
+    for event, _ in events:
+        if event in ("start_map", "start_array"):
+            depth += 1
+        elif event in ("end_map", "end_array"):
+            depth -= 1
+            if depth == 0:
+                return True
+    return False
 
 
 def record_head_cut(head: bytes, quotes: bool) -> int | None:
