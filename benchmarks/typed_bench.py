@@ -99,12 +99,18 @@ def json_stream(mib: int) -> tuple[Iterator[bytes], int]:
     return chunks(), per_block * mib + 1
 
 
-def spill_seconds(root: Path, chunks: Iterator[bytes]) -> float:
+SHOWN: dict[str, int] = {}
+
+
+def spill_seconds(root: Path, chunks: Iterator[bytes], kind: str = "") -> float:
     with Spiller(LocalStore(root), SESSION, journal=None) as spiller:
         start = time.perf_counter()
         result = spiller.externalize(chunks, "bash")
         took = time.perf_counter() - start
     assert result.spilled, result.degraded_reason
+    assert spiller.policy.budget().fits(result.context_text)
+    if kind:
+        SHOWN[kind] = len(result.context_text)
     return took
 
 
@@ -123,14 +129,15 @@ def part_one(mib: int, runs: int, tmp: Path) -> None:
                     # off: the same bytes, taken for text (as before detection existed)
                     job.detect = real if on else (lambda *_a, **_k: TEXT)
                     (typed if on else plain)[kind].append(
-                        spill_seconds(tmp / f"{kind}{run}{on}", make()))
+                        spill_seconds(tmp / f"{kind}{run}{on}", make(), kind if on else ""))
     finally:
         job.detect = real
     print(f"spill of {mib} MiB, local store, median of {runs} (baseline: the same bytes with"
           " detection off, i.e. previewed as text):")
     for kind in kinds:
         t, b = statistics.median(typed[kind]), statistics.median(plain[kind])
-        print(f"  {kind:<7} {t:6.2f} s vs {b:6.2f} s  x{t / b:.3f}  (+{t - b:5.2f} s)")
+        print(f"  {kind:<7} {t:6.2f} s vs {b:6.2f} s  x{t / b:.3f}  (+{t - b:5.2f} s);"
+              f" context text {SHOWN[kind]:,} chars (budget: the policy's, as for text)")
 
 
 def child(root: str, sid: str, what: str) -> None:
