@@ -116,7 +116,7 @@ def test_killed_between_delete_and_deleted_record_next_run_records(
     from s3spill.gc.planfile import CleanupPlan
 
     assert apply_cleanup(server_store, CleanupPlan.open(plan_path), now=later).counts == {
-        "already_missing": 3, "retained_referenced": 1, "denied": 1}
+        "already_missing": 3, "retained_referenced": 1, "retained_protocol": 1}
 
 
 def test_gc_racing_four_publishers_never_loses_a_claimed_artifact(

@@ -60,9 +60,9 @@ def test_plan_gives_each_object_one_status_and_writes_nothing(store: ObjectStore
     assert by_key["v1/sessions/notahash/whatever"].status == "retained_unknown"
     fresh = plan_cleanup(store, CleanupScope(), CleanupPolicy(), out=tmp_path / "q.jsonl")
     statuses = {e.key: e.status for e in fresh.entries()}
-    # No manifest while the artifact is younger than session_ttl: the session may be live
-    # with its manifest lost, so the whole session is kept and flagged.
-    assert statuses[art.key] == "retained_journal_doubt"
+    # No manifest (and no other trace of history) while the artifact is younger than
+    # session_ttl: a writer killed before its first liveness mark; kept, under its own status.
+    assert statuses[art.key] == "retained_no_manifest"
     LeaseJournal(store, "s1").touch()  # the spiller's liveness mark: a manifest exists
     fresh = plan_cleanup(store, CleanupScope(), CleanupPolicy(), out=tmp_path / "r.jsonl")
     statuses = {e.key: e.status for e in fresh.entries()}
@@ -115,7 +115,7 @@ def test_plan_round_trips_through_the_store(store: ObjectStore, tmp_path: Path) 
     loaded = load_plan_from_store(store, plan.plan_id, directory=str(tmp_path))
     assert [e.model_dump() for e in loaded.entries()] == [e.model_dump() for e in plan.entries()]
     again = plan_cleanup(store, out=tmp_path / "again.jsonl", now=later())
-    assert {e.object_kind: e.status for e in again.entries()}["gc_plan"] == "denied"
+    assert {e.object_kind: e.status for e in again.entries()}["gc_plan"] == "retained_protocol"
 
 
 def test_concurrent_planning_writes_the_same_plan(store: ObjectStore, tmp_path: Path) -> None:

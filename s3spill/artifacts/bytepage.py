@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict
 
 from s3spill.artifacts.index import ArtifactIndex
+from s3spill.artifacts.paging import ArgStyle, spell_args
 from s3spill.errors import InvalidRequest
 
 ROW_BYTES = 16
@@ -74,15 +75,17 @@ class BytePage(BaseModel):
         span = f"bytes {self.byte_offset:,}-{max(end - 1, self.byte_offset):,}" if self.data else "no bytes"
         return f"[{self.source_id} | {span} of {self.size_bytes:,} | {self.description}]"
 
-    def footer(self) -> str:
+    def footer(self, style: ArgStyle = "call") -> str:
         if self.eof:
             if not self.size_bytes:
                 return "[EOF: the artifact is empty]"
             return f"[EOF: byte {self.size_bytes - 1:,} is the last byte]"
-        return f"[more bytes follow; continue with byte_offset={self.next_byte_offset}]"
+        return (f"[more bytes follow; continue with "
+                f"{spell_args(style, byte_offset=self.next_byte_offset)}]")
 
-    def render(self) -> str:
-        rows = [self.header(), *hexdump(self.data, self.byte_offset), self.footer()]
+    def render(self, style: ArgStyle = "call") -> str:
+        """The hexdump; ``style`` spells the footer's arguments for the reader's surface."""
+        rows = [self.header(), *hexdump(self.data, self.byte_offset), self.footer(style)]
         return "\n".join(rows) + "\n"
 
 

@@ -15,12 +15,14 @@ minified document pages by element, never by character. The footer says how to c
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from s3spill.artifacts.paging import ArgStyle
 from s3spill.errors import InvalidRequest
 
 DEFAULT_ELEMENTS = 100
@@ -68,17 +70,19 @@ class JsonPage(BaseModel):
             where += f" | {span}"
         return f"[{self.source_id} | {where} | {self.size_bytes:,} bytes]"
 
-    def footer(self) -> str:
+    def footer(self, style: ArgStyle = "call") -> str:
         if self.kind not in ("object", "array"):
             return "[EOF: the whole value is shown]" if self.eof else (
                 "[the value is cut to the page size]")
         if self.eof:
             return f'[EOF: path="{self.path}" has {self.total_elements:,} elements]'
-        return (f'[more elements follow; continue with path="{self.path}",'
-                f" offset={self.next_offset}]")
+        where = (f"--path {shlex.quote(self.path)} --offset {self.next_offset}" if style == "cli"
+                 else f'path="{self.path}", offset={self.next_offset}')
+        return f"[more elements follow; continue with {where}]"
 
-    def render(self) -> str:
-        return "\n".join([self.header(), *self.rows, self.footer()]) + "\n"
+    def render(self, style: ArgStyle = "call") -> str:
+        """The value or its elements; ``style`` spells the footer for the reader's surface."""
+        return "\n".join([self.header(), *self.rows, self.footer(style)]) + "\n"
 
 
 def _scalar(event: str, value: Any) -> str:

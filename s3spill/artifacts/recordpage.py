@@ -5,7 +5,7 @@ and a record's number is not its line's. A record page starts at a record (locat
 the index's record table, one chunk scanned), shows each record whole — its embedded
 newlines as continuation rows marked ``+`` — repeats the header (record 1) on every page
 that does not start with it, and says which ``record_offset`` continues. Bytes that are not
-UTF-8 are shown as on line pages (``!`` rows, ``\\xHH``; :mod:`s3spill.artifacts.textview`).
+UTF-8 are shown as on line pages (``!`` rows, ``\\xHH``; :mod:`s3spill.textview`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict
 
 from s3spill.artifacts.index import ArtifactIndex, decode_units
+from s3spill.artifacts.paging import ArgStyle, spell_args
 from s3spill.artifacts.records import record_end_positions
-from s3spill.artifacts.textview import escape, unescape
 from s3spill.errors import InvalidRequest
+from s3spill.textview import escape, unescape
 
 DEFAULT_RECORDS = 500
 _PREFIX = 8  # "  123456" / "      +" plus a tab
@@ -61,7 +62,8 @@ class RecordPage(BaseModel):
     next_record_offset: int | None
     size_bytes: int
 
-    def render(self) -> str:
+    def render(self, style: ArgStyle = "call") -> str:
+        """The records; ``style`` spells the footer's arguments for the reader's surface."""
         label = self.kind.upper()
         if self.rows:
             span = f"records {self.rows[0].number:,}-{self.rows[-1].number:,} of {self.total_records:,}"
@@ -77,7 +79,8 @@ class RecordPage(BaseModel):
         if self.eof:
             out.append(f"[EOF: record {self.total_records:,} is the last record]")
         else:
-            out.append(f"[more records follow; continue with record_offset={self.next_record_offset}]")
+            out.append("[more records follow; continue with "
+                       f"{spell_args(style, record_offset=self.next_record_offset)}]")
         return "\n".join(out) + "\n"
 
 

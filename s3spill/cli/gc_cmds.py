@@ -1,13 +1,15 @@
 """``s3spill gc plan|apply|run``: the garbage collector as a batch job.
 
-Exit codes come from the one table (:mod:`s3spill.cli.exitcodes`): 0 done; 3 done, but
-some planned deletions met a race or a store error and were retained (run again later);
-4 refused (unsafe TTL, a plan that does not verify or belongs to another store, no safe
-delete method); 7 done, but some session's journal is in doubt
-(``retained_journal_doubt``: its manifest is missing or behind its owner slots or
-segments; everything in it was kept, and an operator should look); 2 a usage error or
-failed request. The final report is one JSON
-document on stdout; progress goes to stderr (a bar on a TTY, structured log lines otherwise).
+Exit codes are the one table's (:mod:`s3spill.cli.exitcodes`, which ``--help`` prints);
+the ones gc uses: 0 done; 2 a usage error or failed request; 3 done, but some planned
+deletions met a race or a store error and were retained (run again later); 4 refused
+(unsafe TTL, a plan that does not verify or belongs to another store, no safe delete
+method); 5 a plan or journal failed its digest; 6 the store could not be reached; 7 done,
+but some session's journal is in doubt (everything in it was kept; an operator should
+look); 8 another run holds the scope's lock; 130 interrupted (SIGTERM or Ctrl-C: the
+sessions in flight finish and the report of what was done is still printed). The report
+is one JSON document on stdout off a terminal, one summary line per phase on one;
+progress goes to stderr (a bar on a TTY, structured log lines otherwise).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -148,14 +151,27 @@ def _config(args: argparse.Namespace) -> TransferConfig:
     return TransferConfig()
 
 
-def _print(doc: dict[str, Any], report: DecisionReport) -> None:
-    """The summary: the report's last line, and stdout (compact off a TTY) unless replaced."""
+def _print(doc: dict[str, Any], report: DecisionReport, *, as_json: bool) -> None:
+    """The summary: the report's last line, and stdout unless replaced.
+
+    Scripts and CronJobs read stdout off a terminal: JSON there, always. A person at a
+    terminal gets one line per phase (``--json`` gives them the JSON too).
+    """
     if report.enabled:
         doc = _without_items(doc)  # each decision has its own line in the report
         report.summary(doc)
-    if not report.replaces_stdout:
-        indent = 2 if sys.stdout.isatty() else None
-        sys.stdout.write(json.dumps(doc, indent=indent, sort_keys=True, default=str) + "\n")
+    if report.replaces_stdout:
+        return
+    if as_json or not sys.stdout.isatty():
+        sys.stdout.write(json.dumps(doc, sort_keys=True, default=str) + "\n")
+        return
+    fields = CleanupReport.model_fields
+    for phase in (doc["plan"], doc["apply"]) if "apply" in doc else (doc,):
+        report_only = {k: v for k, v in phase.items() if k in fields}
+        sys.stdout.write(CleanupReport.model_validate(report_only).summary() + "\n")
+    for key, label in (("note", "note"), ("apply_with", "apply it with")):
+        if key in doc:
+            sys.stdout.write(f"{label}: {doc[key]}\n")
 
 
 def _without_items(doc: dict[str, Any]) -> dict[str, Any]:
@@ -236,7 +252,7 @@ def _said(what: str, exc: Exception, code: ExitCode) -> int:
 
 def _finish(args: argparse.Namespace, run: _Run, doc: dict[str, Any], code: int, *, phase: str) -> int:
     """Print the summary, publish metrics, close the report; returns the exit code."""
-    _print(doc, run.report)
+    _print(doc, run.report, as_json=args.json)
     counts = (doc.get("apply") or doc).get("counts", {})
     log.info(f"gc.{phase}.done", exit_code=code, counts=counts)
     metrics_doc = doc.get("apply") or doc
@@ -245,6 +261,29 @@ def _finish(args: argparse.Namespace, run: _Run, doc: dict[str, Any], code: int,
                  duration=time.monotonic() - run.started)
     run.report.close()
     return code
+
+
+def _apply_command(args: argparse.Namespace, target: str, policy: CleanupPolicy) -> str:
+    """The ``gc apply`` command that applies what this plan planned.
+
+    Apply never takes its policy from the plan (a plan may only narrow it), so a plan made
+    under non-default TTLs needs the same flags at apply time; without them the default
+    24 h TTLs would keep everything the plan meant to delete.
+    """
+    words = ["s3spill"]
+    if getattr(args, "store", None):
+        words += ["--store", args.store]
+    words += ["gc", "apply"]
+    default = CleanupPolicy()
+    if policy.orphan_ttl != default.orphan_ttl:
+        words += ["--orphan-ttl", args.orphan_ttl]
+    if policy.session_ttl != default.session_ttl:
+        words += ["--session-ttl", args.session_ttl]
+    if policy.max_deletions != default.max_deletions:
+        words += ["--max-deletions", str(policy.max_deletions)]
+    if policy.allow_dangerously_short_ttl:
+        words.append("--allow-dangerously-short-ttl")
+    return shlex.join([*words, target])  # the plan last, where scripts look for it
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -269,11 +308,11 @@ def _plan(args: argparse.Namespace, run: _Run) -> int:
     doc["plan_path"] = str(plan.path)
     if to_store:
         doc["plan_key"] = save_plan_to_store(store, plan)
-        doc["apply_with"] = f"s3spill gc apply store:{plan.plan_id}"
+        doc["apply_with"] = _apply_command(args, f"store:{plan.plan_id}", policy)
         os.unlink(plan.path)  # the stored copy is the plan; the local one was scaffolding
         doc["plan_path"] = None
     else:
-        doc["apply_with"] = f"s3spill gc apply {plan.path}"
+        doc["apply_with"] = _apply_command(args, str(plan.path), policy)
         if not args.out:
             doc["note"] = ("the plan file is in the temporary directory and yours to delete "
                            "once applied (or pass --out FILE or --out store)")

@@ -37,6 +37,9 @@ log = get_logger("s3spill.cli.gc")
 
 
 def ops_args(p: argparse.ArgumentParser, *, deletes: bool) -> None:
+    p.add_argument("--json", action="store_true",
+                   help="print the JSON report on a terminal too (off a terminal it is always JSON; "
+                   "on one, the default is a summary line)")
     p.add_argument("--report", metavar="FILE",
                    help="also write a JSON Lines report: one line per decision (with the object's "
                    "key), then one summary line; '-' writes it to stdout instead of the JSON summary")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from s3spill.context.pointer import clip, one_line
 from s3spill.context.policy import READ_TOOL
@@ -43,6 +44,8 @@ class BinaryFacts:
     reason: str | None = None
     #: The rows are the whole output (a small one, shown in full as hex).
     whole: bool = False
+    #: How reading on is spelled: a tool call, or ``s3spill read`` flags.
+    style: Literal["tools", "cli"] = "tools"
 
 
 def _who(facts: BinaryFacts) -> str:
@@ -79,9 +82,10 @@ def _notice(facts: BinaryFacts, rows: tuple[str, ...]) -> str:
         lines.extend(row for row in rows if _ASCII_ROW.match(row))
     if facts.source_id is not None:
         read = one_line(facts.read_tool, 64)
-        lines.append(f"Read it as a hexdump with {read}(source_id, byte_offset=<n>, bytes=<count>)"
-                     " - each page says where to continue. Do not re-run the command: its full "
-                     "output is already stored.")
+        how = ("`s3spill read <source_id> --byte-offset <n> --bytes <count>`" if facts.style == "cli"
+               else f"{read}(source_id, byte_offset=<n>, bytes=<count>)")
+        lines.append(f"Read it as a hexdump with {how} - each page says where to continue. Do not "
+                     "re-run the command: its full output is already stored.")
     return "\n".join(lines)
 
 

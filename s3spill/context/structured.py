@@ -16,9 +16,10 @@ records are lines. The cuts (:mod:`s3spill.context.cuts`) look only at the retai
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from s3spill.context.cuts import record_ends, snap
 from s3spill.context.detect import Detection
@@ -253,24 +254,35 @@ def json_path_example(outline: Outline | None) -> str:
 
 def type_note(detected: Detection, view: RetainedText | None, *, read_tool: str,
               outline: Outline | None = None, total_records: int | None = None,
-              record_pages: bool = False) -> str:
-    """The pointer's lines about a structured output: kind, outline or records, how to read."""
+              record_pages: bool = False, style: Literal["tools", "cli"] = "tools") -> str:
+    """The pointer's lines about a structured output: kind, outline or records, how to read
+    (as a tool call, or as ``s3spill read`` flags when ``style`` is ``cli``)."""
+    cli = style == "cli"
     lines = [f"Type: {detected.description} (detected from the first bytes)."]
     if detected.kind == "json":
         if outline is not None and outline.valid:
             lines.append(outline.render())
         example = json_path_example(outline)
-        lines.append(f'Read a part by JSON Pointer: {read_tool}(source_id, path="{example}") '
-                     "shows that value; an object or array is paged element by element "
-                     '(offset=<elements to skip>, limit=<elements>); path="" pages the top level.')
+        if cli:
+            lines.append(f"Read a part by JSON Pointer: `s3spill read <source_id> --path "
+                         f"{shlex.quote(example)}` shows that value; an object or array is paged "
+                         "element by element (--offset <elements to skip> --limit <elements>); "
+                         "--path '' pages the top level.")
+        else:
+            lines.append(f'Read a part by JSON Pointer: {read_tool}(source_id, path="{example}") '
+                         "shows that value; an object or array is paged element by element "
+                         '(offset=<elements to skip>, limit=<elements>); path="" pages the top level.')
     elif total_records is not None:
         header = detected.kind in ("csv", "tsv")
         lines.append(record_note(view, detected.kind, total_records, header))
         if detected.kind == "ndjson":
-            lines.append("Each record is one line: record N is line N (offset=N-1).")
+            lines.append("Each record is one line: record N is line N "
+                         f"({'--offset N-1' if cli else 'offset=N-1'}).")
         elif record_pages:
-            lines.append(f"Page it by record with {read_tool}(source_id, record_offset=<records to "
-                         "skip>, limit=<records>): every page repeats the header.")
+            how = ("`s3spill read <source_id> --record-offset <records to skip> --limit <records>`"
+                   if cli else f"{read_tool}(source_id, record_offset=<records to skip>, "
+                   "limit=<records>)")
+            lines.append(f"Page it by record with {how}: every page repeats the header.")
     return "\n".join(lines)
 
 

@@ -33,17 +33,22 @@ PlanStatus = Literal[
     "retained_recent",
     "retained_limit",
     "retained_unknown",
+    "retained_protocol",
+    # Plans written before ``retained_protocol`` used ``denied`` for protocol objects; they
+    # still load and apply (as kept), and apply's refusal of a forged entry is ``denied``.
     "denied",
     "retained_corrupt",
     "retained_unverifiable",
     "retained_journal_doubt",
+    "retained_no_manifest",
     "missing_referenced",
     "planned_delete",
 ]
 PLAN_STATUSES: tuple[PlanStatus, ...] = (
-    "retained_referenced", "retained_recent", "retained_limit", "retained_unknown", "denied",
-    "retained_corrupt", "retained_unverifiable", "retained_journal_doubt", "missing_referenced",
-    "planned_delete",
+    "retained_referenced", "retained_recent", "retained_limit", "retained_unknown", "retained_protocol",
+    "denied",
+    "retained_corrupt", "retained_unverifiable", "retained_journal_doubt", "retained_no_manifest",
+    "missing_referenced", "planned_delete",
 )
 
 ApplyOutcome = Literal[
@@ -54,8 +59,10 @@ ApplyOutcome = Literal[
     "retained_recent",
     "retained_unverifiable",
     "retained_journal_doubt",
+    "retained_no_manifest",
     "retained_limit",
     "retained_error",
+    "retained_protocol",
     "denied",
     "dry_run",
 ]
@@ -266,7 +273,8 @@ _SUMMARY_LABELS = {
     "race_detected": "kept (changed since the plan)",
     "retained_error": "kept (store error)",
     "missing_referenced": "referenced but missing",
-    "denied": "never deleted (protocol objects, off-layout entries)",
+    "retained_protocol": "protocol objects kept",
+    "denied": "plan entries refused",
 }
 
 

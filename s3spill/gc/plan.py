@@ -10,7 +10,7 @@ to a JSON Lines file. Memory is bounded by the largest session, not the store.
 Every object gets exactly one status (see :mod:`s3spill.gc.models`). Only artifacts
 and their ``.idx`` sidecars can ever be ``planned_delete``; journal manifests and
 segments, owner slots and tombstones, and stored plans are protocol state GC never
-deletes (``denied``), which keeps every create-if-absent slot closed forever.
+deletes (``retained_protocol``), which keeps every create-if-absent slot closed forever.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused, NotFound, S3SpillError
-from s3spill.gc.fence import SessionFacts, journal_doubts, read_session_facts
+from s3spill.gc.fence import NO_MANIFEST_REASON, SessionFacts, journal_doubts, read_session_facts
 from s3spill.gc.models import (
     CleanupPolicy,
     CleanupReport,
@@ -186,10 +186,10 @@ class _Planner:
         """An object outside any session group: an owner slot, a stored plan, or unknown."""
         parsed = parse_key(info.key)
         if parsed.kind == "owner":
-            self._emit("denied", "owner", info, shash=parsed.session_hash,
+            self._emit("retained_protocol", "owner", info, shash=parsed.session_hash,
                        reason="owner publication slot or tombstone: never deleted by GC")
         elif parsed.kind == "gc_plan":
-            self._emit("denied", "gc_plan", info, shash=None, reason="stored cleanup plan")
+            self._emit("retained_protocol", "gc_plan", info, shash=None, reason="stored cleanup plan")
         else:
             self._emit("retained_unknown", "unknown", info, shash=_session_of_key(info.key),
                        reason="not an s3spill key (off-layout)")
@@ -197,23 +197,25 @@ class _Planner:
     def session(self, group: _SessionGroup) -> None:
         shash = group.shash
         for kind, info in group.protocol:
-            self._emit("denied", kind, info, shash=shash,
+            self._emit("retained_protocol", kind, info, shash=shash,
                        reason="protocol object: GC never deletes journal or owner state")
         try:
             facts = self.facts_reader(self.store, shash, lambda: self.now)
             evidence = read_history_evidence(self.store, shash)
+            doubts = journal_doubts(facts, evidence)
+            if doubts:  # listed after the manifest was read: a publish in between is not lost history
+                facts = self.facts_reader(self.store, shash, lambda: self.now)
+                doubts = journal_doubts(facts, evidence)
         except (S3SpillError, ValueError) as exc:
             reason = f"journal failed verification: {type(exc).__name__}: {exc}"[:300]
             log.warning("gc.plan.unverifiable", session_hash=shash, error=type(exc).__name__)
             self._retain_all(group, "retained_unverifiable", reason)
             return
-        doubts = journal_doubts(facts, evidence)
-        if not facts.exists:
-            young = [n for n, i in group.artifacts.items()
-                     if self.now - object_created(n, i) < self.policy.session_ttl]
-            if young:
-                doubts.append(f"manifest missing while {len(young)} artifact(s) are younger than "
-                              "session_ttl (the session may be live and its manifest lost)")
+        if not facts.exists and not doubts and any(
+                self.now - object_created(n, i) < self.policy.session_ttl
+                for n, i in group.artifacts.items()):
+            self._retain_all(group, "retained_no_manifest", NO_MANIFEST_REASON)
+            return
         if doubts:
             reason = ("journal in doubt, every object kept: " + "; ".join(doubts))[:300]
             log.warning("gc.plan.JOURNAL_DOUBT", session_hash=shash, reasons=doubts,

@@ -31,12 +31,14 @@ from s3spill.leases.records import (
     JournalRecord,
     JournalSegment,
     SegmentRef,
+    compute_record_hash,
     corrupt,
 )
+from s3spill.leases.reports import OrphanSegment
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 
-__all__ = ["JournalStats", "ManifestReader"]
+__all__ = ["JournalStats", "ManifestReader", "scan_orphan_segments"]
 
 log = get_logger("s3spill.leases.journal")
 
@@ -347,3 +349,53 @@ class ManifestReader:
         return raws, typed, head
 
     # -- the CAS loop --------------------------------------------------------------------
+
+
+# -- segments the verified chain does not reference (journal verify) ----------------
+
+
+def _segment_range(key: str) -> tuple[int, int] | None:
+    leaf = key.rsplit("/", 1)[-1].removesuffix(".json")
+    parts = leaf.split("-")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def scan_orphan_segments(store: ObjectStore, shash: str, manifest: JournalManifest | None,
+                         fold: JournalFold, referenced: set[str],
+                         merged: list[tuple[int, int]]) -> Iterator[OrphanSegment]:
+    """Classify segment objects the verified history does not reference (``referenced``:
+    their keys). Never raises on them: recovery uses only referenced segments, so an
+    orphan cannot change the view. One inside the range of a referenced merged segment
+    (``merged``) is ``superseded`` — its records were verified there — and is not read."""
+    prefix = keys.session_prefix(shash) + "journal/segments/"
+    for info in store.list(prefix):
+        if info.key in referenced:
+            continue
+        span = _segment_range(info.key) or (-1, -1)
+        if any(first <= span[0] and span[1] <= last for first, last in merged):
+            yield OrphanSegment(span[0], span[1], "superseded")
+            continue
+        yield OrphanSegment(span[0], span[1], _classify(store, info.key, manifest, fold))
+
+
+def _classify(store: ObjectStore, key: str, manifest: JournalManifest | None, fold: JournalFold) -> str:
+    try:
+        body = store.get(key)
+        segment = JournalSegment.model_validate_json(body)
+    except (NotFound, ValidationError, ValueError):
+        return "conflicting"
+    if manifest is None or segment.journal_id != manifest.journal_id:
+        return "other_incarnation"
+    name_digest = key.rsplit("-", 1)[-1].removesuffix(".json")
+    if not hashlib.sha256(body).hexdigest().startswith(name_digest):
+        return "conflicting"
+    for raw in segment.records:
+        seq = raw.get("sequence")
+        if not isinstance(seq, int) or not 0 <= seq < fold.next_sequence:
+            return "conflicting"
+        if compute_record_hash(raw) != fold.hashes[seq]:
+            return "conflicting"
+    return "consistent"

@@ -53,7 +53,7 @@ from s3spill.errors import (
 from s3spill.failpoints import declare, failpoint
 from s3spill.keys import SourceId
 from s3spill.leases.cas import ManifestCandidate, ManifestCas, PlannedAppend
-from s3spill.leases.chain import JournalStats, ManifestReader
+from s3spill.leases.chain import JournalStats, ManifestReader, scan_orphan_segments
 from s3spill.leases.condemnation import (
     CondemnItem,
     CondemnVerdict,
@@ -76,7 +76,6 @@ from s3spill.leases.reports import (
     JournalView,
     TransitionResult,
     VerifyReport,
-    scan_orphan_segments,
 )
 from s3spill.models import ArtifactRetentionClaim, utcnow
 from s3spill.store.base import ObjectStore
@@ -175,6 +174,11 @@ class LeaseJournal:
         tx = self._chain.fold.txs.get(transaction_id) if self._chain.fold is not None else None
         return tx.prepared_sequence if tx is not None else None
 
+    def deleted_by_gc(self, source_id: str) -> bool:
+        """Does the verified history record that GC deleted this artifact?"""
+        art = self.refresh().artifacts.get(source_id)
+        return art is not None and art.state == "DELETED"
+
     def recent_records(self) -> list[dict[str, Any]]:
         self.refresh()
         return list(self._chain.manifest.records) if self._chain.manifest else []
@@ -249,13 +253,15 @@ class LeaseJournal:
             if existing is not None:
                 if existing.intent_sha256 != intent:
                     raise TransactionStateError(f"transaction {txid} already names another claim")
-                return self._cas.noop(f"already_{existing.state.lower()}", existing.state, txid=txid)
+                return self._cas.noop(f"already_{existing.state.lower()}", existing.state, txid=txid,
+                                      source_id=existing.claim.source_id)
             art = fold.artifacts.get(claim.source_id)
             if art is not None and art.state in ("CONDEMNED", "DELETED"):
                 raise ArtifactCondemned(f"artifact {sid} is {art.state.lower()} by GC plan {art.plan_id}")
             self._check_artifact(sid, claim.sha256)
             return PlannedAppend([{"event": "PREPARED", "transaction_id": txid, "claim": claim,
-                            "intent_sha256": intent}], "prepared", "PREPARED", transaction_id=txid)
+                            "intent_sha256": intent}], "prepared", "PREPARED", transaction_id=txid,
+                                 source_id=claim.source_id)
 
         return self._cas.mutate(plan)
 
@@ -268,13 +274,15 @@ class LeaseJournal:
             if tx is None:
                 raise TransactionStateError(f"unknown transaction {txid}")
             if tx.state in noop_states:
-                return self._cas.noop(noop_states[tx.state], tx.state, txid=txid)
+                return self._cas.noop(noop_states[tx.state], tx.state, txid=txid,
+                                      source_id=tx.claim.source_id)
             if tx.state != allowed_from:
                 raise TransactionStateError(f"cannot append {event} to transaction {txid}: it is {tx.state}")
             spec: dict[str, Any] = {"event": event, "transaction_id": txid, "intent_sha256": tx.intent_sha256}
             if reason:
                 spec["reason"] = reason
-            return PlannedAppend([spec], event.lower(), event, transaction_id=txid)
+            return PlannedAppend([spec], event.lower(), event, transaction_id=txid,
+                                 source_id=tx.claim.source_id)
 
         return self._cas.mutate(plan)
 

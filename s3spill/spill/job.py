@@ -11,6 +11,7 @@ and a result is pointed to only if the upload was accepted before the deadline.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from collections.abc import Callable, Iterator
@@ -38,18 +39,22 @@ from s3spill.context.policy import SpillPolicy, ToolPolicy
 from s3spill.context.retention import RetainedText, TextRetainer, safe_head_cut
 from s3spill.context.salient import SalientScanner
 from s3spill.context.structured import StructureScanner, render_structured, type_note
+from s3spill.context.tokens import ContextBudget
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
 from s3spill.spill.upload import BoundedUpload, describe_error
+from s3spill.textview import show
 
-__all__ = ["ExitCode", "Mode", "SpillJob", "SpillResult"]
+__all__ = ["ExitCode", "Mode", "Note", "SpillJob", "SpillResult"]
 
 log = get_logger("s3spill.spill.spiller")
 
 #: An exit status, or a callable that returns it once the output has ended.
 ExitCode = int | Callable[[], int | None] | None
+#: A sentence for the notice about how the output was captured, or a callable asked at its end.
+Note = str | Callable[[], str | None] | None
 
 Mode = Literal["inline", "clipped", "pointer", "pointer_hard_cap", "degraded", "degraded_hard_cap"]
 
@@ -73,6 +78,9 @@ class SpillResult(Record):
     tool: str
     call_id: str | None = None
     exit_code: int | None = None
+    #: How the output was captured, when that needs saying (e.g. a background process kept the
+    #: pipe open); the pointer's notice says it too.
+    note: str | None = None
 
 
 def _inline_limit(policy: SpillPolicy, rule: ToolPolicy) -> int:
@@ -85,7 +93,7 @@ class SpillJob:
 
     def __init__(self, sink: SpillSink, policy: SpillPolicy, output: Output, tool: str,
                  call_id: str | None, exit_code: ExitCode, spillable: bool, label: str | None,
-                 force: bool) -> None:
+                 force: bool, max_chars: int | None = None, note: Note = None) -> None:
         self.sink = sink
         self.policy = policy
         self.output = output
@@ -96,6 +104,9 @@ class SpillJob:
         self.spillable = spillable
         self.label = label
         self.force = force
+        self.max_chars = max_chars
+        self._note = note
+        self.note: str | None = None
         self.rule = self.policy.for_tool(tool)
         self.read = ReadFailure()
         self.chunks: Iterator[bytes] = iter(())
@@ -118,13 +129,22 @@ class SpillJob:
                 code = None
         self.exit_code = code
         self._exit_code = code
+        note = self._note
+        if callable(note):
+            try:
+                note = note()
+            except Exception as exc:  # noqa: BLE001 - a note is never worth breaking the turn
+                log.warning("spill.note_failed", tool=self.tool, error=describe_error(exc))
+                note = None
+        self.note = note
+        self._note = note
 
     def result(self, text: str, mode: Mode, total: int, omitted: int, *,
                artifact: ArtifactReference | None = None, reason: str | None = None) -> SpillResult:
         return SpillResult(
             context_text=text, artifact=artifact, spilled=artifact is not None, total_bytes=total,
             omitted=max(0, omitted), degraded_reason=reason, mode=mode, tool=self.tool,
-            call_id=self.call_id, exit_code=self.exit_code,
+            call_id=self.call_id, exit_code=self.exit_code, note=self.note,
         )
 
     def run(self) -> SpillResult:
@@ -178,7 +198,7 @@ class SpillJob:
             self.detected = detect(data, complete=True)
             if self.detected.kind == "binary":
                 return self._small_binary(data)
-        text = self.output if isinstance(self.output, str) else data.decode("utf-8", "replace")
+        text = self.output if isinstance(self.output, str) else show(data)
         if not self.spillable:
             return self._inline(text, data)
         over = self.force or self.policy.should_externalize(text, self.tool)
@@ -195,14 +215,15 @@ class SpillJob:
     def _binary_facts(self, head: bytes, total: int, **extra: Any) -> BinaryFacts:
         return BinaryFacts(tool=self.tool, description=self.detected.description, total_bytes=total,
                            rows=tuple(hexdump(head)), mime=self.detected.mime, call_id=self.call_id,
-                           exit_code=self.exit_code, read_tool=self.policy.read_tool, **extra)
+                           exit_code=self.exit_code, read_tool=self.policy.read_tool,
+                           style=self.policy.pointer_style, **extra)
 
     def _small_binary(self, data: bytes) -> SpillResult:
         """A binary output under every threshold: all of it as a hexdump if that fits, else
         stored (a tool result the model cannot read raw is never pasted raw)."""
         facts = self._binary_facts(data, len(data), sha256=hashlib.sha256(data).hexdigest(),
                                    whole=True)
-        budget = self.policy.budget()
+        budget = self._budget()
         if whole_fits(facts, budget) and not self.policy.should_externalize(
                 render_binary(facts, budget)[0], self.tool):
             return self.result(render_binary(facts, budget)[0], "inline", len(data), 0)
@@ -219,20 +240,25 @@ class SpillJob:
     def _clipped(self, data: bytes, total: int) -> SpillResult:
         """Never copied (``spillable=False``): a prefix and the fixed clipped marker.
 
-        Cut in bytes, so the omitted count is exact even for invalid UTF-8 (a byte
-        is at most one character, so the text always fits the hard cap). A binary
-        output gets the binary notice (its first bytes as hex) instead.
+        Cut in bytes, so the omitted count is exact even for invalid UTF-8; a byte that is
+        not UTF-8 shows as four characters (``\\xHH``), so the cut moves back until the
+        display form fits the hard cap. A binary output gets the binary notice (its first
+        bytes as hex) instead.
         """
         if not isinstance(self.output, str):
             self.detected = detect(data)
             if self.detected.kind == "binary":
                 text, _ = render_binary(self._binary_facts(data[:NOTICE_BYTES], total),
-                                        self.policy.budget())
+                                        self._budget())
                 return self.result(text, "clipped", total, total)
         cap = self.policy.hard_cap_chars
-        cut = safe_head_cut(data, max(0, cap - len(CLIPPED_MARKER)))
-        text = data[:cut].decode("utf-8", "replace") + CLIPPED_MARKER
-        return self.result(text[:cap], "clipped", total, total - cut)
+        room = max(0, cap - len(CLIPPED_MARKER))
+        cut = safe_head_cut(data, room)
+        text = show(data[:cut])
+        while len(text) > room:
+            cut = safe_head_cut(data, max(0, cut - max(1, (len(text) - room) // 4)))
+            text = show(data[:cut])
+        return self.result(text + CLIPPED_MARKER, "clipped", total, total - cut)
 
     # -- stored ------------------------------------------------------------------------
 
@@ -288,6 +314,13 @@ class SpillJob:
         if not upload.failed:
             upload.feed(chunk)
 
+    def _budget(self) -> ContextBudget:
+        """The policy's budget, its hard cap narrowed to the caller's ``max_chars``."""
+        budget = self.policy.budget()
+        if self.max_chars is None or self.max_chars >= budget.max_chars:
+            return budget
+        return dataclasses.replace(budget, max_chars=max(0, self.max_chars))
+
     def _salient(self) -> list[Any]:
         return self.scanner.finish() if self.scanner is not None else []
 
@@ -296,7 +329,7 @@ class SpillJob:
         if self.detected.kind == "binary":
             notice = self._binary_facts(retained.head[:NOTICE_BYTES], ref.size_bytes,
                                         sha256=ref.sha256, source_id=ref.source_id)
-            text, held = render_binary(notice, self.policy.budget())
+            text, held = render_binary(notice, self._budget())
             return self.result(text, "pointer" if held else "pointer_hard_cap", ref.size_bytes,
                                ref.size_bytes, artifact=ref)
         facts = PointerFacts(
@@ -304,21 +337,25 @@ class SpillJob:
             summary=summarize(retained, self.tool, self.exit_code, self.policy.summary_chars),
             call_id=self.call_id, exit_code=self.exit_code, total_bytes=ref.size_bytes,
             line_count=ref.line_count, read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
-            view=view.describe() if view is not None else None,
-            type_note=self._type_note(),
+            view=view.describe() if view is not None else None, note=self.note,
+            style=self.policy.pointer_style, type_note=self._type_note(),
         )
         head, tail = self.rule.preview(self.exit_code)
         if self.structure is not None:
             try:
                 rendered = render_structured(facts, retained, self.detected.kind, head_bytes=head,
-                                             tail_bytes=tail, budget=self.policy.budget(),
+                                             tail_bytes=tail, budget=self._budget(),
                                              note=self._structured_note(retained, ref))
                 return self._from_rendered(rendered, retained, artifact=ref)
             except Exception as exc:  # noqa: BLE001 - the typed preview is extra: show it as text
                 log.warning("spill.typed_preview_failed", tool=self.tool, error=describe_error(exc))
         shown = RetainedText.of(view.text) if view is not None else retained
+        salient = self._salient()
         rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
-                                  budget=self.policy.budget(), salient=self._salient())
+                                  budget=self._budget(), salient=salient)
+        if rendered.mode == "clipped" and self.max_chars is not None:
+            # The caller's share cannot hold the notice: the smallest pointer, never a clipped locator.
+            rendered = render_pointer(facts, shown, head_bytes=0, tail_bytes=0, budget=self.policy.budget())
         if view is not None:  # the view is not a slice of the output: count what it leaves out
             omitted = max(0, retained.total_bytes - rendered.shown.kept_bytes)
             return self.result(rendered.text, _pointer_mode(rendered), retained.total_bytes, omitted,
@@ -341,7 +378,8 @@ class SpillJob:
         def note(view: RetainedText | None) -> str:
             return type_note(self.detected, view, read_tool=self.policy.read_tool, outline=outline,
                              total_records=records,
-                             record_pages=self.detected.kind in ("csv", "tsv"))
+                             record_pages=self.detected.kind in ("csv", "tsv"),
+                             style=self.policy.pointer_style)
 
         return note
 
@@ -358,19 +396,19 @@ class SpillJob:
         if self.detected.kind == "binary":
             notice = self._binary_facts(retained.head[:NOTICE_BYTES], retained.total_bytes,
                                         reason=reason)
-            text, held = render_binary(notice, self.policy.budget())
+            text, held = render_binary(notice, self._budget())
             return self.result(text, "degraded" if held else "degraded_hard_cap",
                                retained.total_bytes, retained.total_bytes, reason=reason)
         try:
             facts = DegradedFacts(tool=self.tool, reason=reason, call_id=self.call_id,
-                                  exit_code=self.exit_code)
+                                  exit_code=self.exit_code, note=self.note)
             head, tail = self.rule.preview(self.exit_code)
             shown = retained
             if self.structure is not None:  # JSON/records: cut between elements here too
                 shown = snap(retained.narrow(head, tail), self.detected.kind)
                 head, tail = len(shown.head), len(shown.tail)
             rendered = render_degraded(facts, shown, head_bytes=head, tail_bytes=tail,
-                                       budget=self.policy.budget(), salient=self._salient())
+                                       budget=self._budget(), salient=self._salient())
         except Exception as exc:  # noqa: BLE001 - the renderer itself failed: fixed marker
             log.warning("spill.render_failed", tool=self.tool, error=describe_error(exc))
             return self._last_resort(retained, reason)
