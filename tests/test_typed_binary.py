@@ -144,12 +144,14 @@ def test_run_cat_of_random_bytes_and_read_never_print_control_bytes(tmp_path: Pa
     out = proc.stdout.decode("ascii")  # plain ASCII: it decodes strictly
     _assert_clean(out)
     assert "binary data, 5,000,000 bytes" in out
+    assert "`s3spill read <source_id> --byte-offset <n> --bytes <count>`" in out  # run: CLI style
     sid = source_id_of(out)
     page = _cli(tmp_path, "read", sid)
     assert page.returncode == 0, page.stderr
     shown = page.stdout.decode("ascii")
     _assert_clean(shown)
     assert unhexdump(shown) == data[:4096]
+    assert "[more bytes follow; continue with --byte-offset 4096]" in shown
     tail = _cli(tmp_path, "read", sid, "--byte-offset", "4999000", "--bytes", "1000")
     assert unhexdump(tail.stdout.decode("ascii")) == data[4_999_000:]
     assert b"[EOF: byte 4,999,999 is the last byte]" in tail.stdout

@@ -7,6 +7,12 @@ promises of the Spiller: the exit status is asked for only once the output has
 ended; the upload is told "end of stream" only after the whole output was read
 without error (otherwise it is abandoned, so a truncated artifact never completes);
 and a result is pointed to only if the upload was accepted before the deadline.
+
+Why over 400 lines: the output's kind (:mod:`s3spill.context.detect`) changes steps of this
+one call — a binary output gets a notice instead of a preview at the inline, clipped,
+pointer and degraded steps, a structured one a preview cut between its elements — and
+those branches need the call's state (buffer, retainer, upload, exit status) that the
+pure renderers in ``context/`` deliberately do not see.
 """
 
 from __future__ import annotations
