@@ -32,6 +32,8 @@ ALLOWED: dict[str, set[str]] = {
               "keys", "config"},
     "adapters": {"_version", "agent", "spill", "artifacts", "leases", "context", "store", "errors", "log",
                  "models", "keys", "config"},
+    "proxy": {"agent", "spill", "artifacts", "leases", "context", "store", "errors", "log", "models", "keys",
+              "config"},
 }
 #: The top of the stack may use anything below it.
 TOP = {"__init__", "__main__", "cli", "demo"}

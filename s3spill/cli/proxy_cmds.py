@@ -1,0 +1,100 @@
+"""``s3spill mcp-proxy -- CMD ARGS...``: any MCP server, with its oversized results spilled.
+
+The upstream is started over stdio and everything it says passes through unchanged,
+except ``tools/call`` results over budget (a preview plus a pointer), and three tools of
+ours added to its list. The store and the session come from ``--store`` and ``--session``
+/ ``$S3SPILL_SESSION`` (a fresh session per run when neither is set, logged on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import time
+
+from s3spill.cli.common import count, positive, store_from_args, utf8
+from s3spill.errors import ConfigError
+
+TOOLS_HELP = """\
+tools added to the upstream's (names with --tool-prefix, default s3spill_):
+  s3spill_read_artifact   read one page of a stored result (offset/limit/char_offset)
+  s3spill_grep_artifact   search a stored result with an RE2 pattern, line by line
+  s3spill_list_artifacts  list this session's stored results, newest first
+
+example (Claude Code):
+  claude mcp add fs -- s3spill --store s3://bucket/spill mcp-proxy -- \\
+      npx -y @modelcontextprotocol/server-filesystem /srv/data
+"""
+
+
+def _threshold(value: str) -> tuple[str, int]:
+    name, sep, limit = value.rpartition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected TOOL=BYTES, got {value!r}")
+    return utf8(name), count(limit)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "mcp-proxy", help="run an MCP server behind s3spill: its oversized tool results become pointers",
+        description="Start the MCP server CMD over stdio and serve it on our stdin/stdout, unchanged "
+        "except that every tool result over budget is stored (text, images, audio, resources, "
+        "structuredContent) and replaced by a bounded preview plus a pointer, and three retrieval "
+        "tools bound to this session are added.",
+        epilog=TOOLS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", metavar="FILE", help="JSON file with the proxy's settings "
+                   "(tool_prefix, max_inline_tokens, hard_cap_chars, max_image_bytes, thresholds, "
+                   "never_spill); flags win over it")
+    p.add_argument("--tool-prefix", metavar="PREFIX", help="prefix of our tool names (default s3spill_)")
+    p.add_argument("--threshold", metavar="TOOL=BYTES", action="append", type=_threshold,
+                   help="spill TOOL's text results above BYTES (repeatable)")
+    p.add_argument("--never-spill", metavar="TOOL", action="append", type=utf8,
+                   help="pass TOOL's results through whatever their size (repeatable)")
+    p.add_argument("--max-tokens", type=positive, metavar="N",
+                   help="token budget of one result (default 25000, Claude Code's MCP limit)")
+    p.add_argument("--hard-cap", type=positive, metavar="CHARS",
+                   help="characters one result may never exceed (default 100000)")
+    p.add_argument("upstream", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...",
+                   help="the upstream MCP server's command line")
+    p.set_defaults(func=cmd_mcp_proxy)
+
+
+def _session(args: argparse.Namespace) -> str:
+    session = getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")
+    if session:
+        return str(session)
+    return f"mcp-proxy-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(4)}"
+
+
+def cmd_mcp_proxy(args: argparse.Namespace) -> int:
+    command = list(args.upstream)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise ConfigError("mcp-proxy needs the upstream server's command: s3spill mcp-proxy -- CMD ARGS...")
+    from s3spill.proxy.settings import ProxySettings
+
+    settings = ProxySettings.load(args.config, tool_prefix=args.tool_prefix,
+                                  thresholds=dict(args.threshold) if args.threshold else None,
+                                  never_spill=args.never_spill, max_inline_tokens=args.max_tokens,
+                                  hard_cap_chars=args.hard_cap)
+    session = _session(args)
+    from s3spill.agent.tools import AgentTools
+    from s3spill.log import get_logger
+    from s3spill.proxy.relay import Relay
+    from s3spill.proxy.results import ResultSpiller
+    from s3spill.proxy.stdio import run_stdio
+    from s3spill.spill.spiller import Spiller
+
+    get_logger("s3spill.proxy").info("proxy.session", session=session)
+    store = store_from_args(args)
+    policy = settings.policy()
+    spiller = Spiller(store, session, policy)
+    try:
+        tools = AgentTools(store, session, policy=policy)
+        relay = Relay(ResultSpiller(spiller, settings), tools, settings)
+        return run_stdio(relay, command)
+    finally:
+        spiller.close()
+        store.close()

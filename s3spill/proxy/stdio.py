@@ -1,0 +1,116 @@
+"""The pipes around the relay: the client on our stdin/stdout, the upstream as a child process.
+
+MCP's stdio transport is one JSON-RPC message per line, UTF-8, on stdin/stdout, with
+stderr free for logs — so the child's stderr is ours (the harness shows it), and nothing
+but messages is ever written to our stdout. Lines are read as bytes and handed on as
+bytes: a message the relay does not change is never decoded into text and back. A line
+may be as long as a result is large; :data:`MAX_MESSAGE_BYTES` bounds what one message
+may hold in memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Sequence
+from typing import IO
+
+from s3spill.errors import ConfigError
+from s3spill.log import get_logger
+from s3spill.proxy.relay import Relay
+
+log = get_logger("s3spill.proxy")
+
+#: Longest message accepted on either side (a longer one ends the connection, loudly).
+MAX_MESSAGE_BYTES = 1024 * 1024 * 1024
+#: Seconds the upstream gets to exit after its stdin closes, then after SIGTERM.
+EXIT_GRACE = 5.0
+
+
+class StreamChannel:
+    """Newline-delimited messages over an asyncio reader/writer pair."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    async def receive(self) -> bytes | None:
+        while True:
+            try:
+                line = await self.reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:
+                line = exc.partial
+                if not line.strip():
+                    return None
+            except asyncio.LimitOverrunError:
+                log.error("proxy.message_too_large", limit=MAX_MESSAGE_BYTES)
+                return None
+            line = line.strip()
+            if line:
+                return line
+
+    async def send(self, message: bytes) -> None:
+        if self.writer.is_closing():
+            return
+        self.writer.write(message + b"\n")
+        with contextlib.suppress(ConnectionError):
+            await self.writer.drain()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, RuntimeError):
+            self.writer.close()
+
+
+async def own_stdio(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> StreamChannel:
+    """Our stdin/stdout as a channel (the client's side of the proxy)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin or sys.stdin.buffer)
+    transport, protocol = await loop.connect_write_pipe(
+        lambda: asyncio.streams.FlowControlMixin(loop=loop), stdout or sys.stdout.buffer)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return StreamChannel(reader, writer)
+
+
+async def start_upstream(command: Sequence[str]) -> tuple[asyncio.subprocess.Process, StreamChannel]:
+    """Start the upstream server; its stderr is ours."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
+            limit=MAX_MESSAGE_BYTES)
+    except OSError as exc:
+        raise ConfigError(f"cannot start the upstream server {command[0]!r}: {exc.strerror or exc}") from None
+    assert proc.stdin is not None and proc.stdout is not None
+    return proc, StreamChannel(proc.stdout, proc.stdin)
+
+
+async def stop_upstream(proc: asyncio.subprocess.Process, channel: StreamChannel) -> int:
+    """Close its stdin (the stdio transport's "goodbye"), then SIGTERM, then SIGKILL."""
+    channel.close()
+    for signal_it in (None, proc.terminate, proc.kill):
+        if signal_it is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal_it()
+        with contextlib.suppress(asyncio.TimeoutError):
+            return await asyncio.wait_for(proc.wait(), EXIT_GRACE)
+    return await proc.wait()
+
+
+async def relay_stdio(relay: Relay, command: Sequence[str]) -> int:
+    """Serve our stdin/stdout through ``relay`` to ``command``; the upstream's exit status."""
+    proc, upstream = await start_upstream(command)
+    client = await own_stdio()
+    try:
+        closed = await relay.run(client, upstream)
+        log.info("proxy.closed", side=closed)
+    finally:
+        code = await stop_upstream(proc, upstream)
+        client.close()
+    return code
+
+
+def run_stdio(relay: Relay, command: Sequence[str]) -> int:
+    if not command:
+        raise ConfigError("mcp-proxy needs the upstream server's command after --")
+    return asyncio.run(relay_stdio(relay, command))

@@ -1,0 +1,227 @@
+"""`s3spill mcp-proxy` in front of two third-party MCP servers (the npm reference servers).
+
+Every test compares the proxied answer with the upstream's direct answer to the same call:
+what fits is handed on unchanged, what does not comes back as a pointer whose artifact our
+read tool pages back byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import uuid
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from s3spill.artifacts.store import ArtifactStore
+from s3spill.store import ObjectStore
+from s3spill.store.local import LocalStore
+from s3spill.testing import EmbeddedS3, child_env
+from tests.conftest import TEST_BUCKET, TEST_CONFIG
+from tests.proxy_support import connect, proxy_command, read_back, server_command, source_id
+
+SESSION = "proxy-session"
+READ = "s3spill_read_artifact"
+OURS = ["s3spill_read_artifact", "s3spill_grep_artifact", "s3spill_list_artifacts"]
+
+
+class Target:
+    """A store the proxy writes to, and the environment its process needs to reach it."""
+
+    def __init__(self, store: ObjectStore, env: dict[str, str]) -> None:
+        self.store = store
+        self.env = env
+
+    def artifact(self, sid: str) -> bytes:
+        return b"".join(ArtifactStore(self.store, TEST_CONFIG, session_id=SESSION).iter_verified(sid))
+
+
+@pytest.fixture(params=["local", "moto_server"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
+    if request.param == "local":
+        store: ObjectStore = LocalStore(tmp_path / "store", TEST_CONFIG)
+        env = child_env({})
+    else:
+        s3: EmbeddedS3 = request.getfixturevalue("moto_server")
+        store = s3.store(TEST_BUCKET, f"proxy/{uuid.uuid4().hex}", TEST_CONFIG)
+        env = child_env(s3.env())
+    yield Target(store, env)
+    store.close()
+
+
+@pytest.fixture
+def local_target(tmp_path: Path) -> Iterator[Target]:
+    store = LocalStore(tmp_path / "store", TEST_CONFIG)
+    yield Target(store, child_env({}))
+    store.close()
+
+
+def _dump(result: Any) -> dict[str, Any]:
+    return dict(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def _big_text() -> str:
+    """About 3.8 MB: numbered lines, some non-ASCII, one 200,000-character line in the middle."""
+    head = "".join(f"{i:07d} ok ünïcødé ✓ value={i * 7919 % 100_003}\n" for i in range(60_000))
+    tail = "".join(f"{i:07d} tail\n" for i in range(100_000))
+    return head + "x" * 200_000 + "\n" + tail + "FAILED: the last line\n"
+
+
+def _png(width: int, height: int, seed: int) -> bytes:
+    """A valid PNG of noise (barely compressible, so its size is about width*height*3)."""
+    rng = __import__("random").Random(seed)
+    raw = b"".join(b"\x00" + rng.randbytes(width * 3) for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    body = chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + body
+
+
+def test_filesystem_multi_mb_text_is_paged_back_byte_exactly(target: Target, tmp_path: Path) -> None:
+    """A 3.8 MB read_text_file result becomes a pointer plus a shrunk structuredContent (still valid
+    for the tool's outputSchema); both artifacts read back equal to the upstream's direct answer."""
+    root = tmp_path / "files"
+    root.mkdir()
+    (root / "big.txt").write_text(_big_text(), encoding="utf-8")
+    upstream = server_command("filesystem", str(root))
+    args = {"path": str(root / "big.txt")}
+
+    async def run() -> None:
+        async with connect(upstream, tmp_path / "direct.err") as direct:
+            plain = await direct.call_tool("read_text_file", args)
+        assert len(plain.content[0].text.encode()) > 3_500_000
+        async with connect(proxy_command(target.store.url, SESSION, upstream), tmp_path / "proxy.err",
+                           env=target.env) as proxied:
+            result = await proxied.call_tool("read_text_file", args)  # the SDK validates outputSchema
+            assert not result.is_error
+            pointer, notice = result.content[0].text, result.content[1].text
+            assert len(pointer) + len(notice) < 25_000
+            assert "0099999 tail" not in pointer
+            text_sid, json_sid = source_id(pointer), source_id(notice)
+            assert text_sid != json_sid and "replaced by markers" in notice
+            assert json_sid in result.structured_content["content"]
+            data, pages = await read_back(proxied, READ, text_sid)
+            assert data == plain.content[0].text.encode("utf-8") and pages > 100
+            stored_json, _ = await read_back(proxied, READ, json_sid)
+            assert json.loads(stored_json) == plain.structured_content
+            grep = await proxied.call_tool("s3spill_grep_artifact", {"source_id": text_sid,
+                                                                     "pattern": "^FAILED"})
+            assert "160002:\tFAILED: the last line" in grep.content[0].text
+
+    anyio.run(run)
+
+
+def test_everything_passes_small_results_through_and_spills_large_ones(local_target: Target,
+                                                                        tmp_path: Path) -> None:
+    """tools/list is the upstream's plus ours; a small echo, an image, structured content and
+    progress pass unchanged; concurrent multi-MB echoes each point at their own message."""
+    upstream = server_command("everything", "stdio")
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("echo", {"message": "hello"}), ("get-tiny-image", {}), ("get-sum", {"a": 2, "b": 3}),
+        ("get-structured-content", {"location": "Chicago"})]
+
+    async def run() -> None:
+        async with connect(upstream, tmp_path / "direct.err") as direct:
+            tools = (await direct.list_tools()).tools
+            answers = [_dump(await direct.call_tool(name, args)) for name, args in calls]
+        async with connect(proxy_command(local_target.store.url, SESSION, upstream),
+                           tmp_path / "proxy.err", env=local_target.env) as proxied:
+            listed = (await proxied.list_tools()).tools
+            assert [t.name for t in listed] == [t.name for t in tools] + OURS
+            assert [_dump(t) for t in listed[: len(tools)]] == [_dump(t) for t in tools]
+            for (name, args), answer in zip(calls, answers, strict=True):
+                assert _dump(await proxied.call_tool(name, args)) == answer, name
+
+            # The blob names the second it was made, so only its shape can be compared.
+            blob = await proxied.call_tool("get-resource-reference",
+                                           {"resourceType": "Blob", "resourceId": 2})
+            assert [b.type for b in blob.content] == ["text", "resource", "text"]
+            assert str(blob.content[1].resource.uri) == "demo://resource/dynamic/blob/2"
+
+            progress: list[float] = []
+
+            async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                progress.append(value)
+
+            done = await proxied.call_tool("trigger-long-running-operation", {"duration": 1, "steps": 3},
+                                           progress_callback=on_progress)
+            assert not done.is_error and progress == [1, 2, 3]
+
+            messages = ["".join(f"{k} line {i}\n" for i in range(60_000)) for k in "abcd"]
+            results: dict[int, Any] = {}
+
+            async def echo(k: int) -> None:
+                results[k] = await proxied.call_tool("echo", {"message": messages[k]})
+
+            async with anyio.create_task_group() as tg:
+                for k in range(len(messages)):
+                    tg.start_soon(echo, k)
+            for k, message in enumerate(messages):
+                pointer = results[k].content[0].text
+                assert len(pointer) < 25_000
+                data, _ = await read_back(proxied, READ, source_id(pointer))
+                assert data == f"Echo: {message}".encode()
+
+    anyio.run(run)
+
+
+def test_filesystem_image_is_stored_on_its_own_and_errors_pass_through(local_target: Target,
+                                                                       tmp_path: Path) -> None:
+    """A picture over max_image_bytes is stored as its own artifact (bytes equal to the file) and
+    named in the notice; a small one and an upstream error come back exactly as the upstream
+    sent them."""
+    root = tmp_path / "files"
+    root.mkdir()
+    big, small = _png(300, 300, 1), _png(8, 8, 2)
+    (root / "big.png").write_bytes(big)
+    (root / "small.png").write_bytes(small)
+    config = tmp_path / "proxy.json"
+    config.write_text(json.dumps({"max_image_bytes": 100_000, "never_spill": ["list_allowed_directories"]}))
+    upstream = server_command("filesystem", str(root))
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("read_media_file", {"path": str(root / "small.png")}),
+        ("read_text_file", {"path": "/etc/passwd"}), ("list_allowed_directories", {})]
+
+    async def run() -> None:
+        async with connect(upstream, tmp_path / "direct.err") as direct:
+            answers = [_dump(await direct.call_tool(name, args)) for name, args in calls]
+        assert answers[1]["isError"] is True
+        async with connect(proxy_command(local_target.store.url, SESSION, upstream, "--config", str(config)),
+                           tmp_path / "proxy.err", env=local_target.env) as proxied:
+            for (name, args), answer in zip(calls, answers, strict=True):
+                assert _dump(await proxied.call_tool(name, args)) == answer, name
+            result = await proxied.call_tool("read_media_file", {"path": str(root / "big.png")})
+            assert not result.is_error and all(block.type == "text" for block in result.content)
+            text = "".join(block.text for block in result.content)
+            assert "image #1 (image/png, 300x300" in text and "stored as source_id=" in text
+            png = b"\x89PNG\r\n\x1a\n"
+            image_sid = next(s for s in _all_ids(text) if local_target.artifact(s)[:8] == png)
+            assert local_target.artifact(image_sid) == big
+            assert "structuredContent" in text
+            assert result.structured_content["content"][0]["data"].startswith("[s3spill: ")
+
+    anyio.run(run)
+
+
+def _all_ids(text: str) -> list[str]:
+    return re.findall(r'source_id="([^"]+)"', text)
+
+
+def test_proxy_help_lists_every_tool_it_adds() -> None:
+    """`s3spill mcp-proxy --help` names the three tools it adds to the upstream's."""
+    out = subprocess.run([sys.executable, "-m", "s3spill", "mcp-proxy", "--help"], capture_output=True,
+                         text=True, check=True, env={**os.environ}).stdout
+    for name in OURS:
+        assert name in out
