@@ -26,9 +26,9 @@ from s3spill.errors import (
     UnsupportedOperation,
 )
 from s3spill.gc.apply import apply_cleanup
-from s3spill.gc.doc import CleanupPlan
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
+from s3spill.gc.planfile import CleanupPlan
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import S3ReferenceOwner
 from s3spill.leases.references import memory_reference_for, publish_memory_reference
@@ -37,7 +37,7 @@ from s3spill.store.base import ObjectStore, StoreCapabilities
 from s3spill.store.s3.errors import Kind, classify
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import ConditionIgnoringStore, HttpFaults, record_operations
-from tests.gc_helpers import claim_for, later, put_artifact
+from tests.gc_support import claim_for, later, put_artifact
 
 REAL = CleanupPolicy(dry_run=False)
 

@@ -3,17 +3,14 @@
 The upstream is started over stdio and everything it says passes through unchanged,
 except ``tools/call`` results over budget (a preview plus a pointer), and three tools of
 ours added to its list. The store and the session come from ``--store`` and ``--session``
-/ ``$S3SPILL_SESSION`` (a fresh session per run when neither is set, logged on stderr).
+/ ``$S3SPILL_SESSION`` (else the harness's or the working directory's, as for every command).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import secrets
-import time
 
-from s3spill.cli.common import count, positive, store_from_args, utf8
+from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
 from s3spill.errors import ConfigError
 
 TOOLS_HELP = """\
@@ -60,13 +57,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_mcp_proxy)
 
 
-def _session(args: argparse.Namespace) -> str:
-    session = getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")
-    if session:
-        return str(session)
-    return f"mcp-proxy-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(4)}"
-
-
 def cmd_mcp_proxy(args: argparse.Namespace) -> int:
     command = list(args.upstream)
     if command and command[0] == "--":
@@ -79,7 +69,7 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
                                   thresholds=dict(args.threshold) if args.threshold else None,
                                   never_spill=args.never_spill, max_inline_tokens=args.max_tokens,
                                   hard_cap_chars=args.hard_cap)
-    session = _session(args)
+    session = session_from_args(args)
     from s3spill.agent.tools import AgentTools
     from s3spill.log import get_logger
     from s3spill.proxy.relay import Relay

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from s3spill.cli.common import store_from_args
+from s3spill.cli.argtypes import store_from_args
 from s3spill.cli.exitcodes import ExitCode
 
 #: Exit status of ``doctor`` when a guarantee s3spill needs is missing; a store it cannot

@@ -9,7 +9,10 @@ checked against the original.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
+from collections.abc import Iterator
 
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.demo.context import DemoContext
@@ -87,10 +90,24 @@ def spill_step(ctx: DemoContext) -> None:
     ctx.say(f"the page's bytes equal the original output at that place: {'yes' if same else '!! NO'}")
 
     down = FaultyStore(ctx.store, [Fault("*", "unavailable", times=10**9)])
-    degraded = Spiller(down, session, journal=None).externalize(output, "bash", "call-2", exit_code=1)
+    # The Spiller logs a spill.degraded warning for this injected outage, as it should in
+    # production; the tour shows what the model gets instead of the log line.
+    with _quiet("s3spill.spill"):
+        degraded = Spiller(down, session, journal=None).externalize(output, "bash", "call-2", exit_code=1)
     notice = degraded.context_text[degraded.context_text.rfind("[s3spill] "):]
     ctx.say("")
     ctx.say("with the store down, the same call fails open and says so (no locator):")
     for line in notice.split("\n"):
         ctx.say(f"| {line}")
 
+
+@contextlib.contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    """Silence ``logger`` below ERROR for the block (the tour's own injected faults)."""
+    log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)

@@ -39,7 +39,6 @@ from s3spill.errors import (
     StoreError,
     UnsupportedOperation,
 )
-from s3spill.gc.doc import CleanupPlan
 from s3spill.gc.fence import (
     CondemnFact,
     GcLedger,
@@ -48,7 +47,7 @@ from s3spill.gc.fence import (
     journal_doubts,
     open_ledger,
 )
-from s3spill.gc.metered import MeteredStore
+from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import (
     ApplyItem,
     ApplyOutcome,
@@ -56,10 +55,10 @@ from s3spill.gc.models import (
     CleanupReport,
     DeleteMethod,
     ObjectSnapshot,
-    PlanEntry,
     narrowed_policy,
 )
 from s3spill.gc.plan import object_created
+from s3spill.gc.planfile import CleanupPlan, PlanEntry
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore, StoreCapabilities

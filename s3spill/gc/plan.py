@@ -30,7 +30,6 @@ from pathlib import Path
 from s3spill.config import TransferConfig
 from s3spill.doctor import require_conditional_writes
 from s3spill.errors import CleanupRefused, NotFound, S3SpillError
-from s3spill.gc.doc import CleanupPlan, PlanWriter
 from s3spill.gc.fence import SessionFacts, journal_doubts, read_session_facts
 from s3spill.gc.models import (
     CleanupPolicy,
@@ -38,10 +37,9 @@ from s3spill.gc.models import (
     CleanupScope,
     ObjectKind,
     ObjectSnapshot,
-    PlanEntry,
-    PlanHeader,
     PlanStatus,
 )
+from s3spill.gc.planfile import CleanupPlan, PlanEntry, PlanHeader, PlanWriter
 from s3spill.keys import OWNER, SESSIONS, parse_key, session_prefix
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger

@@ -64,7 +64,7 @@ from s3spill.leases.records import (
     canonical_json,
     corrupt,
 )
-from s3spill.leases.view import TransitionResult
+from s3spill.leases.reports import TransitionResult
 from s3spill.log import get_logger
 from s3spill.models import utcnow
 from s3spill.store.base import ObjectStore, PutResult

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import orjson
 
 from s3spill.agent.tools import LIST_TOOL, AgentTools
-from s3spill.context.blocks import UNKNOWN_IMAGE_TOKENS
+from s3spill.context.block_plan import UNKNOWN_IMAGE_TOKENS
 from s3spill.log import get_logger
 from s3spill.proxy.results import ResultSpiller
 from s3spill.proxy.settings import ProxySettings

@@ -7,7 +7,7 @@ rebuilt, and then only the parts that had to change:
 * one text block (the common case) goes through :meth:`Spiller.externalize` — the tool's
   threshold, the head/tail preview, the salient lines;
 * several blocks, or any image, audio or embedded resource, go through
-  :func:`~s3spill.spill.blocks.externalize_blocks`: blocks are priced (binaries with
+  :func:`~s3spill.spill.block_spill.externalize_blocks`: blocks are priced (binaries with
   :meth:`ProxySettings.price_binary`), the first and last ones kept, each omitted binary
   stored as its own artifact and named in the notice; a binary kept whole is handed on as
   the upstream's own block, untouched;
@@ -28,12 +28,12 @@ from typing import Any
 
 import orjson
 
-from s3spill.context.blocks import Block, ImageBlock, TextBlock
+from s3spill.context.block_plan import Block, ImageBlock, TextBlock
 from s3spill.context.policy import SpillPolicy
 from s3spill.context.retention import to_bytes
 from s3spill.log import get_logger
 from s3spill.proxy.settings import ProxySettings
-from s3spill.spill.blocks import externalize_blocks
+from s3spill.spill.block_spill import externalize_blocks
 from s3spill.spill.source import iter_output
 from s3spill.spill.spiller import Spiller
 

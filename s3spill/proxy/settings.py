@@ -25,7 +25,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from s3spill.agent.tools import LIST_TOOL
-from s3spill.context.blocks import ImageBlock, default_image_price
+from s3spill.context.block_plan import ImageBlock, default_image_price
 from s3spill.context.policy import DEFAULT_POLICY, GREP_TOOL, READ_TOOL, SpillPolicy, ToolPolicy
 from s3spill.context.tokens import BYTES_PER_TOKEN
 from s3spill.errors import ConfigError
