@@ -47,7 +47,8 @@ INTERNAL_ERROR = -32603
 
 
 class Channel(Protocol):
-    """One side of the relay: whole JSON-RPC messages as bytes (one line each, no newline)."""
+    """One side of the relay: whole JSON-RPC messages as bytes, one line each (the trailing
+    newline may be there or not: a channel adds it when it is missing)."""
 
     async def receive(self) -> bytes | None:
         """The next message, or None once the other side has closed."""
@@ -186,7 +187,8 @@ class Relay:
                 return b""
             result = msg.get("result")
             if isinstance(result, dict) and len(line) > self.floor:
-                self._spawn(self._spill(client, msg, line, result, call))
+                # The parsed message is all the spill needs: the bytes are not kept twice.
+                self._spawn(self._spill(client, msg, result, call))
                 return b""
             return line
         if mid in self._listing:
@@ -197,8 +199,7 @@ class Relay:
             return _with_tools_capability(msg) or line
         return line
 
-    async def _spill(self, client: Channel, msg: dict[str, Any], line: bytes, result: dict[str, Any],
-                     call: _Call) -> None:
+    async def _spill(self, client: Channel, msg: dict[str, Any], result: dict[str, Any], call: _Call) -> None:
         try:
             changed = await asyncio.to_thread(self.results.spill, result, call.tool, str(msg["id"]))
         except Exception:  # fail open: the upstream's own answer is better than none
@@ -206,10 +207,7 @@ class Relay:
             changed = None
         if call.cancelled:
             return
-        if changed is None:
-            await client.send(line)
-        else:
-            await client.send(orjson.dumps({**msg, "result": changed}))
+        await client.send(orjson.dumps(msg if changed is None else {**msg, "result": changed}))
 
     def _listed(self, msg: dict[str, Any]) -> bytes | None:
         result = msg.get("result")

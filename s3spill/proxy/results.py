@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -41,6 +42,8 @@ log = get_logger("s3spill.proxy")
 
 #: Strings in structuredContent are shortened to markers from this length down.
 _SHRINK_STEPS = (1_000, 200, 40)
+#: Characters handed to the Spiller at a time.
+_SLICE_CHARS = 1024 * 1024
 #: Smallest hard cap a policy may have (SpillPolicy's own floor).
 _MIN_CAP = 2_000
 
@@ -79,9 +82,9 @@ class ResultSpiller:
         first = content[0]
         if len(content) == 1 and _is_text(first):
             text = first["text"]
-            if not self.policy.should_externalize(text, tool):
+            if not self._over(text, tool):
                 return None
-            result = self.spiller.externalize(text, tool, call_id)
+            result = self.spiller.externalize(_slices(text), tool, call_id)
             _log(tool, result.total_bytes, result.spilled, result.degraded_reason)
             return [{**first, "text": result.context_text}]
         blocks, originals = _to_blocks(content)
@@ -96,6 +99,12 @@ class ResultSpiller:
         _log(tool, sum(len(to_bytes(b.text)) for b in blocks if isinstance(b, TextBlock)), out.spilled,
              out.degraded_reason, images=len(out.images))
         return [_to_item(block, originals) for block in out.blocks]
+
+    def _over(self, text: str, tool: str) -> bool:
+        """The policy's verdict, without encoding a huge text just to learn it is huge."""
+        if len(text) > min(self.policy.for_tool(tool).threshold, self.policy.hard_cap_chars):
+            return True  # a character is at least one byte: over a byte threshold too
+        return self.policy.should_externalize(text, tool)
 
     def _policy_for(self, blocks: list[Block], tool: str) -> SpillPolicy:
         """The policy, with the hard cap lowered to the tool's threshold when the text is over it
@@ -118,7 +127,7 @@ class ResultSpiller:
         if value is None:
             return None
         raw = orjson.dumps(value)
-        if not self.policy.should_externalize(raw.decode(), tool):
+        if not self.policy.for_tool(tool).exceeds(raw) and not self._over(raw.decode(), tool):
             return None
         ref, reason = self.spiller.sink.store_blob(iter_output(raw), tool, call_id,
                                                    label="structuredContent (JSON)")
@@ -136,6 +145,12 @@ class ResultSpiller:
         _log(tool, len(raw), ref is not None, reason, structured="removed")
         return (f"[structuredContent ({len(raw)} bytes of JSON) was over the budget and is removed "
                 f"from this result: {where}.]")
+
+
+def _slices(text: str) -> Iterator[str]:
+    """``text`` in pieces, so the Spiller never holds a second, encoded copy of all of it."""
+    for start in range(0, len(text), _SLICE_CHARS):
+        yield text[start : start + _SLICE_CHARS]
 
 
 def _is_text(item: Any) -> bool:

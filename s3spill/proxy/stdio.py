@@ -36,6 +36,7 @@ class StreamChannel:
         self.writer = writer
 
     async def receive(self) -> bytes | None:
+        """The next non-empty line, newline included (stripping it would copy a huge message)."""
         while True:
             try:
                 line = await self.reader.readuntil(b"\n")
@@ -46,14 +47,15 @@ class StreamChannel:
             except asyncio.LimitOverrunError:
                 log.error("proxy.message_too_large", limit=MAX_MESSAGE_BYTES)
                 return None
-            line = line.strip()
-            if line:
+            if len(line) > 2 or line.strip():
                 return line
 
     async def send(self, message: bytes) -> None:
         if self.writer.is_closing():
             return
-        self.writer.write(message + b"\n")
+        self.writer.write(message)
+        if not message.endswith(b"\n"):
+            self.writer.write(b"\n")
         with contextlib.suppress(ConnectionError):
             await self.writer.drain()
 
