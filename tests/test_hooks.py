@@ -31,10 +31,13 @@ def _payload(name: str) -> dict[str, Any]:
     return dict(json.loads((DATA / name).read_text()))
 
 
-def _run(harness: str, payload: dict[str, Any] | bytes, store_url: str) -> subprocess.CompletedProcess[bytes]:
+def _run(harness: str, payload: dict[str, Any] | bytes, store_url: str,
+         *flags: str) -> subprocess.CompletedProcess[bytes]:
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    proc = subprocess.run([sys.executable, "-m", "s3spill", "--store", store_url, "hook", harness],
-                          input=raw, capture_output=True, env=child_env({}), timeout=120, check=False)
+    env = child_env({})
+    env.pop("S3SPILL_SESSION", None)
+    proc = subprocess.run([sys.executable, "-m", "s3spill", "--store", store_url, *flags, "hook", harness],
+                          input=raw, capture_output=True, env=env, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     return proc
 
@@ -120,6 +123,11 @@ def test_gemini_after_tool_replaces_the_output_text(tmp_path: Path) -> None:
     assert _stored(store, payload["session_id"], specific["tool_output"]) == output.encode()
     payload["tool_response"].update(llmContent="ok\n", returnDisplay="ok\n")
     assert _run("gemini-cli", payload, store.url).stdout == b""
+
+    # Gemini CLI gives its MCP servers no session id: the operator names one for both sides.
+    payload["tool_response"].update(llmContent=output)
+    named = json.loads(_run("gemini-cli", payload, store.url, "--session", "gemini-team").stdout)
+    assert _stored(store, "gemini-team", named["hookSpecificOutput"]["tool_output"]) == output.encode()
 
 
 @pytest.mark.parametrize("raw", [b"{not json" + b" " * 30_000, json.dumps([1] * 20_000).encode()])

@@ -25,7 +25,10 @@ What is spilled: every string in the response that is over its tool's threshold 
 through the Spiller and the shape is kept (an MCP result's content blocks go through the
 proxy's block handling, so an image stays an image or becomes a named artifact). The
 session is the harness's own (``session_id`` of the payload, hashed into keys like any
-untrusted session), so pointers and GC follow the harness's sessions. A result that needs
+untrusted session), so pointers and GC follow the harness's sessions, unless the operator
+names one (``--session``): Claude Code gives the same id to the ``s3spill mcp`` it starts
+(``$CLAUDE_CODE_SESSION_ID``), Gemini CLI documents no such variable, so there both sides
+are given one session explicitly. A result that needs
 nothing prints nothing. The hook fails open: any error — a payload it does not
 understand, a store it cannot reach — prints nothing and exits 0, so the tool's result
 reaches the model as if there were no hook; a store outage is the Spiller's honest,
@@ -184,6 +187,8 @@ def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], 
            server: str = DEFAULT_SERVER, session: str | None = None) -> bytes:
     """What the hook prints for the payload ``raw``: the JSON answer, or b"" for no change.
 
+    ``session`` (the operator's ``--session`` / ``$S3SPILL_SESSION``) wins over the payload's
+    ``session_id``, as everywhere in the CLI; without it the harness's own session is used.
     Never raises: any failure is logged and answered with b"" (the harness keeps the
     tool's own result).
     """
@@ -193,7 +198,7 @@ def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], 
         payload = json.loads(raw)
         if not isinstance(payload, dict):
             return b""
-        session_id = _str(payload.get("session_id")) or session
+        session_id = session or _str(payload.get("session_id"))
         if not session_id:
             log.warning("hooks.no_session", harness=harness)
             return b""

@@ -8,6 +8,7 @@ the tool it follows (see :mod:`s3spill.adapters.harness_hooks`).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 #: Payloads up to this many bytes cannot hold anything over the hooks' thresholds (the
@@ -38,7 +39,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
     from s3spill.store import open_store
 
     out = answer(args.harness, raw, lambda: open_store(getattr(args, "store", None)), server=args.server,
-                 session=getattr(args, "session", None))
+                 session=getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION"))
     if out:
         sys.stdout.buffer.write(out + b"\n")
         sys.stdout.flush()
