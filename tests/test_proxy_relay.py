@@ -39,6 +39,9 @@ class Pipe:
     async def send(self, message: bytes) -> None:
         await self.outbox.put(message)
 
+    async def close(self) -> None:
+        await self.outbox.put(None)
+
     async def put(self, message: dict[str, Any] | bytes) -> None:
         await self.outbox.put(message if isinstance(message, bytes) else orjson.dumps(message))
 

@@ -55,6 +55,9 @@ class Channel(Protocol):
 
     async def send(self, message: bytes) -> None: ...
 
+    async def close(self) -> None:
+        """No more messages will be sent (the upstream's stdin is closed, say)."""
+
 
 @dataclass
 class _Call:
@@ -90,7 +93,11 @@ class Relay:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def run(self, client: Channel, upstream: Channel, *, drain_timeout: float = 10.0) -> str:
-        """Relay until one side closes; returns which one did ("client" or "upstream")."""
+        """Relay until one side closes; returns which one did ("client" or "upstream").
+
+        When the client goes, the upstream is told (its input is closed) and answers still
+        on their way get up to ``drain_timeout`` seconds to reach the client.
+        """
         up = asyncio.create_task(self._client_to_upstream(client, upstream))
         down = asyncio.create_task(self._upstream_to_client(upstream, client))
         done, _ = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
@@ -99,9 +106,10 @@ class Relay:
             task.result()  # a crash of the relay itself is not hidden
         if first == "upstream":
             up.cancel()
-        else:  # the client is gone: let the upstream finish what it was sending
+        else:
+            await upstream.close()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(down), drain_timeout)
+                await asyncio.wait_for(self._settled(down), drain_timeout)
             down.cancel()
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=drain_timeout)
@@ -109,6 +117,11 @@ class Relay:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         return first
+
+    async def _settled(self, down: asyncio.Task[None]) -> None:
+        """Until the upstream has ended, or nothing the client asked for is outstanding."""
+        while not down.done() and (self._pending or self._listing or self._handshake):
+            await asyncio.wait({down}, timeout=0.05)
 
     # -- client -> upstream -----------------------------------------------------------
 

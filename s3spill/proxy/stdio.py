@@ -59,7 +59,7 @@ class StreamChannel:
         with contextlib.suppress(ConnectionError):
             await self.writer.drain()
 
-    def close(self) -> None:
+    async def close(self) -> None:
         with contextlib.suppress(OSError, RuntimeError):
             self.writer.close()
 
@@ -89,7 +89,7 @@ async def start_upstream(command: Sequence[str]) -> tuple[asyncio.subprocess.Pro
 
 async def stop_upstream(proc: asyncio.subprocess.Process, channel: StreamChannel) -> int:
     """Close its stdin (the stdio transport's "goodbye"), then SIGTERM, then SIGKILL."""
-    channel.close()
+    await channel.close()
     for signal_it in (None, proc.terminate, proc.kill):
         if signal_it is not None:
             with contextlib.suppress(ProcessLookupError):
@@ -108,7 +108,7 @@ async def relay_stdio(relay: Relay, command: Sequence[str]) -> int:
         log.info("proxy.closed", side=closed)
     finally:
         code = await stop_upstream(proc, upstream)
-        client.close()
+        await client.close()
     return code
 
 
