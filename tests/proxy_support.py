@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 import shutil
+import socket
+import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -38,6 +41,19 @@ def server_command(name: str, *args: str) -> list[str]:
     if not entry.is_file():
         pytest.fail(f"{entry} is missing: run `npm ci --prefix tests/mcp_servers` (.ci/run does)")
     return [node, str(entry), *args]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30) -> None:
+    """Until something listens on 127.0.0.1:``port`` (fails if ``proc`` exits first)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, log.read_text()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
 
 
 def proxy_command(store_url: str, session: str, upstream: list[str], *flags: str) -> list[str]:

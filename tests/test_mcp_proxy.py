@@ -25,9 +25,16 @@ import pytest
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.store import ObjectStore
 from s3spill.store.local import LocalStore
-from s3spill.testing import EmbeddedS3, child_env
+from s3spill.testing import EmbeddedS3, child_env, free_port
 from tests.conftest import TEST_BUCKET, TEST_CONFIG
-from tests.proxy_support import connect, proxy_command, read_back, server_command, source_id
+from tests.proxy_support import (
+    connect,
+    proxy_command,
+    read_back,
+    server_command,
+    source_id,
+    wait_for_port,
+)
 
 SESSION = "proxy-session"
 READ = "s3spill_read_artifact"
@@ -225,3 +232,36 @@ def test_proxy_help_lists_every_tool_it_adds() -> None:
                          text=True, check=True, env={**os.environ}).stdout
     for name in OURS:
         assert name in out
+
+
+def test_a_streamable_http_upstream(local_target: Target, tmp_path: Path) -> None:
+    """--upstream-url: server-everything over streamable HTTP behind the stdio proxy; a small echo
+    is the upstream's answer, a multi-MB one a pointer paged back byte-exactly."""
+    port = free_port()
+    upstream = server_command("everything", "streamableHttp")
+    with (tmp_path / "http.err").open("w") as err:
+        server = subprocess.Popen(upstream, env={**os.environ, "PORT": str(port)}, stdin=subprocess.DEVNULL,
+                                  stdout=err, stderr=err)
+    try:
+        wait_for_port(port, server, tmp_path / "http.err")
+        url = f"http://127.0.0.1:{port}/mcp"
+        command = [sys.executable, "-m", "s3spill", "--store", local_target.store.url, "--session", SESSION,
+                   "mcp-proxy", "--upstream-url", url]
+        message = "".join(f"http line {i}\n" for i in range(150_000))
+
+        async def run() -> None:
+            async with connect(command, tmp_path / "proxy.err", env=local_target.env) as proxied:
+                names = [t.name for t in (await proxied.list_tools()).tools]
+                assert "echo" in names and names[-3:] == OURS
+                small = await proxied.call_tool("echo", {"message": "hi"})
+                assert small.content[0].text == "Echo: hi"
+                big = await proxied.call_tool("echo", {"message": message})
+                pointer = big.content[0].text
+                assert len(pointer) < 25_000
+                data, _ = await read_back(proxied, READ, source_id(pointer))
+                assert data == f"Echo: {message}".encode()
+
+        anyio.run(run)
+    finally:
+        server.terminate()
+        server.wait(10)

@@ -52,6 +52,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="token budget of one result (default 25000, Claude Code's MCP limit)")
     p.add_argument("--hard-cap", type=positive, metavar="CHARS",
                    help="characters one result may never exceed (default 100000)")
+    p.add_argument("--upstream-url", metavar="URL", help="the upstream is a streamable-HTTP MCP server "
+                   "at URL (e.g. http://127.0.0.1:3001/mcp) instead of a command")
     p.add_argument("upstream", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...",
                    help="the upstream MCP server's command line")
     p.set_defaults(func=cmd_mcp_proxy)
@@ -61,8 +63,9 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
     command = list(args.upstream)
     if command and command[0] == "--":
         command = command[1:]
-    if not command:
-        raise ConfigError("mcp-proxy needs the upstream server's command: s3spill mcp-proxy -- CMD ARGS...")
+    if bool(command) == bool(args.upstream_url):
+        raise ConfigError("mcp-proxy needs one upstream: its command (s3spill mcp-proxy -- CMD ARGS...) "
+                          "or --upstream-url URL")
     from s3spill.proxy.settings import ProxySettings
 
     settings = ProxySettings.load(args.config, tool_prefix=args.tool_prefix,
@@ -84,6 +87,16 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
     try:
         tools = AgentTools(store, session, policy=policy)
         relay = Relay(ResultSpiller(spiller, settings), tools, settings)
+        if args.upstream_url:
+            import asyncio
+
+            try:
+                from s3spill.proxy.http_upstream import relay_http
+            except ImportError as exc:  # the optional extra is missing
+                raise ConfigError("--upstream-url needs the MCP SDK: pip install 's3spill[mcp]' "
+                                  f"({exc})") from None
+
+            return asyncio.run(relay_http(relay, args.upstream_url))
         return run_stdio(relay, command)
     finally:
         spiller.close()
