@@ -163,3 +163,27 @@ def test_cancelled_calls_and_errors(tmp_path: Path) -> None:
             assert upstream.inbox.empty()  # neither our call nor its cancel reached the upstream
 
     asyncio.run(run())
+
+
+def test_never_spill_and_per_tool_thresholds(tmp_path: Path) -> None:
+    """A never-spill tool's 60 KB result and one under its own raised threshold pass byte for
+    byte; the same result from another tool (default threshold 50 KiB) becomes a pointer."""
+    big = orjson.dumps({"content": [{"type": "text", "text": "y" * 60_000}]})
+
+    async def call(client: Pipe, upstream: Pipe, mid: int, tool: str) -> bytes | None:
+        await client.put({"jsonrpc": "2.0", "id": mid, "method": "tools/call", "params": {"name": tool}})
+        await upstream.get()
+        await upstream.put(b'{"jsonrpc":"2.0","id":%d,"result":%s}' % (mid, big))
+        return await client.get_raw()
+
+    async def run() -> None:
+        async with relay(tmp_path, never_spill=frozenset({"dump"}),
+                         thresholds={"export": 90_000}) as (client, upstream):
+            for mid, tool in ((1, "dump"), (2, "export")):
+                raw = await call(client, upstream, mid, tool)
+                assert raw == b'{"jsonrpc":"2.0","id":%d,"result":%s}' % (mid, big), tool
+            other = orjson.loads(await call(client, upstream, 3, "other") or b"null")
+            text = other["result"]["content"][0]["text"]
+            assert len(text) < 10_000 and "source_id=" in text
+
+    asyncio.run(run())
