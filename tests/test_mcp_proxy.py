@@ -265,3 +265,77 @@ def test_a_streamable_http_upstream(local_target: Target, tmp_path: Path) -> Non
     finally:
         server.terminate()
         server.wait(10)
+
+
+def _issue(tokens: Path, session: str) -> str:
+    argv = ["--session", session, "mcp", "--tokens", str(tokens), "--issue-token"]
+    out = subprocess.run([sys.executable, "-m", "s3spill", *argv], capture_output=True, text=True, check=True,
+                         env=child_env({}))
+    return out.stdout.strip()
+
+
+def test_http_client_side_binds_each_request_to_its_tokens_session(local_target: Target,
+                                                                   tmp_path: Path) -> None:
+    """--http --tokens: no token is 401; token A's client gets the upstream's tools plus ours and
+    pages its pointer back byte-exactly, with progress on its own stream; token B cannot read
+    A's artifact, nor use A's MCP session (404)."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    tokens = tmp_path / "tokens.json"
+    token_a, token_b = _issue(tokens, "http-a"), _issue(tokens, "http-b")
+    port = free_port()
+    upstream = server_command("everything", "stdio")
+    command = [sys.executable, "-m", "s3spill", "--store", local_target.store.url, "mcp-proxy", "--http",
+               f"127.0.0.1:{port}", "--tokens", str(tokens), "--", *upstream]
+    url = f"http://127.0.0.1:{port}/mcp"
+    message = "".join(f"a line {i}\n" for i in range(100_000))
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    with (tmp_path / "http-proxy.err").open("w") as err:
+        proxy = subprocess.Popen(command, env=local_target.env, stdin=subprocess.DEVNULL, stdout=err,
+                                 stderr=err)
+    try:
+        wait_for_port(port, proxy, tmp_path / "http-proxy.err")
+
+        async def run() -> None:
+            async with httpx2.AsyncClient(timeout=30) as raw:
+                assert (await raw.post(url, json=init, headers=accept)).status_code == 401
+                as_a = {**accept, "authorization": f"Bearer {token_a}"}
+                opened = await raw.post(url, json=init, headers=as_a)
+                assert opened.status_code == 200
+                as_b_in_a = {**accept, "authorization": f"Bearer {token_b}",
+                             "mcp-protocol-version": "2025-06-18",
+                             "mcp-session-id": opened.headers["mcp-session-id"]}
+                listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+                foreign = await raw.post(url, json=listing, headers=as_b_in_a)
+                assert foreign.status_code == 404
+            async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token_a}"},
+                                          timeout=60) as http_a, \
+                    Client(streamable_http_client(url, http_client=http_a)) as client_a:
+                names = [t.name for t in (await client_a.list_tools()).tools]
+                assert "echo" in names and names[-3:] == OURS
+                progress: list[float] = []
+
+                async def on_progress(value: float, total: float | None, text: str | None) -> None:
+                    progress.append(value)
+
+                await client_a.call_tool("trigger-long-running-operation", {"duration": 1, "steps": 2},
+                                         progress_callback=on_progress)
+                assert progress == [1, 2]
+                pointer = (await client_a.call_tool("echo", {"message": message})).content[0].text
+                sid = source_id(pointer)
+                data, _ = await read_back(client_a, READ, sid)
+                assert data == f"Echo: {message}".encode()
+            async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token_b}"},
+                                          timeout=60) as http_b, \
+                    Client(streamable_http_client(url, http_client=http_b)) as client_b:
+                refused = await client_b.call_tool(READ, {"source_id": sid})
+                assert refused.is_error and refused.content[0].text.startswith("SourceIdError: ")
+
+        anyio.run(run)
+    finally:
+        proxy.terminate()
+        proxy.wait(20)

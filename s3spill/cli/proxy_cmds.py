@@ -4,14 +4,21 @@ The upstream is started over stdio and everything it says passes through unchang
 except ``tools/call`` results over budget (a preview plus a pointer), and three tools of
 ours added to its list. The store and the session come from ``--store`` and ``--session``
 / ``$S3SPILL_SESSION`` (else the harness's or the working directory's, as for every command).
+``--upstream-url`` reaches a streamable-HTTP upstream instead; ``--http`` serves clients over
+streamable HTTP (one upstream per MCP session; ``--tokens`` binds requests to sessions).
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
 from s3spill.errors import ConfigError
+
+if TYPE_CHECKING:
+    from s3spill.proxy.settings import ProxySettings
 
 TOOLS_HELP = """\
 tools added to the upstream's (names with --tool-prefix, default s3spill_):
@@ -54,6 +61,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="characters one result may never exceed (default 100000)")
     p.add_argument("--upstream-url", metavar="URL", help="the upstream is a streamable-HTTP MCP server "
                    "at URL (e.g. http://127.0.0.1:3001/mcp) instead of a command")
+    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp "
+                   "instead of stdio, one upstream per MCP session (host defaults to 127.0.0.1)")
+    p.add_argument("--tokens", metavar="FILE", help="with --http: bind each request to the session of "
+                   "its bearer token (issued with `s3spill mcp --tokens FILE --issue-token`)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow a non-loopback --http address (use it with --tokens; put TLS in front)")
     p.add_argument("upstream", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...",
                    help="the upstream MCP server's command line")
     p.set_defaults(func=cmd_mcp_proxy)
@@ -72,6 +85,10 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
                                   thresholds=dict(args.threshold) if args.threshold else None,
                                   never_spill=args.never_spill, max_inline_tokens=args.max_tokens,
                                   hard_cap_chars=args.hard_cap)
+    if args.http:
+        return _serve_http(args, settings, command)
+    if args.tokens:
+        raise ConfigError("--tokens binds HTTP requests to sessions: add --http HOST:PORT")
     session = session_from_args(args)
     from s3spill.agent.tools import AgentTools
     from s3spill.log import get_logger
@@ -101,3 +118,35 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
     finally:
         spiller.close()
         store.close()
+
+
+def _serve_http(args: argparse.Namespace, settings: ProxySettings, command: list[str]) -> int:
+    """``--http``: one HTTP server, an upstream per MCP session, sessions fixed or by token."""
+    from s3spill.agent.mcp.config import check_bind, parse_http_address
+
+    host, port = parse_http_address(args.http)
+    check_bind(host, allow_remote=args.allow_remote)
+    session_for: Callable[[str | None], str | None]
+    if args.tokens:
+        from s3spill.agent.mcp.tokens import TokenRegistry
+
+        session_for = TokenRegistry(args.tokens).session_from_header
+    else:
+        fixed = session_from_args(args, default=False)  # a server binds to a named session only
+        session_for = lambda _header: fixed  # noqa: E731 - one session, whatever the request
+    try:
+        from s3spill.agent.mcp.server import transport_security
+        from s3spill.proxy import http_server
+    except ImportError as exc:  # the optional extra is missing
+        raise ConfigError(f"mcp-proxy --http needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
+    upstream = (http_server.http_upstream(args.upstream_url) if args.upstream_url
+                else http_server.stdio_upstream(command))
+    store = store_from_args(args)
+    spillers = http_server.SessionSpillers(store, settings)
+    try:
+        http_server.serve(http_server.ProxyHttpApp(spillers, upstream, session_for,
+                                                   transport_security(host)), host, port)
+    finally:
+        spillers.close()
+        store.close()
+    return 0
