@@ -339,3 +339,28 @@ def test_http_client_side_binds_each_request_to_its_tokens_session(local_target:
     finally:
         proxy.terminate()
         proxy.wait(20)
+
+
+def _proxy_cli(tmp_path: Path, *argv: str,
+               stdin: Any = subprocess.DEVNULL) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "s3spill", "--store", (tmp_path / "s").as_uri(), "--session",
+                           SESSION, "mcp-proxy", *argv], stdin=stdin, capture_output=True, timeout=60,
+                          env=child_env({}), check=False)
+
+
+def test_the_command_line_refuses_clearly_and_follows_the_upstream(tmp_path: Path) -> None:
+    """No upstream, or one that cannot start: one line, exit 2; an upstream that exits 3 makes
+    the proxy exit 3; with stdin a regular file the handshake is still answered."""
+    none = _proxy_cli(tmp_path)
+    assert none.returncode == 2 and b"needs one upstream" in none.stderr
+    missing = _proxy_cli(tmp_path, "--", str(tmp_path / "no-such-server"))
+    assert missing.returncode == 2 and b"cannot start the upstream server" in missing.stderr
+    assert _proxy_cli(tmp_path, "--", "sh", "-c", "exit 3").returncode == 3
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(json.dumps(init) + "\n")
+    with requests.open("rb") as stdin:
+        answered = _proxy_cli(tmp_path, "--", *server_command("everything", "stdio"), stdin=stdin)
+    assert answered.returncode == 0
+    assert json.loads(answered.stdout.splitlines()[0])["result"]["capabilities"]["tools"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import selectors
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -64,15 +65,70 @@ class StreamChannel:
             self.writer.close()
 
 
-async def own_stdio(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> StreamChannel:
+class FileChannel:
+    """Messages over plain file objects, each read and write on a worker thread.
+
+    For a stdin or stdout that asyncio cannot watch (a regular file, ``/dev/null``): slower
+    per message than a pipe, but a proxy started that way still works.
+    """
+
+    def __init__(self, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+        self.stdin = stdin
+        self.stdout = stdout
+        self._lock = asyncio.Lock()
+
+    async def receive(self) -> bytes | None:
+        while True:
+            line = await asyncio.to_thread(self.stdin.readline)
+            if not line:
+                return None
+            if len(line) > 2 or line.strip():
+                return line
+
+    async def send(self, message: bytes) -> None:
+        data = message if message.endswith(b"\n") else message + b"\n"
+
+        def write() -> None:
+            with contextlib.suppress(OSError, ValueError):
+                self.stdout.write(data)
+                self.stdout.flush()
+
+        async with self._lock:
+            await asyncio.to_thread(write)
+
+    async def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.stdout.flush()
+
+
+async def own_stdio(stdin: IO[bytes] | None = None,
+                    stdout: IO[bytes] | None = None) -> StreamChannel | FileChannel:
     """Our stdin/stdout as a channel (the client's side of the proxy)."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    if not (_watchable(stdin, selectors.EVENT_READ) and _watchable(stdout, selectors.EVENT_WRITE)):
+        return FileChannel(stdin, stdout)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin or sys.stdin.buffer)
-    transport, protocol = await loop.connect_write_pipe(
-        lambda: asyncio.streams.FlowControlMixin(loop=loop), stdout or sys.stdout.buffer)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), stdout)
+    except (ValueError, OSError):  # a regular file or /dev/null: not watchable
+        return FileChannel(stdin, stdout)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return StreamChannel(reader, writer)
+
+
+def _watchable(stream: IO[bytes], events: int) -> bool:
+    """Can the event loop wait on ``stream``? (Not a regular file, not /dev/null.)"""
+    try:
+        fd = stream.fileno()
+        with selectors.DefaultSelector() as probe:
+            probe.register(fd, events)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 async def start_upstream(command: Sequence[str]) -> tuple[asyncio.subprocess.Process, StreamChannel]:
