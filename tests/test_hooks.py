@@ -7,6 +7,7 @@ reads the stored artifact back from the harness's own session.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -156,3 +157,20 @@ def test_the_early_exit_floor_matches_the_policies() -> None:
     """The CLI's no-work size is the smallest threshold of either harness's policy."""
     smallest = min(floor_bytes(hook_policy("claude-code")), floor_bytes(hook_policy("gemini-cli")))
     assert smallest == HOOK_FLOOR_BYTES
+
+
+def test_an_mcp_image_stays_an_image_while_its_text_is_spilled(tmp_path: Path) -> None:
+    """Content blocks of an MCP result: the huge text becomes a pointer, the small picture is
+    handed on as the very block the tool returned."""
+    store = LocalStore(tmp_path / "store")
+    mcp = _payload("claude_code_mcp.json")
+    image = {"type": "image", "mimeType": "image/png",
+             "data": base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 40_000).decode()}
+    text = _log(5_000)
+    mcp["tool_response"] = [{"type": "text", "text": text}, image]
+    blocks = json.loads(_run("claude-code", mcp, store.url).stdout)["hookSpecificOutput"]["updatedToolOutput"]
+    assert blocks[-1] == image or image in blocks
+    joined = "".join(b.get("text", "") for b in blocks)
+    assert len(joined) < 25_000 and "source_id=" in joined
+    stored = _stored(store, mcp["session_id"], joined).decode()
+    assert stored.startswith(text) and "image #2 (image/png" in stored

@@ -44,6 +44,8 @@ log = get_logger("s3spill.proxy")
 _SHRINK_STEPS = (1_000, 200, 40)
 #: Characters handed to the Spiller at a time.
 _SLICE_CHARS = 1024 * 1024
+#: Characters beyond a tool's preview left for the notice (pointer, omitted images).
+_NOTICE_ROOM = 4_000
 #: Smallest hard cap a policy may have (SpillPolicy's own floor).
 _MIN_CAP = 2_000
 
@@ -107,13 +109,14 @@ class ResultSpiller:
         return self.policy.should_externalize(text, tool)
 
     def _policy_for(self, blocks: list[Block], tool: str) -> SpillPolicy:
-        """The policy, with the hard cap lowered to the tool's threshold when the text is over it
-        (the block planner knows budgets, not per-tool thresholds)."""
+        """The policy, with the hard cap lowered to the tool's preview (plus room for the notice)
+        when the text is over the tool's threshold: the block planner knows budgets, not
+        thresholds, and would otherwise keep up to the hard cap."""
         joined = "".join(b.text for b in blocks if isinstance(b, TextBlock))
         rule = self.policy.for_tool(tool)
         if not rule.exceeds(joined):
             return self.policy
-        cap = max(_MIN_CAP, min(self.policy.hard_cap_chars, rule.threshold))
+        cap = max(_MIN_CAP, min(self.policy.hard_cap_chars, sum(rule.preview(None)) + _NOTICE_ROOM))
         found = self._capped.get(tool)
         if found is None or found.hard_cap_chars != cap:
             found = self._capped[tool] = self.policy.model_copy(update={"hard_cap_chars": cap})
