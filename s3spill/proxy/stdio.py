@@ -25,31 +25,52 @@ log = get_logger("s3spill.proxy")
 
 #: Longest message accepted on either side (a longer one ends the connection, loudly).
 MAX_MESSAGE_BYTES = 1024 * 1024 * 1024
+#: Bytes read from a pipe at a time (and about what the reader buffers ahead).
+READ_CHUNK = 1024 * 1024
 #: Seconds the upstream gets to exit after its stdin closes, then after SIGTERM.
 EXIT_GRACE = 5.0
 
 
 class StreamChannel:
-    """Newline-delimited messages over an asyncio reader/writer pair."""
+    """Newline-delimited messages over an asyncio reader/writer pair.
+
+    Lines are assembled from chunks rather than by ``readuntil``: a 100 MB message then
+    costs its chunks and one joined copy, not a growing buffer (copied as it grows) plus
+    the copy handed out; the reader's own buffer stays at a few chunks (backpressure).
+    """
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
+        self._rest = b""
 
     async def receive(self) -> bytes | None:
         """The next non-empty line, newline included (stripping it would copy a huge message)."""
         while True:
-            try:
-                line = await self.reader.readuntil(b"\n")
-            except asyncio.IncompleteReadError as exc:
-                line = exc.partial
-                if not line.strip():
-                    return None
-            except asyncio.LimitOverrunError:
-                log.error("proxy.message_too_large", limit=MAX_MESSAGE_BYTES)
-                return None
-            if len(line) > 2 or line.strip():
+            line = await self._line()
+            if line is None or len(line) > 2 or line.strip():
                 return line
+
+    async def _line(self) -> bytes | None:
+        parts: list[bytes] = []
+        size = 0
+        rest = self._rest
+        while True:
+            end = rest.find(b"\n")
+            if end >= 0:
+                parts.append(rest[: end + 1])
+                self._rest = rest[end + 1 :]
+                return parts[0] if len(parts) == 1 else b"".join(parts)
+            if rest:
+                parts.append(rest)
+                size += len(rest)
+                if size > MAX_MESSAGE_BYTES:
+                    log.error("proxy.message_too_large", limit=MAX_MESSAGE_BYTES)
+                    return None
+            rest = await self.reader.read(READ_CHUNK)
+            if not rest:  # end of stream: a last line without its newline still counts
+                self._rest = b""
+                return b"".join(parts) if parts else None
 
     async def send(self, message: bytes) -> None:
         if self.writer.is_closing():
@@ -109,7 +130,7 @@ async def own_stdio(stdin: IO[bytes] | None = None,
     if not (_watchable(stdin, selectors.EVENT_READ) and _watchable(stdout, selectors.EVENT_WRITE)):
         return FileChannel(stdin, stdout)
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES)
+    reader = asyncio.StreamReader(limit=READ_CHUNK)
     try:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
         transport, protocol = await loop.connect_write_pipe(
@@ -136,7 +157,7 @@ async def start_upstream(command: Sequence[str]) -> tuple[asyncio.subprocess.Pro
     try:
         proc = await asyncio.create_subprocess_exec(
             *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
-            limit=MAX_MESSAGE_BYTES)
+            limit=READ_CHUNK)
     except OSError as exc:
         raise ConfigError(f"cannot start the upstream server {command[0]!r}: {exc.strerror or exc}") from None
     assert proc.stdin is not None and proc.stdout is not None
