@@ -174,3 +174,12 @@ def test_an_mcp_image_stays_an_image_while_its_text_is_spilled(tmp_path: Path) -
     assert len(joined) < 25_000 and "source_id=" in joined
     stored = _stored(store, mcp["session_id"], joined).decode()
     assert stored.startswith(text) and "image #2 (image/png" in stored
+
+
+def test_the_server_name_must_fit_a_tool_name(tmp_path: Path) -> None:
+    """`--server` with a space is a usage error (exit 2), not a hook that silently never answers;
+    a valid one is what the pointer names."""
+    bad = subprocess.run([sys.executable, "-m", "s3spill", "hook", "claude-code", "--server", "my files"],
+                         input=b"{}", capture_output=True, env=child_env({}), timeout=60, check=False)
+    assert bad.returncode == 2 and b"--server" in bad.stderr
+    assert hook_policy("claude-code", "files").read_tool == "mcp__files__read_artifact"

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 #: Payloads up to this many bytes cannot hold anything over the hooks' thresholds (the
 #: smallest of them, the 25,000-token budget; tests/test_hooks.py checks it): answered
 #: before anything else is imported, because the hook runs after every tool call.
 HOOK_FLOOR_BYTES = 25_000
+
+
+def _server_name(value: str) -> str:
+    """An argparse type: a name the harness can put in a tool name (``mcp__NAME__read_artifact``)."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,24}", value):
+        raise argparse.ArgumentTypeError(f"expected letters, digits, - or _ (at most 24), got {value!r}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,7 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "the answer that replaces it with a preview plus a pointer. A result that fits prints "
         "nothing. Any failure prints nothing and exits 0: the tool's own result goes on.")
     p.add_argument("harness", choices=("claude-code", "gemini-cli"))
-    p.add_argument("--server", default="s3spill", metavar="NAME",
+    p.add_argument("--server", default="s3spill", metavar="NAME", type=_server_name,
                    help="name under which `s3spill mcp` is registered with the harness (pointers "
                    "name its tools, e.g. mcp__NAME__read_artifact in Claude Code; default s3spill)")
     p.set_defaults(func=cmd_hook)
