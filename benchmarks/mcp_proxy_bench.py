@@ -6,7 +6,9 @@ Against the npm reference servers (tests/mcp_servers; ``npm ci --prefix tests/mc
   server-everything (the baseline) and through the proxy, interleaved in rounds so both
   see the same machine load; prints p50/p95 of each and the added p50 (goal: < 5 ms);
 * memory — server-filesystem's ``read_text_file`` of a 50 MB file through the proxy: the
-  proxy process's peak RSS (``VmHWM``) before and after the call, and the pointer's size.
+  proxy process's peak RSS (``VmHWM``) before and after the call, and the pointer's size;
+* the Claude Code hook — ``s3spill hook claude-code`` as the harness runs it (a process per
+  tool call) on the recorded Bash payload with 200 bytes and with 5 MB of stdout.
 
     python benchmarks/mcp_proxy_bench.py [--calls 300] [--mib 50]
 """
@@ -106,6 +108,31 @@ async def memory(store_url: str, root: Path, log: Path, mib: int) -> None:
           f"(+{(after - before) / MiB:.1f} MiB = {(after - before) / size:.2f}x the result)")
 
 
+def hook_cost(store_url: str, runs: int = 5) -> None:
+    import json
+    import subprocess
+
+    from s3spill.testing import child_env
+
+    payload = json.loads((Path(__file__).resolve().parents[1] / "tests/data/hooks/claude_code_bash.json")
+                         .read_text())
+    env = child_env({})
+    env.pop("S3SPILL_SESSION", None)
+    for name, stdout in (("200 B", "x" * 200),
+                         ("5 MB", "".join(f"[{i:07d}] compiling module_{i % 997}.c ... ok\n"
+                                          for i in range(130_000)))):
+        payload["tool_response"]["stdout"] = stdout
+        raw = json.dumps(payload).encode()
+        took = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "s3spill", "--store", store_url, "hook", "claude-code"],
+                           input=raw, capture_output=True, env=env, check=True)
+            took.append(time.perf_counter() - t)
+        print(f"hook claude-code, {name} Bash stdout: median {statistics.median(took) * 1000:.0f} ms "
+              f"per call (a fresh process each, as the harness runs it)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
@@ -118,6 +145,7 @@ def main() -> int:
         store_url = (base / "store").as_uri()
         anyio.run(latency, store_url, base / "servers.log", args.calls, args.rounds)
         anyio.run(memory, store_url, base / "files", base / "servers.log", args.mib)
+        hook_cost(store_url)
     return 0
 
 
