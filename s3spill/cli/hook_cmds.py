@@ -14,7 +14,8 @@ import sys
 
 #: Payloads up to this many bytes cannot hold anything over the hooks' thresholds (the
 #: smallest of them, the 25,000-token budget; tests/test_hooks.py checks it): answered
-#: before anything else is imported, because the hook runs after every tool call.
+#: before the Spiller, the store or boto3 is imported, because the hook runs after every
+#: tool call.
 HOOK_FLOOR_BYTES = 25_000
 
 
