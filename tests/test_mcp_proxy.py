@@ -139,10 +139,13 @@ def test_everything_passes_small_results_through_and_spills_large_ones(local_tar
         ("echo", {"message": "hello"}), ("get-tiny-image", {}), ("get-sum", {"a": 2, "b": 3}),
         ("get-structured-content", {"location": "Chicago"})]
 
+    messages = ["".join(f"{k} line {i}\n" for i in range(60_000)) for k in "abcd"]
+
     async def run() -> None:
         async with connect(upstream, tmp_path / "direct.err") as direct:
             tools = (await direct.list_tools()).tools
             answers = [_dump(await direct.call_tool(name, args)) for name, args in calls]
+            direct_big = [(await direct.call_tool("echo", {"message": m})).content[0].text for m in messages]
         async with connect(proxy_command(local_target.store.url, SESSION, upstream),
                            tmp_path / "proxy.err", env=local_target.env) as proxied:
             listed = (await proxied.list_tools()).tools
@@ -166,7 +169,6 @@ def test_everything_passes_small_results_through_and_spills_large_ones(local_tar
                                            progress_callback=on_progress)
             assert not done.is_error and progress == [1, 2, 3]
 
-            messages = ["".join(f"{k} line {i}\n" for i in range(60_000)) for k in "abcd"]
             results: dict[int, Any] = {}
 
             async def echo(k: int) -> None:
@@ -175,11 +177,11 @@ def test_everything_passes_small_results_through_and_spills_large_ones(local_tar
             async with anyio.create_task_group() as tg:
                 for k in range(len(messages)):
                     tg.start_soon(echo, k)
-            for k, message in enumerate(messages):
+            for k in range(len(messages)):
                 pointer = results[k].content[0].text
                 assert len(pointer) < 25_000
                 data, _ = await read_back(proxied, READ, source_id(pointer))
-                assert data == f"Echo: {message}".encode()
+                assert data == direct_big[k].encode()  # the upstream's own answer, byte for byte
 
     anyio.run(run)
 
