@@ -30,9 +30,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "hook", help="after-tool hook for Claude Code (PostToolUse) or Gemini CLI (AfterTool)",
         description="Read a harness's after-tool hook JSON on stdin; when the tool's result is "
-        "over budget, store it in the harness's own session (the payload's session_id) and print "
-        "the answer that replaces it with a preview plus a pointer. A result that fits prints "
-        "nothing. Any failure prints nothing and exits 0: the tool's own result goes on.")
+        "over budget, store it in the harness's own session (the payload's session_id, unless "
+        "--session names one) and print the answer that replaces it with a preview plus a "
+        "pointer. A result that fits prints nothing. Any failure prints nothing and exits 0: "
+        "the tool's own result goes on.",
+        epilog="example (.claude/settings.json):\n"
+        '  {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": [{"type": "command",\n'
+        '    "command": "s3spill --store s3://my-bucket/agents hook claude-code"}]}]}}\n'
+        "wiring for every harness: docs/harnesses.md",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("harness", choices=("claude-code", "gemini-cli"))
     p.add_argument("--server", default="s3spill", metavar="NAME", type=_server_name,
                    help="name under which `s3spill mcp` is registered with the harness (pointers "
