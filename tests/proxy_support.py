@@ -62,12 +62,12 @@ def proxy_command(store_url: str, session: str, upstream: list[str], *flags: str
 
 
 @asynccontextmanager
-async def connect(command: list[str], errlog: Path,
-                  env: dict[str, str] | None = None) -> AsyncIterator[Client]:
+async def connect(command: list[str], errlog: Path, env: dict[str, str] | None = None,
+                  **client_options: Any) -> AsyncIterator[Client]:
     """An SDK client over stdio to ``command`` (the server's stderr goes to ``errlog``)."""
     params = StdioServerParameters(command=command[0], args=command[1:], env=env)
     with errlog.open("a") as err:
-        async with Client(stdio_client(params, errlog=err)) as client:
+        async with Client(stdio_client(params, errlog=err), **client_options) as client:
             yield client
 
 

@@ -366,3 +366,29 @@ def test_the_command_line_refuses_clearly_and_follows_the_upstream(tmp_path: Pat
         answered = _proxy_cli(tmp_path, "--", *server_command("everything", "stdio"), stdin=stdin)
     assert answered.returncode == 0
     assert json.loads(answered.stdout.splitlines()[0])["result"]["capabilities"]["tools"]
+
+
+def test_a_request_from_the_server_to_the_client_round_trips(local_target: Target, tmp_path: Path) -> None:
+    """server-everything asks the client for an LLM sample in the middle of a tool call; through
+    the proxy the request reaches the client's sampling callback and its answer gets back."""
+    import mcp_types as types
+
+    asked: list[str] = []
+
+    async def sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        content = params.messages[0].content
+        asked.append(getattr(content, "text", ""))
+        return types.CreateMessageResult(role="assistant", model="scripted",
+                                         content=types.TextContent(type="text", text="sampled: yes"))
+
+    upstream = server_command("everything", "stdio")
+
+    async def run() -> None:
+        async with connect(proxy_command(local_target.store.url, SESSION, upstream), tmp_path / "proxy.err",
+                           env=local_target.env, sampling_callback=sample) as proxied:
+            result = await proxied.call_tool("trigger-sampling-request", {"prompt": "is this relayed?"})
+            assert not result.is_error
+            assert "sampled: yes" in json.dumps(_dump(result))
+        assert any("is this relayed?" in text for text in asked)
+
+    anyio.run(run)
