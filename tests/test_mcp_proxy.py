@@ -13,6 +13,7 @@ import re
 import struct
 import subprocess
 import sys
+import time
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -269,6 +270,21 @@ def test_a_streamable_http_upstream(local_target: Target, tmp_path: Path) -> Non
         server.wait(10)
 
 
+def _children(pid: int) -> list[int]:
+    """Live child processes of ``pid`` (from /proc; zombies do not count)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
 def _issue(tokens: Path, session: str) -> str:
     argv = ["--session", session, "mcp", "--tokens", str(tokens), "--issue-token"]
     out = subprocess.run([sys.executable, "-m", "s3spill", *argv], capture_output=True, text=True, check=True,
@@ -314,6 +330,9 @@ def test_http_client_side_binds_each_request_to_its_tokens_session(local_target:
                 listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
                 foreign = await raw.post(url, json=listing, headers=as_b_in_a)
                 assert foreign.status_code == 404
+                ended = await raw.delete(url, headers={**as_a, "mcp-protocol-version": "2025-06-18",
+                                                       "mcp-session-id": opened.headers["mcp-session-id"]})
+                assert ended.status_code == 200
             async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token_a}"},
                                           timeout=60) as http_a, \
                     Client(streamable_http_client(url, http_client=http_a)) as client_a:
@@ -336,6 +355,11 @@ def test_http_client_side_binds_each_request_to_its_tokens_session(local_target:
                     Client(streamable_http_client(url, http_client=http_b)) as client_b:
                 refused = await client_b.call_tool(READ, {"source_id": sid})
                 assert refused.is_error and refused.content[0].text.startswith("SourceIdError: ")
+            # Each client ended its session (DELETE): no upstream is left running for it.
+            deadline = time.monotonic() + 20
+            while _children(proxy.pid) and time.monotonic() < deadline:
+                await anyio.sleep(0.1)
+            assert _children(proxy.pid) == []
 
         anyio.run(run)
     finally:
