@@ -178,23 +178,27 @@ class ProxyHttpApp:
 
     async def _serve(self, mcp_id: str, opened: _Open) -> None:
         """One MCP session: its upstream and its relay, until the client or the upstream ends."""
+        transport = opened.transport
         try:
-            async with opened.transport.connect() as (read_stream, write_stream):
+            async with transport.connect() as (read_stream, write_stream):
                 opened.ready.set()
-                async with self.upstream() as upstream:
-                    relay = await anyio.to_thread.run_sync(self.spillers.relay, opened.session)
-                    scope = opened.transport.idle_scope or anyio.CancelScope()
-                    with scope:
-                        side = await relay.run(ServerSdkChannel(read_stream, write_stream), upstream)
-                        log.info("proxy.http_session_closed", side=side)
+                try:
+                    async with self.upstream() as upstream:
+                        relay = await anyio.to_thread.run_sync(self.spillers.relay, opened.session)
+                        scope = transport.idle_scope or anyio.CancelScope()
+                        with scope:
+                            side = await relay.run(ServerSdkChannel(read_stream, write_stream), upstream)
+                            log.info("proxy.http_session_closed", side=side)
+                finally:
+                    # Terminated before its streams close, so the transport knows the end is ours.
+                    if not transport.is_terminated:
+                        with anyio.CancelScope(shield=True):
+                            await transport.terminate()
         except Exception:
             log.exception("proxy.http_session_crashed")
         finally:
             opened.ready.set()
             self._open.pop(mcp_id, None)
-            if not opened.transport.is_terminated:
-                with anyio.CancelScope(shield=True):
-                    await opened.transport.terminate()
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
         while True:
