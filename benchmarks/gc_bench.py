@@ -17,6 +17,7 @@ another checkout (e.g. ``/work/main``) on the same bucket, for before/after in o
     python benchmarks/gc_bench.py                      # 20,000 artifacts, 200 sessions
     python benchmarks/gc_bench.py --artifacts 5000 --sessions 50 --shards 1,4,16 \\
         --baseline-tree /work/main
+    python benchmarks/gc_bench.py --local --artifacts 2000 --sessions 20
 """
 
 from __future__ import annotations
@@ -185,6 +186,66 @@ def _child(tree: Path, endpoint: str, args: argparse.Namespace, plan_only: bool)
     return result
 
 
+def run_local(artifacts: int, sessions: int, concurrency: int, legacy: bool) -> dict[str, Any]:
+    """The same population and GC on the local store, in this process: CPU and wall per artifact."""
+    from s3spill import keys
+    from s3spill.artifacts.store import ArtifactStore
+    from s3spill.config import TransferConfig
+    from s3spill.gc.apply import apply_cleanup
+    from s3spill.gc.metered_store import MeteredStore
+    from s3spill.gc.models import CleanupPolicy, CleanupScope
+    from s3spill.gc.plan import plan_cleanup
+    from s3spill.leases.journal import LeaseJournal
+    from s3spill.models import ArtifactRetentionClaim
+    from s3spill.store.local import LocalStore
+
+    config = TransferConfig(max_concurrency=concurrency)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = LocalStore(Path(tmp, "store"), config)
+        writer = ArtifactStore(store, config)
+        per_session = artifacts // sessions
+        for i in range(sessions):
+            sid = f"bench-session-{i}"
+            claims = []
+            for j in range(per_session):
+                body = (f"session {i} artifact {j}\n" * 40).encode()
+                if legacy:
+                    shash, name = keys.session_hash(sid), keys.new_artifact_name("bash")
+                    put = store.put_if_absent(keys.artifact_key(shash, name), body)
+                    store.put_if_absent(keys.index_key(shash, name), b'{"lines":[]}')
+                    assert put.sha256 is not None
+                    source_id, sha = str(keys.SourceId(shash, name, put.sha256[:16])), put.sha256
+                else:
+                    ref = writer.write(sid, body, "bash")
+                    source_id, sha = ref.source_id, ref.sha256
+                if j % 4 == 0:
+                    claims.append(ArtifactRetentionClaim(source_id=source_id, sha256=sha))
+            journal = LeaseJournal(store, sid)
+            for k, claim in enumerate(claims):
+                journal.publish_reference(claim, lambda: None, transaction_id=f"tx-{i}-{k}")
+        later = datetime.now(UTC) + timedelta(days=3)
+        policy = CleanupPolicy(dry_run=False, max_deletions=None)
+        meter = MeteredStore(store)
+        t0, c0 = time.monotonic(), time.process_time()
+        plan = plan_cleanup(meter, CleanupScope(), policy, out=Path(tmp, "plan.jsonl"), now=later,
+                            config=config)
+        plan_wall, plan_cpu = time.monotonic() - t0, time.process_time() - c0
+        plan_requests = dict(meter.requests)
+        t1, c1 = time.monotonic(), time.process_time()
+        report = apply_cleanup(store, plan, now=lambda: later, config=config)
+        apply_wall, apply_cpu = time.monotonic() - t1, time.process_time() - c1
+    deleted = report.counts.get("deleted", 0)
+    return {
+        "backend": "local", "artifacts": artifacts, "sessions": sessions,
+        "plan_seconds": round(plan_wall, 3), "plan_cpu_seconds": round(plan_cpu, 3),
+        "plan_cpu_us_per_artifact": round(plan_cpu / artifacts * 1e6, 1),
+        "plan_requests": plan_requests,
+        "apply_seconds": round(apply_wall, 3), "apply_cpu_seconds": round(apply_cpu, 3),
+        "apply_cpu_us_per_deleted_artifact": round(apply_cpu / max(1, deleted) * 1e6, 1),
+        "apply_counts": report.counts, "apply_requests": report.requests,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--artifacts", type=int, default=20_000)
@@ -195,6 +256,8 @@ def main() -> None:
                         help="raw bodies with metadata digests and placeholder sidecars")
     parser.add_argument("--shards", default="", help="comma-separated shard counts, e.g. 1,4,16")
     parser.add_argument("--baseline-tree", type=Path, help="another checkout to run the plan with first")
+    parser.add_argument("--local", action="store_true",
+                        help="the local store instead, in process (plan/apply CPU per artifact)")
     parser.add_argument("--gc-only", metavar="ENDPOINT", help=argparse.SUPPRESS)
     parser.add_argument("--tree", type=Path, default=ROOT, help=argparse.SUPPRESS)
     parser.add_argument("--plan-only", action="store_true", help=argparse.SUPPRESS)
@@ -204,7 +267,11 @@ def main() -> None:
         _import_tree(args.tree)
         print(json.dumps(run_gc(args.gc_only, args.concurrency, shards, args.plan_only)))
         return
-    _import_tree(ROOT)
+    _import_tree(args.tree)
+    if args.local:
+        print(json.dumps(run_local(args.artifacts, args.sessions, args.concurrency, args.legacy_bodies),
+                         indent=2))
+        return
     from s3spill.testing import EmbeddedS3
 
     with EmbeddedS3() as s3:
