@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from s3spill.cli import build_parser
+from s3spill.cli.exitcodes import ExitCode
 from s3spill.testing import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,6 +60,43 @@ def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
     assert "150000\t150000\n150001\t150001\n150002\t150002\n" in out
     assert "[10 matching lines;" in out and "committed tx-" in out
     assert '"retained_referenced": 1' in out and '"deleted": 1' in out
+
+
+#: What may stand right before a shell block that calls s3spill.
+MARKERS = ("<!-- quickstart -->", "<!-- doc-test -->", "<!-- synopsis -->", "<!-- needs: ")
+
+
+def _shell_blocks() -> Iterator[tuple[Path, str, str]]:
+    """(file, the line before the block, the block) for each shell block that calls s3spill."""
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        for m in re.finditer(r"^```(?:sh|bash|console|shell)\n(.*?)^```", text, re.M | re.S):
+            if "s3spill" in m.group(1):
+                yield path, text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1], m.group(1)
+
+
+def test_every_documented_command_runs_or_says_why_not() -> None:
+    """Each shell block with s3spill in it is run by a test, or marked a synopsis or as needing a service."""
+    unmarked = [f"{path.name}: {body.splitlines()[0]}" for path, before, body in _shell_blocks()
+                if not before.startswith(MARKERS)]
+    assert unmarked == []
+
+
+@pytest.mark.parametrize("path", [p for p in DOCS if "<!-- doc-test -->" in p.read_text(encoding="utf-8")],
+                         ids=lambda p: p.name)
+def test_doc_test_blocks_run_as_written(path: Path, tmp_path: Path) -> None:
+    """Every block marked doc-test runs to exit 0 against a fresh local store, as written."""
+    blocks = [body for p, before, body in _shell_blocks() if p == path and before == "<!-- doc-test -->"]
+    assert blocks
+    env = child_env({"PATH": f"{_s3spill_shim(tmp_path)}{os.pathsep}{os.environ['PATH']}",
+                     "HOME": str(tmp_path), "S3SPILL_STORE": (tmp_path / "store").as_uri()})
+    for name in ("S3SPILL_SESSION", "CLAUDE_SESSION_ID"):
+        env.pop(name, None)
+    for body in blocks:
+        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", body], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, f"{path.name}:\n{body}\n{proc.stderr[-2000:]}"
+        assert "s3spill: error" not in proc.stderr
 
 
 def test_readme_library_hook_runs(tmp_path: Path) -> None:
@@ -155,3 +193,12 @@ def test_documented_commands_and_flags_exist() -> None:
                     parser = sub[word]
                     known = {**known, **_options(parser)}
     assert problems == []
+
+
+def test_documented_exit_codes_exist() -> None:
+    """Every "exit N" in the README and docs/ is a code of the one exit-code table."""
+    codes = {int(code) for code in ExitCode}
+    said = {(path.name, int(n)) for path in DOCS
+            for n in re.findall(r"\bexit(?:s| code| status)? \**(\d+)\b", path.read_text(encoding="utf-8"))}
+    assert len(said) > 5
+    assert sorted(item for item in said if item[1] not in codes) == []

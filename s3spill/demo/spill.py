@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.demo.context import DemoContext
 from s3spill.spill.spiller import Spiller
-from s3spill.testing import Fault, FaultyStore
 
 SESSION = "demo-session"
 _GAP = re.compile(r"^\[… (\d+) bytes omitted \(lines (\d+)–(\d+)\)")
@@ -88,6 +87,9 @@ def spill_step(ctx: DemoContext) -> None:
     start = sum(len(ln) + 1 for ln in output.split(b"\n")[: first - 1])
     same = page.raw() == output[start : start + len(page.raw())]
     ctx.say(f"the page's bytes equal the original output at that place: {'yes' if same else '!! NO'}")
+
+    # The fault helpers load here, in the one step that shows an outage, not with the demo.
+    from s3spill.testing.fault_stores import Fault, FaultyStore
 
     down = FaultyStore(ctx.store, [Fault("*", "unavailable", times=10**9)])
     # The Spiller logs a spill.degraded warning for this injected outage, as it should in

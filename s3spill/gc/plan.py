@@ -2,15 +2,16 @@
 
 Why read-only and streaming: a plan is evidence that must be reviewable before
 anything is deleted, and the store may hold millions of objects. The listing is
-consumed lazily; objects are grouped by session (both backends list a session's keys
-contiguously — a listing that is not grouped is refused rather than half-trusted),
-each session's journal is folded once for its claim view, and the entries go straight
-to a JSON Lines file. Memory is bounded by the largest session, not the store.
+consumed lazily, only over the scope's own key ranges (:mod:`s3spill.gc.shards`);
+objects are grouped by session (both backends list in key order, so a session's keys
+are contiguous — a listing out of order is refused rather than half-trusted), each
+session's journal is folded once for its claim view, and the entries go straight to a
+JSON Lines file. Memory is bounded by the largest session, not the store.
 
 Every object gets exactly one status (see :mod:`s3spill.gc.models`). Only artifacts
 and their ``.idx`` sidecars can ever be ``planned_delete``; journal manifests and
 segments, owner slots and tombstones, and stored plans are protocol state GC never
-deletes (``denied``), which keeps every create-if-absent slot closed forever.
+deletes (``retained_protocol``), which keeps every create-if-absent slot closed forever.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from s3spill.config import TransferConfig
-from s3spill.doctor import require_conditional_writes
 from s3spill.errors import NotFound, S3SpillError
 from s3spill.gc.fence import SessionFacts, journal_doubts, read_session_facts
 from s3spill.gc.models import (
@@ -41,11 +41,12 @@ from s3spill.gc.models import (
 )
 from s3spill.gc.planfile import CleanupPlan, PlanEntry, PlanHeader, PlanWriter
 from s3spill.gc.shards import list_scope
-from s3spill.keys import OWNER, SESSIONS, parse_key
+from s3spill.keys import OWNER, SESSIONS, ParsedKey, parse_key
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore
 from s3spill.store.commit import committed_digest, content_info, defers_digest
+from s3spill.store.conditional_writes import require_conditional_writes
 
 log = get_logger("s3spill.gc")
 
@@ -88,6 +89,14 @@ class _SessionGroup:
     artifacts: dict[str, ObjectInfo] = field(default_factory=dict)
     indexes: dict[str, ObjectInfo] = field(default_factory=dict)
     protocol: list[tuple[ObjectKind, ObjectInfo]] = field(default_factory=list)
+
+    def add(self, parsed: ParsedKey, info: ObjectInfo) -> None:
+        if parsed.kind == "artifact":
+            self.artifacts[str(parsed.name)] = info
+        elif parsed.kind == "index":
+            self.indexes[str(parsed.name)] = info
+        else:
+            self.protocol.append(("manifest" if parsed.kind == "manifest" else "segment", info))
 
 
 class _Planner:
@@ -205,10 +214,10 @@ class _Planner:
         """An object outside any session group: an owner slot, a stored plan, or unknown."""
         parsed = parse_key(info.key)
         if parsed.kind == "owner":
-            self._emit("denied", "owner", info, shash=parsed.session_hash,
+            self._emit("retained_protocol", "owner", info, shash=parsed.session_hash,
                        reason="owner publication slot or tombstone: never deleted by GC")
         elif parsed.kind == "gc_plan":
-            self._emit("denied", "gc_plan", info, shash=None, reason="stored cleanup plan")
+            self._emit("retained_protocol", "gc_plan", info, shash=None, reason="stored cleanup plan")
         else:
             self._emit("retained_unknown", "unknown", info, shash=_session_of_key(info.key),
                        reason="not an s3spill key (off-layout)")
@@ -216,7 +225,7 @@ class _Planner:
     def session(self, group: _SessionGroup) -> None:
         shash = group.shash
         for kind, info in group.protocol:
-            self._emit("denied", kind, info, shash=shash,
+            self._emit("retained_protocol", kind, info, shash=shash,
                        reason="protocol object: GC never deletes journal or owner state")
         try:
             facts = self.facts_reader(self.store, shash, lambda: self.now)
@@ -346,12 +355,7 @@ def _grouped(store: ObjectStore, scope: CleanupScope) -> Iterator[_SessionGroup 
             if current is not None:
                 yield current
             current = _SessionGroup(shash)
-        if parsed.kind == "artifact":
-            current.artifacts[str(parsed.name)] = info
-        elif parsed.kind == "index":
-            current.indexes[str(parsed.name)] = info
-        else:
-            current.protocol.append(("manifest" if parsed.kind == "manifest" else "segment", info))
+        current.add(parsed, info)
     if current is not None:
         yield current
 
@@ -382,17 +386,35 @@ def plan_cleanup(
     scope = scope or CleanupScope()
     policy = policy or CleanupPolicy()
     now = now or datetime.now(UTC)
-    if out is None:
-        fd, name = tempfile.mkstemp(prefix="s3spill-plan-", suffix=".jsonl")
-        os.close(fd)
-        out = name
     header = PlanHeader(
         plan_id=f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(6)}", created_at=now,
         store_url=store.url, scope=scope, policy=policy,
     )
-    writer = PlanWriter(Path(out), header)
+    writer = PlanWriter(Path(out) if out is not None else _private_plan_file(), header)
     planner = _Planner(store, scope, policy, writer, now, facts_reader)
     started = time.monotonic()
+    try:
+        _plan_in_order(store, scope, planner, workers, progress)
+    except BaseException:
+        writer.abort()
+        raise
+    plan = writer.close()
+    plan.sessions = planner.sessions
+    log.info("gc.plan", plan_id=header.plan_id, sessions=planner.sessions, entries=writer.entries,
+             planned=planner.planned, heads=planner.heads, index_reads=planner.index_reads,
+             duration=round(time.monotonic() - started, 3))
+    return plan
+
+
+def _private_plan_file() -> Path:
+    fd, name = tempfile.mkstemp(prefix="s3spill-plan-", suffix=".jsonl")
+    os.close(fd)
+    return Path(name)
+
+
+def _plan_in_order(store: ObjectStore, scope: CleanupScope, planner: _Planner, workers: int,
+                   progress: Callable[[int], None] | None) -> None:
+    """Sessions planned on ``workers`` threads with a bounded look-ahead, written in listing order."""
     window: deque[Future[list[PlanEntry]] | list[PlanEntry]] = deque()
 
     planned_sessions = 0
@@ -408,30 +430,20 @@ def plan_cleanup(
                 if progress:
                     progress(planned_sessions)
 
-    try:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="s3spill-gc-plan") as pool:
-            try:
-                for item in _grouped(store, scope):
-                    if isinstance(item, _SessionGroup):
-                        window.append(pool.submit(planner.run_session, item))
-                    else:
-                        window.append(planner.run_loose(item))
-                    drain(2 * workers)
-                drain(0)
-            except BaseException:
-                for pending in window:
-                    if isinstance(pending, Future):
-                        pending.cancel()
-                raise
-    except BaseException:
-        writer.abort()
-        raise
-    plan = writer.close()
-    plan.sessions = planner.sessions
-    log.info("gc.plan", plan_id=header.plan_id, sessions=planner.sessions, entries=writer.entries,
-             planned=planner.planned, heads=planner.heads, index_reads=planner.index_reads,
-             duration=round(time.monotonic() - started, 3))
-    return plan
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="s3spill-gc-plan") as pool:
+        try:
+            for item in _grouped(store, scope):
+                if isinstance(item, _SessionGroup):
+                    window.append(pool.submit(planner.run_session, item))
+                else:
+                    window.append(planner.run_loose(item))
+                drain(2 * workers)
+            drain(0)
+        except BaseException:
+            for pending in window:
+                if isinstance(pending, Future):
+                    pending.cancel()
+            raise
 
 
 def plan_report(plan: CleanupPlan, duration: float = 0.0, requests: dict[str, int] | None = None,
