@@ -77,6 +77,48 @@ def test_plan_sends_no_head_per_artifact(moto_store: S3Store, tmp_path: Path) ->
     assert remaining == kept
 
 
+def test_apply_revalidates_committed_artifacts_by_one_listing(moto_store: S3Store, tmp_path: Path) -> None:
+    """Apply HEADs no artifact whose digest the plan read from its commit record: one listing
+    after the condemnation gives ETag, size and age, and If-Match proves the rest, so a
+    session costs one delete per object plus a fixed handful of requests."""
+    orphans, kept = _fleet(moto_store, sessions=2, per_session=9)
+    plan = plan_cleanup(moto_store, CleanupScope(), REAL, out=tmp_path / "p.jsonl", now=later())
+    assert all(e.snapshot is not None and e.snapshot.committed for e in plan.entries()
+               if e.status == "planned_delete")
+    meter = _HeadLog(moto_store)
+    report = apply_cleanup(moto_store, plan, now=later, metered=meter)
+    assert report.counts.get("deleted") == len(orphans)
+    assert not [k for k in meter.heads if "/artifacts/" in k]
+    # Besides one conditional delete per object, a fixed handful per session (journal, listing).
+    others = sum(report.requests.values()) - report.requests["delete_if_match"]
+    assert report.requests["delete_if_match"] == 2 * len(orphans) and others <= 2 * 10
+
+
+class _ReplaceBeforeDelete(MeteredStore):
+    """Overwrites an artifact body just before apply's conditional delete of it reaches the store."""
+
+    def __init__(self, inner: ObjectStore, victim: str) -> None:
+        super().__init__(inner)
+        self.victim = victim
+
+    def delete_if_match(self, key: str, etag: str) -> None:
+        if key == self.victim:
+            self.inner.put_if_match(key, b"replaced after the listing", self.inner.head(key).etag)
+        super().delete_if_match(key, etag)
+
+
+def test_body_replaced_after_the_listing_is_not_deleted(store: ObjectStore, tmp_path: Path) -> None:
+    """A body replaced between apply's listing and its delete fails If-Match: race_detected,
+    the new body stays, and the condemnation is lifted."""
+    ref = ArtifactStore(store).write("s1", b"condemned output\n" * 20, "bash")
+    key = keys.artifact_key(ref.session_hash, ref.name)
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p.jsonl", now=later())
+    report = apply_cleanup(store, plan, now=later, metered=_ReplaceBeforeDelete(store, key))
+    assert report.counts == {"race_detected": 1}
+    assert store.get(key) == b"replaced after the listing"
+    assert LeaseJournal(store, "s1").view().condemned == ()
+
+
 def test_commit_record_naming_another_body_costs_a_head(moto_store: S3Store, tmp_path: Path) -> None:
     """A body overwritten after its commit record no longer matches the ETag the record pins:
     the plan does not trust the record's digest but HEADs the body and takes the body's own."""

@@ -279,6 +279,7 @@ class SessionApplier:
                 self._record(w, "retained_error", f"condemnation failed: {type(exc).__name__}")
             return
         failpoints.failpoint(FP_AFTER_CONDEMN)
+        listed = self._listed_after_condemnation(shash, work)
         gone: list[str] = []
         lift: list[str] = []
         # One directory fsync per batch on the local store; durable before DELETED is recorded.
@@ -289,7 +290,7 @@ class SessionApplier:
                     self._record(w, *_NOT_CONDEMNED.get(verdict, ("retained_error",
                                                                   f"journal answered {verdict!r}")))
                     continue
-                self._delete_condemned(shash, w, facts, gone, lift)
+                self._delete_condemned(shash, w, facts, gone, lift, listed.get(w.name))
         failpoints.failpoint(FP_AFTER_DELETE)
         try:
             ledger.finish(gone, lift, run_id=self.run_id, reason="race_detected")
@@ -297,12 +298,37 @@ class SessionApplier:
             # Harmless: the condemnations stand and the next run finishes or lifts them.
             log.warning("gc.apply.finish_deferred", session_hash=shash, error=type(exc).__name__)
 
+    def _listed_after_condemnation(self, shash: str, work: list[_Work]) -> dict[str, ObjectInfo]:
+        """The session's artifact bodies as one listing shows them now, after the fence.
+
+        Why: for an artifact whose digest the plan read from its commit record, this one
+        LIST (a request per 1,000 objects) stands in for a HEAD per artifact; the
+        ``If-Match`` delete then proves the object is still the listed one. Only with
+        conditional deletes; empty (every artifact HEADed) when the listing fails.
+        """
+        if self.method != "if_match" or not any(
+                w.entry is not None and w.entry.snapshot is not None and w.entry.snapshot.committed
+                for w in work):
+            return {}
+        wanted = {w.name for w in work if w.entry is not None and w.entry.snapshot is not None
+                  and w.entry.snapshot.committed}
+        found: dict[str, ObjectInfo] = {}
+        try:
+            for info in self.store.list(keys.session_prefix(shash) + "artifacts/"):
+                parsed = keys.parse_key(info.key)
+                if parsed.kind == "artifact" and parsed.name in wanted:
+                    found[str(parsed.name)] = info
+        except StoreError as exc:
+            log.info("gc.apply.listing_failed", session_hash=shash, error=type(exc).__name__)
+            return {}
+        return found
+
     def _delete_condemned(self, shash: str, w: _Work, facts: SessionFacts, gone: list[str],
-                          lift: list[str]) -> None:
+                          lift: list[str], listed: ObjectInfo | None) -> None:
         """Revalidate and delete one fenced artifact; say whether to finish, lift or keep it condemned."""
         key = keys.artifact_key(shash, w.name)
-        outcome, reason, attempted = self.deleter.revalidate_and_delete(w.fact, key,
-                                                                        self._young(facts, w.name))
+        outcome, reason, attempted = self.deleter.revalidate_and_delete(
+            w.fact, key, self._young(facts, w.name), listed=listed)
         if outcome in ("deleted", "already_missing"):
             gone.append(w.name)
             self.deleter.delete_index(w.index if w.index is not None

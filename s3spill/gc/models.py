@@ -197,6 +197,9 @@ class ObjectSnapshot(Record):
     size: int = Field(ge=0)
     last_modified: datetime
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    #: The digest came from the body's commit record, which pins this ETag: apply may then
+    #: revalidate from a listing (ETag, size, age) and let ``If-Match`` prove the rest.
+    committed: bool = False
 
 
 class ApplyItem(Record):

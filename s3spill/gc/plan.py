@@ -45,7 +45,7 @@ from s3spill.keys import OWNER, SESSIONS, ParsedKey, parse_key
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore
-from s3spill.store.commit import committed_digest, content_info, defers_digest
+from s3spill.store.commit import COMMIT_SIDECAR, META_COMMIT, committed_digest, content_info, defers_digest
 from s3spill.store.conditional_writes import require_conditional_writes
 
 log = get_logger("s3spill.gc")
@@ -70,6 +70,7 @@ def snapshot_of(info: ObjectInfo) -> ObjectSnapshot:
     return ObjectSnapshot(
         key=info.key, etag=info.etag, version_id=info.version_id, size=info.size,
         last_modified=info.last_modified, sha256=info.sha256,
+        committed=info.sha256 is not None and defers_digest(info),
     )
 
 
@@ -191,7 +192,8 @@ class _Planner:
                 self.index_reads += 1
             sha = committed_digest(self.store, index.key, info.etag, shash=shash, name=name)
             if sha is not None:
-                return replace(info, sha256=sha)
+                # Marked as a HEAD of a version 2 body is: its digest is the record's.
+                return replace(info, sha256=sha, metadata={META_COMMIT: COMMIT_SIDECAR})
         return self._head(info.key)
 
     def _recent(self, created: datetime, facts: SessionFacts, name: str) -> str | None:
