@@ -77,11 +77,16 @@ def test_plan_sends_no_head_per_artifact(moto_store: S3Store, tmp_path: Path) ->
     assert remaining == kept
 
 
-def test_apply_revalidates_committed_artifacts_by_one_listing(moto_store: S3Store, tmp_path: Path) -> None:
+@pytest.mark.parametrize("keyed", [True, False])
+def test_apply_revalidates_committed_artifacts_by_one_listing(
+        moto_store: S3Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keyed: bool) -> None:
     """Apply HEADs no artifact whose digest the plan read from its commit record: one listing
-    after the condemnation gives ETag, size and age, and If-Match proves the rest, so a
-    session costs one delete per object plus a fixed handful of requests."""
-    orphans, kept = _fleet(moto_store, sessions=2, per_session=9)
+    after the condemnation gives ETag, size and age, and If-Match proves the rest. A plan
+    with a MAC costs one delete per object plus a fixed handful per session; one without
+    adds one GET of each commit record, to check the digest the fence was keyed by."""
+    if keyed:
+        monkeypatch.setenv("S3SPILL_PLAN_KEY", "a-test-secret-of-32-characters!!")
+    orphans, _ = _fleet(moto_store, sessions=2, per_session=9)
     plan = plan_cleanup(moto_store, CleanupScope(), REAL, out=tmp_path / "p.jsonl", now=later())
     assert all(e.snapshot is not None and e.snapshot.committed for e in plan.entries()
                if e.status == "planned_delete")
@@ -89,9 +94,33 @@ def test_apply_revalidates_committed_artifacts_by_one_listing(moto_store: S3Stor
     report = apply_cleanup(moto_store, plan, now=later, metered=meter)
     assert report.counts.get("deleted") == len(orphans)
     assert not [k for k in meter.heads if "/artifacts/" in k]
-    # Besides one conditional delete per object, a fixed handful per session (journal, listing).
+    assert report.requests["delete_if_match"] == 2 * len(orphans)
     others = sum(report.requests.values()) - report.requests["delete_if_match"]
-    assert report.requests["delete_if_match"] == 2 * len(orphans) and others <= 2 * 10
+    record_gets = 0 if keyed else len(orphans)
+    assert others - record_gets <= 2 * 12, report.requests
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_unauthenticated_plan_with_another_digest_deletes_nothing(
+        store: ObjectStore, tmp_path: Path, committed: bool) -> None:
+    """A plan file edited to condemn a committed artifact under another digest (footer digest
+    recomputed, no MAC; revalidated by listing or, with the flag edited too, by HEAD) is
+    caught by the commit record: race_detected, the artifact stays."""
+    from tests.test_gc_safety import forge
+
+    ref = ArtifactStore(store).write("s1", b"committed output\n" * 20, "bash")
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p.jsonl", now=later())
+
+    def other_digest(lines: list[dict[str, Any]]) -> None:
+        for doc in lines:
+            if doc.get("status") == "planned_delete":
+                doc["snapshot"]["sha256"] = "0" * 64
+                doc["snapshot"]["committed"] = committed
+
+    forged = forge(plan.path, tmp_path / "forged.jsonl", other_digest)
+    report = apply_cleanup(store, forged, now=later)
+    assert report.counts == {"race_detected": 1}
+    assert ArtifactStore(store, session_id="s1").read_page(ref.source_id).total_lines == 20
 
 
 class _ReplaceBeforeDelete(MeteredStore):

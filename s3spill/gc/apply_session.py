@@ -34,6 +34,7 @@ from s3spill.gc.planfile import PlanEntry
 from s3spill.leases.evidence import HistoryEvidence, read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo
+from s3spill.store.commit import committed_digest
 
 __all__ = ["FP_AFTER_CONDEMN", "FP_AFTER_DELETE", "SessionApplier", "Tally"]
 
@@ -87,8 +88,10 @@ class SessionApplier:
 
     def __init__(self, store: MeteredStore, policy: CleanupPolicy, method: DeleteMethod,
                  ledger_factory: LedgerFactory, run_id: str, now: Callable[[], datetime],
-                 tally: Tally, dry_run: bool) -> None:
+                 tally: Tally, dry_run: bool, *, authenticated_plan: bool = False) -> None:
         self.store = store
+        #: The plan's MAC was verified: its digests are the planner's, not an editor's.
+        self.authenticated_plan = authenticated_plan
         self.policy = policy
         self.method = method
         self.ledger_factory = ledger_factory
@@ -323,12 +326,24 @@ class SessionApplier:
             return {}
         return found
 
+    def _record_digest(self, shash: str, name: str) -> Callable[[str], str | None]:
+        """Reads the digest the artifact's commit record gives the body with a given ETag.
+
+        Why, for a plan without a MAC: the fence is keyed by the digest the condemnation
+        names, and whoever can write an unauthenticated plan file could name another, so
+        that a claim racing into the condemnation would not see it. One GET of the record
+        (which pins the ETag) settles it; an authenticated plan's digest is the planner's.
+        """
+        return lambda etag: committed_digest(self.store, keys.index_key(shash, name), etag,
+                                             shash=shash, name=name)
+
     def _delete_condemned(self, shash: str, w: _Work, facts: SessionFacts, gone: list[str],
                           lift: list[str], listed: ObjectInfo | None) -> None:
         """Revalidate and delete one fenced artifact; say whether to finish, lift or keep it condemned."""
         key = keys.artifact_key(shash, w.name)
+        record = None if self.authenticated_plan else self._record_digest(shash, w.name)
         outcome, reason, attempted = self.deleter.revalidate_and_delete(
-            w.fact, key, self._young(facts, w.name), listed=listed)
+            w.fact, key, self._young(facts, w.name), listed=listed, record_digest=record)
         if outcome in ("deleted", "already_missing"):
             gone.append(w.name)
             self.deleter.delete_index(w.index if w.index is not None

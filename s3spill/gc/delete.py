@@ -130,6 +130,7 @@ class ConditionalDeleter:
 
     def revalidate_and_delete(self, snap: ObjectSnapshot | CondemnFact, key: str,
                               young: AgeCheck | None = None, *, listed: ObjectInfo | None = None,
+                              record_digest: Callable[[str], str | None] | None = None,
                               ) -> tuple[ApplyOutcome, str, bool]:
         """HEAD, compare, re-judge its age, delete. Returns (outcome, reason, delete_was_attempted).
 
@@ -138,6 +139,10 @@ class ConditionalDeleter:
         no HEAD is sent: the listing gives the ETag, size and age to judge, and the
         ``If-Match`` delete on that ETag fails if the object changed since. An object the
         listing does not show is HEADed after all (a missing object is never assumed).
+
+        ``record_digest`` (for a plan whose digests are not authenticated): reads the digest
+        the commit record gives the body with an ETag; a body whose digest lives there must
+        have the one the snapshot names, or it is not deleted.
         """
         committed = listed is not None and self.method == "if_match"
         if committed:
@@ -153,6 +158,9 @@ class ConditionalDeleter:
         changed = snapshot_mismatch(snap, head, self.method, committed=committed)
         if changed:
             return "race_detected", f"{changed} since the plan", False
+        if (record_digest is not None and (committed or defers_digest(head))
+                and record_digest(head.etag) != snap.sha256):
+            return "race_detected", "its commit record names another digest than the plan", False
         why = young(head) if young is not None else None
         if why:
             return "retained_recent", why, False
