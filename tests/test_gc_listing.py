@@ -20,7 +20,7 @@ from s3spill.leases.journal import LeaseJournal
 from s3spill.models import ArtifactRetentionClaim
 from s3spill.store.base import ObjectInfo, ObjectStore
 from s3spill.store.s3.store import S3Store
-from s3spill.testing import record_operations
+from s3spill.testing import Fault, FaultyStore, record_operations
 from tests.gc_support import later, put_artifact
 
 REAL = CleanupPolicy(dry_run=False, max_deletions=None)
@@ -160,6 +160,19 @@ def test_commit_record_naming_another_body_costs_a_head(moto_store: S3Store, tmp
     (entry,) = [e for e in plan.entries() if e.object_kind == "artifact"]
     assert entry.snapshot is not None and entry.snapshot.sha256 == moto_store.head(key).sha256
     assert entry.snapshot.sha256 != ref.sha256
+
+
+def test_unreadable_commit_record_at_apply_keeps_the_artifact(store: ObjectStore, tmp_path: Path) -> None:
+    """When the commit record cannot be read to check an unauthenticated plan's digest, nothing
+    is deleted: retained_error, and the condemnation is lifted (the delete was never sent)."""
+    ref = ArtifactStore(store).write("s1", b"committed output\n" * 20, "bash")
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p.jsonl", now=later())
+    faulty = FaultyStore(store, [Fault("get", "unavailable", times=5,
+                                       key_prefix=keys.index_key(ref.session_hash, ref.name))])
+    report = apply_cleanup(faulty, plan, now=later)
+    assert report.counts == {"retained_error": 1}
+    assert ArtifactStore(store, session_id="s1").read_page(ref.source_id).total_lines == 20
+    assert LeaseJournal(store, "s1").view().condemned == ()
 
 
 def _edge_keys(count: int) -> list[str]:

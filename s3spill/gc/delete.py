@@ -158,9 +158,13 @@ class ConditionalDeleter:
         changed = snapshot_mismatch(snap, head, self.method, committed=committed)
         if changed:
             return "race_detected", f"{changed} since the plan", False
-        if (record_digest is not None and (committed or defers_digest(head))
-                and record_digest(head.etag) != snap.sha256):
-            return "race_detected", "its commit record names another digest than the plan", False
+        if record_digest is not None and (committed or defers_digest(head)):
+            try:
+                recorded = record_digest(head.etag)
+            except StoreError as exc:
+                return "retained_error", f"commit record unreadable: {type(exc).__name__}", False
+            if recorded != snap.sha256:
+                return "race_detected", "its commit record names another digest than the plan", False
         why = young(head) if young is not None else None
         if why:
             return "retained_recent", why, False
