@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from s3spill.context.policy import ToolPolicy as ToolPolicy
     from s3spill.errors import AlreadyExists as AlreadyExists
     from s3spill.errors import ArtifactCondemned as ArtifactCondemned
+    from s3spill.errors import ArtifactErased as ArtifactErased
     from s3spill.errors import ArtifactExpired as ArtifactExpired
     from s3spill.errors import ArtifactNotFound as ArtifactNotFound
     from s3spill.errors import ArtifactPublicationRejected as ArtifactPublicationRejected
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from s3spill.errors import NotFound as NotFound
     from s3spill.errors import PreconditionFailed as PreconditionFailed
     from s3spill.errors import S3SpillError as S3SpillError
+    from s3spill.errors import SessionErased as SessionErased
     from s3spill.errors import SourceIdError as SourceIdError
     from s3spill.errors import StoreCapabilityError as StoreCapabilityError
     from s3spill.errors import StoreError as StoreError
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
     from s3spill.gc.models import CleanupScope as CleanupScope
     from s3spill.gc.plan import plan_cleanup as plan_cleanup
     from s3spill.gc.planfile import CleanupPlan as CleanupPlan
+    from s3spill.gc.purge import purge_session as purge_session
     from s3spill.keys import SourceId as SourceId
     from s3spill.leases.journal import LeaseJournal as LeaseJournal
     from s3spill.leases.journal import new_transaction_id as new_transaction_id
@@ -79,6 +82,7 @@ if TYPE_CHECKING:
     from s3spill.models import ArtifactMemoryReference as ArtifactMemoryReference
     from s3spill.models import ArtifactReference as ArtifactReference
     from s3spill.models import ArtifactRetentionClaim as ArtifactRetentionClaim
+    from s3spill.spill.quota import Quota as Quota
     from s3spill.spill.spiller import Spiller as Spiller
     from s3spill.spill.spiller import SpillResult as SpillResult
     from s3spill.store import ObjectStore as ObjectStore
@@ -90,6 +94,7 @@ _EXPORTS: dict[str, str] = {
     "AgentTools": "s3spill.agent.tools",
     "AlreadyExists": "s3spill.errors",
     "ArtifactCondemned": "s3spill.errors",
+    "ArtifactErased": "s3spill.errors",
     "ArtifactExpired": "s3spill.errors",
     "ArtifactMemoryReference": "s3spill.models",
     "ArtifactNotFound": "s3spill.errors",
@@ -122,8 +127,10 @@ _EXPORTS: dict[str, str] = {
     "NotFound": "s3spill.errors",
     "ObjectStore": "s3spill.store",
     "PreconditionFailed": "s3spill.errors",
+    "Quota": "s3spill.spill.quota",
     "S3ReferenceOwner": "s3spill.leases.owner",
     "S3SpillError": "s3spill.errors",
+    "SessionErased": "s3spill.errors",
     "SourceId": "s3spill.keys",
     "SourceIdError": "s3spill.errors",
     "SpillPolicy": "s3spill.context.policy",
@@ -145,6 +152,7 @@ _EXPORTS: dict[str, str] = {
     "open_store": "s3spill.store",
     "plan_cleanup": "s3spill.gc.plan",
     "publish_memory_reference": "s3spill.leases.references",
+    "purge_session": "s3spill.gc.purge",
     "remove_memory_reference": "s3spill.leases.references",
 }
 

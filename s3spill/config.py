@@ -75,3 +75,8 @@ class TransferConfig(BaseModel):
     #: size at about twice the speed (benchmarks/write_path_bench.py), and compressing is
     #: the write path's largest cost.
     compression_level: int = Field(default=1, ge=1, le=22)
+    #: S3 only: write every object with SSE-KMS under this key (ARN or id) instead of the
+    #: bucket's default encryption — a fleet tenant's own key (terraform/: ``tenants``,
+    #: whose bucket policy requires exactly that key under the tenant's prefix).
+    #: ``open_store`` takes it from ``$S3SPILL_KMS_KEY_ID`` when the config leaves it unset.
+    sse_kms_key_id: str | None = Field(default=None, min_length=1, max_length=2048)

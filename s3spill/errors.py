@@ -19,7 +19,8 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   ├── NotFound                 the key (or version) does not exist
     │   │   ├── BucketNotFound       the store's bucket itself does not exist
     │   │   └── ArtifactNotFound     no artifact with this source id in the session
-    │   │       └── ArtifactExpired  ...and the journal records that GC deleted it
+    │   │       ├── ArtifactExpired  ...and the journal records that GC deleted it
+    │   │       └── ArtifactErased   ...because its session was erased on request (purge)
     │   ├── StoreUnavailable         transient faults that outlived retries and the deadline
     │   └── UnsupportedOperation     the backend cannot honour a requested guarantee
     │       └── StoreCapabilityError create-once / compare-and-swap not honoured (probed)
@@ -33,7 +34,8 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   ├── TransactionStateError    a transition the state machine forbids
     │   ├── ArtifactCondemned        GC has fenced the artifact; no new claim may land
     │   ├── ArtifactReferenced       a live or pending claim protects it; GC may not condemn
-    │   └── DanglingReference        the claimed artifact is missing or has another digest
+    │   ├── DanglingReference        the claimed artifact is missing or has another digest
+    │   └── SessionErased            the session was purged: its journal is sealed for good
     └── CleanupRefused               GC refuses to run (unsafe TTL, missing delete guarantee)
         ├── GcRunLocked              another run holds the scope's lock (and did not release it in time)
         └── GcLockLost               this run's lock was taken over after it expired; stop deleting
@@ -212,3 +214,15 @@ class ArtifactExpired(ArtifactNotFound):
     Its own type so a harness and the model can tell "expired, re-run it" from a broken
     store or a wrong id: the output was recoverable by re-running the command that produced it.
     """
+
+
+class ArtifactErased(ArtifactNotFound):
+    """The artifact's session was erased on request (``s3spill purge``): it is gone for good.
+
+    Not :class:`ArtifactExpired`: re-running the command would store it again in a session
+    whose owner asked for everything of it to be deleted.
+    """
+
+
+class SessionErased(JournalError):
+    """The session was purged: its manifest is a tombstone and no record can be added."""

@@ -11,7 +11,10 @@ matches on, so changing it is a breaking change (bump ``LAYOUT_VERSION``)::
     <prefix>/v1/sessions/<session_hash>/artifacts/<name>.idx     its sidecar index
     <prefix>/v1/sessions/<session_hash>/journal/manifest.json    lease manifest (CAS)
     <prefix>/v1/sessions/<session_hash>/journal/segments/<from>-<to>-<sha16>.json  history
+    <prefix>/v1/sessions/<session_hash>/journal/usage.json       the session's quota counter (CAS)
     <prefix>/v1/owner/<session_hash>/<txid_hash>.json            memory publication slot
+    <prefix>/v1/usage/shard-<k>.json                             the store's quota counters (CAS)
+    <prefix>/v1/erasures/<session_hash>.json                     the audit record of a purge
     <prefix>/v1/gc/plans/<plan_id>.jsonl                         a cleanup plan kept in the store
     <prefix>/v1/gc/locks/<scope>.json                            a GC run's lock (expiry + fence)
 
@@ -31,17 +34,20 @@ from s3spill.errors import InvalidKey, SourceIdError
 from s3spill.store.base import validate_key, validate_prefix
 
 __all__ = [
+    "ERASURES",
     "GC_LOCKS",
     "GC_PLANS",
     "INDEX_SUFFIX",
     "LAYOUT_VERSION",
     "OWNER",
     "SESSIONS",
+    "USAGE",
     "ParsedKey",
     "SourceId",
     "artifact_key",
     "check_artifact_name",
     "check_session_hash",
+    "erasure_key",
     "gc_lock_key",
     "gc_plan_key",
     "index_key",
@@ -49,9 +55,11 @@ __all__ = [
     "new_artifact_name",
     "owner_slot_key",
     "parse_key",
+    "prefix_usage_key",
     "segment_key",
     "session_hash",
     "session_prefix",
+    "session_usage_key",
     "tool_token",
     "validate_key",
     "validate_prefix",
@@ -62,6 +70,8 @@ SESSIONS = f"{LAYOUT_VERSION}/sessions"
 OWNER = f"{LAYOUT_VERSION}/owner"
 GC_PLANS = f"{LAYOUT_VERSION}/gc/plans"
 GC_LOCKS = f"{LAYOUT_VERSION}/gc/locks"
+USAGE = f"{LAYOUT_VERSION}/usage"
+ERASURES = f"{LAYOUT_VERSION}/erasures"
 INDEX_SUFFIX = ".idx"
 
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
@@ -147,6 +157,23 @@ def owner_slot_key(shash: str, transaction_id: str) -> str:
     return validate_key(f"{OWNER}/{check_session_hash(shash)}/{tx}.json")
 
 
+def session_usage_key(shash: str) -> str:
+    """The session's quota counter (bytes and objects it stored), changed by CAS."""
+    return validate_key(f"{SESSIONS}/{check_session_hash(shash)}/journal/usage.json")
+
+
+def prefix_usage_key(shard: int) -> str:
+    """One shard of the store-wide quota counter (sharded: every spill of a fleet adds to it)."""
+    if not 0 <= shard < 1000:
+        raise InvalidKey("bad usage shard")
+    return validate_key(f"{USAGE}/shard-{shard:03d}.json")
+
+
+def erasure_key(shash: str) -> str:
+    """The audit record a purge leaves: what it deleted, who asked; never any content."""
+    return validate_key(f"{ERASURES}/{check_session_hash(shash)}.json")
+
+
 def gc_plan_key(plan_id: str) -> str:
     """Where ``gc plan --out store`` keeps a plan; GC never deletes it."""
     return validate_key(f"{GC_PLANS}/{plan_id}.jsonl")
@@ -163,7 +190,7 @@ def gc_lock_key(scope: str) -> str:
 class ParsedKey:
     """What a listed key is, by layout; ``kind`` is ``unknown`` for anything else."""
 
-    kind: str  # artifact | index | manifest | segment | owner | gc_plan | gc_lock | unknown
+    kind: str  # artifact | index | manifest | segment | usage | owner | erasure | gc_plan | gc_lock | unknown
     session_hash: str | None = None
     name: str | None = None
 
@@ -181,6 +208,8 @@ def parse_key(key: str) -> ParsedKey:
                 return ParsedKey("artifact", shash, leaf)
         if parts[3] == "journal" and parts[4] == "manifest.json":
             return ParsedKey("manifest", shash)
+        if parts[3] == "journal" and parts[4] == "usage.json":
+            return ParsedKey("usage", shash)
     if (
         len(parts) == 6
         and f"{parts[0]}/{parts[1]}" == SESSIONS
@@ -196,6 +225,10 @@ def parse_key(key: str) -> ParsedKey:
         and re.match(r"^[0-9a-f]{40}\.json$", parts[3])
     ):
         return ParsedKey("owner", parts[2])
+    if len(parts) == 3 and key.startswith(USAGE + "/") and re.match(r"^shard-[0-9]{3}\.json$", parts[2]):
+        return ParsedKey("usage")
+    if len(parts) == 3 and key.startswith(ERASURES + "/") and re.match(r"^[0-9a-f]{32}\.json$", parts[2]):
+        return ParsedKey("erasure")  # no session hash: GC must not group it with a session
     if key.startswith(GC_PLANS + "/"):
         return ParsedKey("gc_plan")
     if key.startswith(GC_LOCKS + "/"):

@@ -194,6 +194,8 @@ def _condition_holds(test: str, variable: str, values: tuple[str, ...], context:
         return actual not in values
     if base == "StringLike":
         return any(_glob(v, actual) for v in values)
+    if base == "StringNotLike":
+        return not any(_glob(v, actual) for v in values)
     if base == "NumericLessThan":
         return any(float(actual) < float(v) for v in values)
     raise ValueError(f"operator {test} is not modelled by the checker")

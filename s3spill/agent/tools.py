@@ -28,6 +28,7 @@ from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResul
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.pointer import clip, one_line
 from s3spill.context.policy import GREP_TOOL, READ_TOOL, SpillPolicy
+from s3spill.context.redaction import redact_text
 from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
 from s3spill.leases.expiry import explain_missing
 from s3spill.log import get_logger
@@ -298,6 +299,9 @@ class AgentTools:
         for _ in range(_SHRINK_STEPS):
             with self._journal_says():
                 text, data = build(max_chars)
+            masked = self._mask(text)
+            if masked != text:
+                text, data = masked, {**data, "text": masked}
             over = self._overshoot(text, self.read_name)
             if over <= 1.0:
                 return ToolOutcome(text, structured=data)
@@ -342,7 +346,7 @@ class AgentTools:
         with self._journal_says():
             result = self.artifacts.grep(source_id, pattern, context=context, max_matches=max_matches,
                                          session_id=self.session_id)
-        text = result.render()
+        text = self._mask(result.render())
         if self._fits(text, self.grep_name):
             return ToolOutcome(text, structured=_grep_data(result, text))
         lo, hi = 0, len(result.matches) - 1  # largest number of matches that fits
@@ -350,11 +354,11 @@ class AgentTools:
         while lo < hi:
             mid = (lo + hi + 1) // 2
             candidate = _first(result, mid)
-            if self._fits(candidate.render(), self.grep_name):
+            if self._fits(self._mask(candidate.render()), self.grep_name):
                 lo, best = mid, candidate
             else:
                 hi = mid - 1
-        text = best.render()
+        text = self._mask(best.render())
         if not self._fits(text, self.grep_name):
             text = self._clip(text, self.grep_name)
         return ToolOutcome(text, structured=_grep_data(best, text))
@@ -370,7 +374,14 @@ class AgentTools:
         while shown > 0 and not self._fits(listing.first(shown).render(), self.list_name):
             shown -= 1
         fitted = listing.first(shown)
-        return ToolOutcome(fitted.render(), structured=fitted.structured())
+        return ToolOutcome(self._mask(fitted.render()), structured=fitted.structured())
+
+    def _mask(self, text: str) -> str:
+        """What the model may see of a rendered result: secrets masked unless the policy is
+        ``secrets="off"`` (a page or a match may start inside a key block: headless)."""
+        if self.policy.secrets == "off":
+            return text
+        return redact_text(text, headless=True)[0]
 
     def _clip(self, text: str, tool: str) -> str:
         """Last resort for a text no smaller page or match list brings within budget."""

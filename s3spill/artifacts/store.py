@@ -84,6 +84,7 @@ from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pa
 from s3spill.config import TransferConfig
 from s3spill.errors import (
     AlreadyExists,
+    ArtifactErased,
     ArtifactNotFound,
     BucketNotFound,
     ConfigError,
@@ -342,10 +343,21 @@ class ArtifactStore:
         except BucketNotFound as exc:
             return exc
         except NotFound:
+            if self._erased(art):
+                return ArtifactErased(f"{sid} was erased on request (its session was purged); it is "
+                                      "gone for good", key=art.artifact_key, source_id=sid)
             return ArtifactNotFound(f"{sid}: no such artifact in this session (never written here, "
                                     "or deleted)", key=art.artifact_key, source_id=sid)
         return ArtifactNotFound(f"{sid}: the artifact's body is gone (deleted)", key=art.artifact_key,
                                 source_id=sid)
+
+    def _erased(self, art: ResolvedArtifact) -> bool:
+        """Whether the session was purged: its audit record is there (only on this failure path)."""
+        try:
+            self.store.head(keys.erasure_key(art.source_id.session_hash))
+        except NotFound:
+            return False
+        return True
 
     # -- reading ----------------------------------------------------------------------
 

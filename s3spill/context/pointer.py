@@ -74,6 +74,9 @@ class PointerFacts:
     #: What kind of output this is and how else it can be read (s3spill.context.detect);
     #: one or more lines put after the summary, None for plain text.
     type_note: str | None = None
+    #: Sentences on what the stored copy or the preview differs in (secrets masked, a
+    #: truncated copy), one line each after the note.
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,11 @@ class DegradedFacts:
     call_id: str | None = None
     exit_code: int | None = None
     note: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+def _notes(notes: tuple[str, ...]) -> str:
+    return "".join(f"{one_line(note, 400)}\n" for note in notes)
 
 
 @dataclass(frozen=True)
@@ -210,7 +218,7 @@ def pointer_footer(facts: PointerFacts, view: RetainedText) -> str:
         f'stored as source_id="{sid}".\n'
         f"Summary: {one_line(facts.summary, 500)}\n"
         f"{type_lines(facts.type_note)}"
-        f"{view_note}{_note_line(facts.note)}"
+        f"{view_note}{_note_line(facts.note)}{_notes(facts.notes)}"
         f"{how}"
         f"Do not re-run the command: its full output is already stored."
     )
@@ -230,7 +238,7 @@ def degraded_footer(facts: DegradedFacts, view: RetainedText) -> str:
         f"[s3spill] The output of {_who(facts.tool, facts.call_id, facts.exit_code)} was too large "
         f"for the context and the full output could NOT be saved "
         f"({one_line(facts.reason, 200)}).\n"
-        f"{_note_line(facts.note)}"
+        f"{_note_line(facts.note)}{_notes(facts.notes)}"
         f"Only the part shown above is available: {total} bytes, {view.line_count} lines in total. "
         f"If you need the omitted part, re-run the command with narrower output."
     )

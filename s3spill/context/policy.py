@@ -55,6 +55,8 @@ class ToolPolicy(BaseModel):
     failure_head_share: float = Field(default=0.125, ge=0, le=1)
     #: Apply importance-based log compression (test and build logs) before previewing.
     log_compress: bool = False
+    #: Largest stored copy of one output of this tool; None: the policy's ``max_stored_bytes``.
+    max_stored_bytes: int | None = Field(default=None, ge=64 * KiB)
 
     def preview(self, exit_code: int | None = None) -> tuple[int, int]:
         """(head, tail) bytes to show; a non-zero exit code favours the tail."""
@@ -145,6 +147,16 @@ class SpillPolicy(BaseModel):
     #: Buffer up to this many bytes of a ``log_compress`` tool's output to compress it;
     #: larger outputs are previewed as they are.
     log_compress_max_bytes: int = Field(default=8 * 1024 * KiB, ge=0)
+    #: Largest stored copy of one output (per tool: ``ToolPolicy.max_stored_bytes``):
+    #: past it the store keeps the head, a marker and the newest ``capped_tail_bytes``;
+    #: the preview and every count still describe the whole output.
+    max_stored_bytes: int = Field(default=4 * 1024 * 1024 * KiB, ge=64 * KiB)
+    capped_tail_bytes: int = Field(default=16 * 1024 * KiB, ge=KiB)
+    #: Credentials in tool output (s3spill.context.secrets): ``preview`` masks them in
+    #: everything the model is shown (inline results, previews, pages, search results,
+    #: listings); ``at_rest`` also masks them in the stored copy (its size, SHA-256 and
+    #: pointer then describe the masked text); ``off`` shows what the tool printed.
+    secrets: Literal["off", "preview", "at_rest"] = "preview"
     token_counter: Callable[[str], int] | None = Field(default=None, exclude=True)
     image_pricer: Callable[..., int] | None = Field(default=None, exclude=True)
 
@@ -164,6 +176,10 @@ class SpillPolicy(BaseModel):
         if lower in self.tools:
             return self.tools[lower]
         return self.shell if lower in self.shell_tools else self.default
+
+    def stored_cap(self, tool: str | None) -> int:
+        """The largest stored copy of one output of ``tool``."""
+        return self.for_tool(tool).max_stored_bytes or self.max_stored_bytes
 
     def is_shell(self, tool: str | None) -> bool:
         return (tool or "").lower() in self.shell_tools

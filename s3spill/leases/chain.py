@@ -24,7 +24,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from s3spill import keys
-from s3spill.errors import NotFound
+from s3spill.errors import NotFound, SessionErased
+from s3spill.leases.erased import read_tombstone
 from s3spill.leases.records import (
     JournalFold,
     JournalManifest,
@@ -133,6 +134,9 @@ class ManifestReader:
             body = self.store.get(self.key)
         except NotFound:
             return None, None
+        if read_tombstone(body) is not None:
+            raise SessionErased(f"session {self.session_hash} was erased on request (purged); its "
+                                "journal takes no more records")
         try:
             manifest = JournalManifest.model_validate_json(body)
         except ValidationError as exc:

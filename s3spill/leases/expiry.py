@@ -10,7 +10,7 @@ re-run a command for an output that never existed, or hide a deletion GC did not
 from __future__ import annotations
 
 from s3spill.config import TransferConfig
-from s3spill.errors import ArtifactExpired, ArtifactNotFound, JournalError, StoreError
+from s3spill.errors import ArtifactErased, ArtifactExpired, ArtifactNotFound, JournalError, StoreError
 from s3spill.leases.journal import LeaseJournal
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
@@ -26,7 +26,7 @@ def explain_missing(store: ObjectStore, session_id: str, exc: ArtifactNotFound,
     is true, rather than a guess at "expired".
     """
     source_id = exc.source_id
-    if isinstance(exc, ArtifactExpired) or source_id is None:
+    if isinstance(exc, (ArtifactExpired, ArtifactErased)) or source_id is None:
         return exc
     try:
         deleted = LeaseJournal(store, session_id, config).deleted_by_gc(source_id)

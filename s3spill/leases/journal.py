@@ -137,6 +137,11 @@ class LeaseJournal:
         return self._chain.generation
 
     @property
+    def etag(self) -> str | None:
+        """The ETag of the manifest this process last verified (None: there was none)."""
+        return self._chain.etag
+
+    @property
     def manifest_bytes(self) -> int:
         """The size of the manifest this process last read or wrote (what every write costs)."""
         return self._chain.manifest_bytes

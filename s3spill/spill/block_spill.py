@@ -32,6 +32,7 @@ from s3spill.context.block_plan import (
 )
 from s3spill.context.pointer import CLIPPED_MARKER, DegradedFacts, PointerFacts, summarize
 from s3spill.context.policy import SpillPolicy
+from s3spill.context.redaction import redact_text
 from s3spill.context.retention import RetainedText, to_bytes
 from s3spill.context.tokens import ContextBudget
 from s3spill.log import get_logger
@@ -86,6 +87,8 @@ def externalize_blocks(sink: SpillSink, policy: SpillPolicy, externalize: Extern
                        blocks: Sequence[Block], tool: str, call_id: str | None = None,
                        exit_code: int | None = None) -> BlocksResult:
     """Keep blocks from the start and the end within the budget; store the rest."""
+    if policy.secrets != "off":  # text blocks are shown (and stored) masked; images as they are
+        blocks = [TextBlock(redact_text(b.text)[0]) if isinstance(b, TextBlock) else b for b in blocks]
     price = policy.image_pricer or default_image_price
     text = _text_stats(blocks)
     summary = summarize(text, tool, exit_code, policy.summary_chars)

@@ -48,6 +48,8 @@ from s3spill.context.structured import StructureScanner, render_structured, type
 from s3spill.context.tokens import ContextBudget
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record
+from s3spill.spill.cap import CapFacts, StoreCap
+from s3spill.spill.masking import SecretMask
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
 from s3spill.spill.upload import BoundedUpload, describe_error
@@ -87,6 +89,12 @@ class SpillResult(Record):
     #: How the output was captured, when that needs saying (e.g. a background process kept the
     #: pipe open); the pointer's notice says it too.
     note: str | None = None
+    #: Secrets masked, by kind (s3spill.context.secrets); empty when none were found.
+    masked: dict[str, int] = Field(default_factory=dict)
+    #: True when they were masked in the stored copy too (policy ``secrets="at_rest"``).
+    masked_at_rest: bool = False
+    #: Bytes of the stored copy when it is truncated (over the policy's ``max_stored_bytes``).
+    stored_bytes: int | None = Field(default=None, ge=0)
 
 
 def _inline_limit(policy: SpillPolicy, rule: ToolPolicy) -> int:
@@ -123,6 +131,9 @@ class SpillJob:
         #: The buffered prefix is the whole output (the stream ended within the limit).
         self.complete = False
         self.detected: Detection = TEXT
+        self.mask = SecretMask(policy.secrets)
+        self.cap = StoreCap(policy.stored_cap(tool), policy.capped_tail_bytes)
+        self.capped: CapFacts | None = None
 
     def ended(self) -> None:
         """The output is fully read: now the exit status can be known."""
@@ -150,7 +161,9 @@ class SpillJob:
         return SpillResult(
             context_text=text, artifact=artifact, spilled=artifact is not None, total_bytes=total,
             omitted=max(0, omitted), degraded_reason=reason, mode=mode, tool=self.tool,
-            call_id=self.call_id, exit_code=self.exit_code, note=self.note,
+            call_id=self.call_id, exit_code=self.exit_code, note=self.note, masked=self.mask.counts,
+            masked_at_rest=bool(self.mask.at_rest),
+            stored_bytes=artifact.size_bytes if artifact is not None and self.capped else None,
         )
 
     def run(self) -> SpillResult:
@@ -239,6 +252,7 @@ class SpillJob:
         return self.result(text, "clipped", len(data), len(data))
 
     def _inline(self, text: str, data: bytes) -> SpillResult:
+        text = self.mask.text(text)
         if len(text) <= self.policy.hard_cap_chars:
             return self.result(text, "inline", len(data), 0)
         return self._clipped(data, len(data))
@@ -264,6 +278,7 @@ class SpillJob:
         while len(text) > room:
             cut = safe_head_cut(data, max(0, cut - max(1, (len(text) - room) // 4)))
             text = show(data[:cut])
+        text = self.mask.text(text, cut_end=True)[:room]  # a mask keeps UTF-8 lengths, not always chars
         return self.result(text + CLIPPED_MARKER, "clipped", total, total - cut)
 
     # -- stored ------------------------------------------------------------------------
@@ -275,6 +290,9 @@ class SpillJob:
         is the whole output when it would have been inline anyway (compression was the
         only reason to store it), returned as it is if the store fails.
         """
+        refusal = self.sink.refusal()
+        if refusal is not None:
+            return self._refused(refusal, fallback)
         self.detected = detect(self.buffer or b"", complete=self.complete)
         if self.detected.structured and view is None:
             self.structure = StructureScanner(self.detected)
@@ -284,41 +302,77 @@ class SpillJob:
                                           max_line_bytes=self.policy.salient_line_bytes,
                                           max_scan_bytes=self.policy.salient_scan_bytes)
 
-        prefix = bytes(self.buffer or b"")
         upload = self.sink.open(self.tool, self.call_id, self.label, self.detected)
         started = time.monotonic()
+        if self.buffer is not None and self.mask.stream is not None:
+            self.buffer = bytearray(self.mask.feed(bytes(self.buffer)))
+        prefix = bytes(self.buffer or b"")
         self._retain_prefix()
         for start in range(0, len(prefix), CHUNK_BYTES):
-            if not upload.feed(prefix[start : start + CHUNK_BYTES]):
+            if not self._store(upload, prefix[start : start + CHUNK_BYTES]):
                 break
         del prefix
         for chunk in self.chunks:
-            self._consume(chunk, upload)
+            self._consume(self.mask.feed(chunk), upload)
+        if self.read.error is None:
+            self._consume(self.mask.rest(), upload)
         total = self.retainer.total_bytes
         self.ended()
         if self.read.error is not None:
             upload.abandon(f"reading the output failed: {describe_error(self.read.error)}")
-        ref = self.sink.finish(upload, total)
+            stored = total
+        else:
+            stored = self._store_rest(upload, total)
+        ref = self.sink.finish(upload, stored)
         reason = upload.reason
-        if ref is not None and ref.size_bytes != total:
-            reason, ref = f"the store recorded {ref.size_bytes} bytes of {total}", None
+        if ref is not None and ref.size_bytes != stored:
+            reason, ref = f"the store recorded {ref.size_bytes} bytes of {stored}", None
         if ref is None:
             reason = reason or "unknown failure"
             if fallback is not None:
                 log.warning("spill.degraded", tool=self.tool, session_hash=self.sink.session_hash,
                             bytes=total, reason=reason, shown="inline")
-                return self.result(fallback, "inline", total, 0, reason=reason)
+                return self.result(self.mask.text(fallback), "inline", total, 0, reason=reason)
             return self._degraded(reason, waited=time.monotonic() - started)
         return self._pointer(ref, view)
 
+    def _refused(self, refusal: str, fallback: str | None) -> SpillResult:
+        """Nothing may be stored (a quota, a purge): the bounded preview, honestly marked."""
+        self._retain_prefix()
+        for chunk in self.chunks:
+            self.retainer.push(chunk)
+        self.ended()
+        if fallback is not None:
+            return self.result(self.mask.text(fallback), "inline", self.retainer.total_bytes, 0,
+                               reason=refusal)
+        return self._degraded(refusal)
+
+    def _store_rest(self, upload: BoundedUpload[ArtifactReference], total: int) -> int:
+        """The end of a stream read without error: the cap's marker and tail; the stored size."""
+        rest, self.capped = self.cap.finish(total, self.retainer.finish().total_newlines)
+        for start in range(0, len(rest), CHUNK_BYTES):
+            upload.feed(rest[start : start + CHUNK_BYTES])
+        if self.capped is None:
+            return total
+        log.warning("spill.capped", tool=self.tool, session_hash=self.sink.session_hash,
+                    bytes=total, cap=self.capped.cap, omitted=self.capped.omitted_bytes)
+        return self.capped.head_bytes + len(rest)
+
     def _consume(self, chunk: bytes, upload: BoundedUpload[ArtifactReference]) -> None:
+        if not chunk:
+            return
         self.retainer.push(chunk)
         if self.scanner is not None:
             self.scanner.push(chunk)
         if self.structure is not None:
             self.structure.push(chunk)
         if not upload.failed:
-            upload.feed(chunk)
+            self._store(upload, chunk)
+
+    def _store(self, upload: BoundedUpload[ArtifactReference], chunk: bytes) -> bool:
+        """Hand the part of ``chunk`` that the cap lets through to the store."""
+        part = self.cap.take(chunk)
+        return upload.feed(part) if part else True
 
     def _budget(self) -> ContextBudget:
         """The policy's budget, its hard cap narrowed to the caller's ``max_chars``."""
@@ -328,10 +382,16 @@ class SpillJob:
         return dataclasses.replace(budget, max_chars=max(0, self.max_chars))
 
     def _salient(self) -> list[Any]:
-        return self.scanner.finish() if self.scanner is not None else []
+        return self.mask.salient(self.scanner.finish()) if self.scanner is not None else []
 
     def _pointer(self, ref: ArtifactReference, view: CompressedLog | None = None) -> SpillResult:
         retained = self.retainer.finish()
+        if self.detected.kind != "binary":  # a binary notice shows hex only, never text
+            retained = self.mask.retained(retained)
+            ref = self.mask.reference(ref)
+        notes = tuple(n for n in (self.mask.sentence(stored=True),
+                                  StoreCap.note(self.capped) if self.capped else None) if n)
+        capped = self.capped is not None
         if self.detected.kind == "binary":
             notice = self._binary_facts(retained.head[:NOTICE_BYTES], ref.size_bytes,
                                         sha256=ref.sha256, source_id=ref.source_id)
@@ -341,10 +401,12 @@ class SpillJob:
         facts = PointerFacts(
             source_id=ref.source_id, tool=self.tool, sha256=ref.sha256,
             summary=summarize(retained, self.tool, self.exit_code, self.policy.summary_chars),
-            call_id=self.call_id, exit_code=self.exit_code, total_bytes=ref.size_bytes,
-            line_count=ref.line_count, read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
+            call_id=self.call_id, exit_code=self.exit_code,
+            total_bytes=retained.total_bytes if capped else ref.size_bytes,
+            line_count=retained.line_count if capped else ref.line_count,
+            read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
             view=view.describe() if view is not None else None, note=self.note,
-            style=self.policy.pointer_style, type_note=self._type_note(),
+            style=self.policy.pointer_style, type_note=self._type_note(), notes=notes,
         )
         head, tail = self.rule.preview(self.exit_code)
         if self.structure is not None:
@@ -355,7 +417,7 @@ class SpillJob:
                 return self._from_rendered(rendered, retained, artifact=ref)
             except Exception as exc:  # noqa: BLE001 - the typed preview is extra: show it as text
                 log.warning("spill.typed_preview_failed", tool=self.tool, error=describe_error(exc))
-        shown = RetainedText.of(view.text) if view is not None else retained
+        shown = RetainedText.of(self.mask.text(view.text)) if view is not None else retained
         salient = self._salient()
         rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
                                   budget=self._budget(), salient=salient)
@@ -396,6 +458,8 @@ class SpillJob:
 
     def _degraded(self, reason: str, waited: float | None = None) -> SpillResult:
         retained = self.retainer.finish()
+        if self.detected.kind != "binary":
+            retained = self.mask.retained(retained)
         log.warning("spill.degraded", tool=self.tool, session_hash=self.sink.session_hash,
                     bytes=retained.total_bytes, reason=reason,
                     waited=None if waited is None else round(waited, 3))
@@ -407,7 +471,8 @@ class SpillJob:
                                retained.total_bytes, retained.total_bytes, reason=reason)
         try:
             facts = DegradedFacts(tool=self.tool, reason=reason, call_id=self.call_id,
-                                  exit_code=self.exit_code, note=self.note)
+                                  exit_code=self.exit_code, note=self.note,
+                                  notes=tuple(n for n in (self.mask.sentence(stored=False),) if n))
             head, tail = self.rule.preview(self.exit_code)
             shown = retained
             if self.structure is not None:  # JSON/records: cut between elements here too

@@ -18,10 +18,12 @@ from typing import Protocol
 
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.detect import Detection, detect
-from s3spill.errors import StoreCapabilityError
+from s3spill.errors import SessionErased, StoreCapabilityError
 from s3spill.keys import session_hash
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
+from s3spill.spill.erasure import ERASED_REASON, ErasureCheck
+from s3spill.spill.quota import QuotaGuard
 from s3spill.spill.upload import BoundedUpload, describe_error
 
 __all__ = ["LivenessMark", "SpillSink"]
@@ -40,7 +42,7 @@ class SpillSink:
 
     def __init__(self, artifacts: ArtifactStore, session_id: str, *, store_deadline: float,
                  journal: LivenessMark | None, touch_interval: float, min_upload_rate: float,
-                 queue_depth: int) -> None:
+                 queue_depth: int, quota: QuotaGuard | None = None) -> None:
         self.artifacts = artifacts
         self.session_id = session_id
         self.session_hash = session_hash(session_id)
@@ -49,6 +51,8 @@ class SpillSink:
         self.touch_interval = touch_interval
         self.min_upload_rate = min_upload_rate
         self.queue_depth = queue_depth
+        self.quota = quota
+        self.erasure = ErasureCheck(artifacts.store, self.session_hash)
         self._touch_lock = threading.Lock()
         self._last_touch: float | None = None
         self._uploads: list[BoundedUpload[ArtifactReference]] = []
@@ -64,8 +68,12 @@ class SpillSink:
         description = detected.description if detected is not None and kind != "text" else None
 
         def write(stream: Iterator[bytes]) -> ArtifactReference:
-            return self.artifacts.write(self.session_id, stream, tool, call_id=call_id, label=label,
-                                        output_kind=kind, output_description=description)
+            ref = self.artifacts.write(self.session_id, stream, tool, call_id=call_id, label=label,
+                                       output_kind=kind, output_description=description)
+            # On the writer's thread, so a late write (the caller gave up on it) is checked too.
+            if self.erasure.after_write(ref):
+                raise SessionErased(ERASED_REASON)
+            return ref
 
         return BoundedUpload(write, stall_timeout=self.store_deadline, depth=self.queue_depth)
 
@@ -119,8 +127,16 @@ class SpillSink:
         for upload in uploads:
             upload.join(max(0.0, end - time.monotonic()))
 
+    def refusal(self) -> str | None:
+        """Why nothing may be stored now (purged, a quota reached), or None; makes no request."""
+        if self.erasure.erased:
+            return ERASED_REASON
+        return self.quota.refusal() if self.quota is not None else None
+
     def _after_spill(self, ref: ArtifactReference) -> None:
-        """Runs on the upload thread after a spill was accepted: the liveness mark."""
+        """Runs on the upload thread after a spill was accepted: quota counters, liveness."""
+        if self.quota is not None:
+            self.quota.record(ref)
         if self.journal is None:
             return
         now = time.monotonic()

@@ -28,10 +28,12 @@ from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.block_plan import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_budget
 from s3spill.context.policy import SpillPolicy
+from s3spill.keys import session_hash
 from s3spill.leases.journal import LeaseJournal
 from s3spill.log import get_logger
 from s3spill.spill.block_spill import BlocksResult, externalize_blocks
 from s3spill.spill.job import ExitCode, Note, SpillJob, SpillResult
+from s3spill.spill.quota import Quota, QuotaGuard
 from s3spill.spill.sink import LivenessMark, SpillSink
 from s3spill.spill.source import Output
 from s3spill.store.base import ObjectStore
@@ -68,6 +70,7 @@ class Spiller:
         touch_interval: float = 60.0,
         min_upload_rate: float = 32 * MiB,
         queue_depth: int = 4,
+        quota: Quota | None = None,
     ) -> None:
         if isinstance(store, ObjectStore):
             store = ArtifactStore(store, getattr(store, "config", None), session_id=session_id)
@@ -76,9 +79,12 @@ class Spiller:
         self.artifacts = store
         self.session_id = session_id
         self.policy = policy or SpillPolicy()
+        #: Quota counters and refusals of this session (None: no quota).
+        self.quota = QuotaGuard(store.store, session_hash(session_id), quota) if quota else None
         self.sink = SpillSink(store, session_id, store_deadline=self.policy.store_deadline,
                               journal=journal, touch_interval=touch_interval,
-                              min_upload_rate=min_upload_rate, queue_depth=queue_depth)
+                              min_upload_rate=min_upload_rate, queue_depth=queue_depth,
+                              quota=self.quota)
 
     def externalize(
         self,

@@ -36,6 +36,9 @@ def open_store(url: str | None = None, config: TransferConfig | None = None) -> 
 
         # Imported lazily: boto3 costs ~100 ms at import and local users never need it.
         s3_module = importlib.import_module("s3spill.store.s3.store")
+        kms = os.environ.get("S3SPILL_KMS_KEY_ID")
+        if kms and (config is None or config.sse_kms_key_id is None):
+            config = (config or TransferConfig()).model_copy(update={"sse_kms_key_id": kms})
         store: ObjectStore = s3_module.S3Store.from_url(url, config=config)
         return store
     if url.startswith("file://") or url.startswith("/"):

@@ -40,7 +40,7 @@ from s3spill.store.base import META_PUT_ID, PutResult
 from s3spill.store.payload import Payload, b64_sha256
 from s3spill.store.retry import Attempts
 from s3spill.store.s3.errors import Kind, classify
-from s3spill.store.s3.ops import S3Ops
+from s3spill.store.s3.ops import S3Ops, sse_args
 
 MAX_PARTS = 10_000
 log = get_logger("s3spill.store.s3")
@@ -227,7 +227,7 @@ def _create(ops: S3Ops, full: str, metadata: dict[str, str], content_type: str, 
         "create_multipart_upload", full, attempts=attempts,
         fn=functools.partial(
             ops.client.create_multipart_upload, Bucket=ops.bucket, Key=full, Metadata=metadata,
-            ContentType=content_type, ChecksumAlgorithm=algorithm))
+            ContentType=content_type, ChecksumAlgorithm=algorithm, **sse_args(ops.config)))
     return str(created["UploadId"])
 
 

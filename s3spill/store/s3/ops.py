@@ -39,6 +39,13 @@ from s3spill.log import get_logger
 from s3spill.store.retry import Attempts, RetryPolicy
 from s3spill.store.s3.errors import Kind, classify, is_transient
 
+
+def sse_args(config: TransferConfig) -> dict[str, str]:
+    """The SSE-KMS parameters of an object-creating request (none: bucket default encryption)."""
+    if config.sse_kms_key_id is None:
+        return {}
+    return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": config.sse_kms_key_id}
+
 T = TypeVar("T")
 log = get_logger("s3spill.store.s3")
 #: The shortest read timeout an attempt is given, so a nearly spent deadline still fails

@@ -60,7 +60,7 @@ from s3spill.store.payload import Payload, StreamedBody, b64_sha256, prepare
 from s3spill.store.retry import Attempts
 from s3spill.store.s3.errors import Kind, classify
 from s3spill.store.s3.multipart import put_stream, upload_multipart
-from s3spill.store.s3.ops import S3Ops
+from s3spill.store.s3.ops import S3Ops, sse_args
 from s3spill.store.s3.read import read_object
 
 Mode = Literal["create", "replace"]
@@ -199,7 +199,7 @@ class S3Store(ObjectStore):
                                              fn=functools.partial(
                         self.client.put_object, Bucket=self.bucket, Key=full, Body=payload.small,
                         Metadata=meta, ContentType=content_type,
-                        ChecksumSHA256=b64_sha256(payload.small), **cond))
+                        ChecksumSHA256=b64_sha256(payload.small), **sse_args(self.config), **cond))
                 return PutResult(key=key, etag=response["ETag"], size=payload.size,
                                  sha256=payload.sha256, version_id=_version(response))
             except ClientError as exc:

@@ -76,10 +76,10 @@ data "aws_iam_policy_document" "agent" {
   }
 
   statement {
-    sid       = "CompareAndSwapManifests"
+    sid       = "CompareAndSwapManifestsAndQuotaCounters"
     effect    = "Allow"
     actions   = ["s3:PutObject"]
-    resources = [local.manifest_objects]
+    resources = [local.manifest_objects, local.usage_objects, local.shard_objects]
   }
 
   statement {
@@ -154,7 +154,7 @@ data "aws_iam_policy_document" "gc" {
     sid       = "ReadLayout"
     effect    = "Allow"
     actions   = ["s3:GetObject", "s3:GetObjectVersion", "s3:GetObjectAttributes"]
-    resources = [local.layout_objects, local.probe_objects]
+    resources = [local.layout_objects, local.tenant_layouts, local.probe_objects]
   }
 
   # GC fences deletions through the journal (CONDEMNED/DELETED appended by manifest CAS); a
@@ -163,14 +163,14 @@ data "aws_iam_policy_document" "gc" {
     sid       = "JournalAppends"
     effect    = "Allow"
     actions   = ["s3:PutObject"]
-    resources = [local.manifest_objects, local.segment_objects]
+    resources = [local.manifest_objects, local.segment_objects, local.tenant_manifests, local.tenant_segments]
   }
 
   statement {
     sid       = "ConditionalAndVersionPinnedDeletes"
     effect    = "Allow"
     actions   = ["s3:DeleteObject", "s3:DeleteObjectVersion"]
-    resources = [local.layout_objects]
+    resources = [local.layout_objects, local.tenant_layouts]
   }
 
   statement {
@@ -184,7 +184,7 @@ data "aws_iam_policy_document" "gc" {
     sid       = "UseBucketKeyThroughS3"
     effect    = "Allow"
     actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
-    resources = [local.kms_key_arn]
+    resources = concat([local.kms_key_arn], values(local.tenant_kms_arns))
 
     condition {
       test     = "StringEquals"

@@ -18,12 +18,22 @@ locals {
   root = var.key_prefix == "" ? "" : "${trim(var.key_prefix, "/")}/"
 
   # Object ARN patterns, one per layout class. IAM `*` also matches `/`.
-  bucket_arn         = aws_s3_bucket.this.arn
-  layout_objects     = "${aws_s3_bucket.this.arn}/${local.root}v1/*"
-  artifact_objects   = "${aws_s3_bucket.this.arn}/${local.root}v1/sessions/*/artifacts/*"
-  segment_objects    = "${aws_s3_bucket.this.arn}/${local.root}v1/sessions/*/journal/segments/*"
-  manifest_objects   = "${aws_s3_bucket.this.arn}/${local.root}v1/sessions/*/journal/manifest.json"
-  owner_objects      = "${aws_s3_bucket.this.arn}/${local.root}v1/owner/*"
+  bucket_arn       = aws_s3_bucket.this.arn
+  layout_objects   = "${aws_s3_bucket.this.arn}/${local.root}v1/*"
+  artifact_objects = "${aws_s3_bucket.this.arn}/${local.root}v1/sessions/*/artifacts/*"
+  segment_objects  = "${aws_s3_bucket.this.arn}/${local.root}v1/sessions/*/journal/segments/*"
+  manifest_objects = "${aws_s3_bucket.this.arn}/${local.root}v1/sessions/*/journal/manifest.json"
+  owner_objects    = "${aws_s3_bucket.this.arn}/${local.root}v1/owner/*"
+  # Quota counters (s3spill.spill.quota): the session's, next to its manifest, and the
+  # store's shards. Changed by compare-and-swap, like manifests.
+  usage_objects      = "${aws_s3_bucket.this.arn}/${local.root}v1/sessions/*/journal/usage.json"
+  shard_objects      = "${aws_s3_bucket.this.arn}/${local.root}v1/usage/*"
+  erasure_objects    = "${aws_s3_bucket.this.arn}/${local.root}v1/erasures/*"
+  tenant_layouts     = "${aws_s3_bucket.this.arn}/${local.root}tenants/*/v1/*"
+  tenant_manifests   = "${aws_s3_bucket.this.arn}/${local.root}tenants/*/v1/sessions/*/journal/manifest.json"
+  tenant_segments    = "${aws_s3_bucket.this.arn}/${local.root}tenants/*/v1/sessions/*/journal/segments/*"
+  tenant_owner       = "${aws_s3_bucket.this.arn}/${local.root}tenants/*/v1/owner/*"
+  tenant_erasures    = "${aws_s3_bucket.this.arn}/${local.root}tenants/*/v1/erasures/*"
   doctor_root        = trim(var.doctor_probe_prefix, "/")
   probe_objects      = "${aws_s3_bucket.this.arn}/${local.root}${local.doctor_root}/*"
   store_url          = "s3://${aws_s3_bucket.this.id}${local.root == "" ? "" : "/${trim(local.root, "/")}"}"
@@ -171,6 +181,9 @@ resource "aws_s3_bucket_lifecycle_configuration" "this" {
 # not subject to bucket policies and keeps working.
 
 data "aws_iam_policy_document" "bucket" {
+  # Per-tenant guards (tenants.tf): writes under a tenant's root need its key; reads its role.
+  source_policy_documents = [data.aws_iam_policy_document.tenant_guards.json]
+
   statement {
     sid       = "DenyInsecureTransport"
     effect    = "Deny"
@@ -398,7 +411,7 @@ data "aws_iam_policy_document" "bucket" {
     condition {
       test     = "StringNotEquals"
       variable = "s3:x-amz-server-side-encryption-aws-kms-key-id"
-      values   = [local.kms_key_arn]
+      values   = concat([local.kms_key_arn], values(local.tenant_kms_arns))
     }
   }
 }

@@ -1,0 +1,313 @@
+"""Credentials kept out of the model's context: find them, mask them in place.
+
+Tool output is where secrets turn up (``env``, ``cat .env``, ``kubectl get secret -o
+yaml``, a failing ``git clone https://user:token@…``), and whatever a preview shows goes
+to a model provider. The detectors are Yelp's ``detect-secrets`` (cloud keys, tokens of
+twenty services, private keys, passwords in URLs, secret-sounding assignments), plus one
+rule of ours on top of its entropy measure: an assignment whose value is long and
+high-entropy (``AWS_SESSION_TOKEN=…``). Its IP-address and quoted-hex-string plugins
+are left out: on build logs they flag commit ids and addresses, not secrets.
+
+Why a prefilter: ``detect-secrets`` runs about thirty Python regexes per line (~0.5 ms),
+far too slow for a gigabyte log. Every rule has a *trigger* that any line it could flag
+matches (the library's own patterns, made RE2-compatible by dropping look-arounds, which
+only widens them); one RE2 pass over a chunk (hundreds of MB/s) finds candidate lines,
+an RE2 set says which rules to run there, and only those run.
+
+What to do with a finding — masks that keep byte lengths, private key blocks, streams —
+is :mod:`s3spill.context.redaction`'s. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Finding", "SecretDetector", "default_detector", "shannon_entropy"]
+
+#: Kind names for detect-secrets' secret types where its own name is long or unclear.
+_KIND_NAMES = {
+    "AWS Access Key": "aws-key",
+    "Basic Auth Credentials": "url-password",
+    "Private Key": "private-key",
+    "Secret Keyword": "password",
+    "JSON Web Token": "jwt",
+    "Azure Storage Account access key": "azure-key",
+    "NPM tokens": "npm-token",
+    "Square OAuth Secret": "square-secret",
+}
+#: Not run as plugins: IP addresses and quoted hex strings flag build logs' addresses and
+#: commit ids; keywords and entropy have rules of their own below; private keys are
+#: masked as whole blocks (:class:`_LineMasker`).
+_SKIPPED = {"Public IP (ipv4)", "Hex High Entropy String", "Base64 High Entropy String", "Secret Keyword",
+            "Private Key"}
+
+BASE64_ALPHABET = "A-Za-z0-9+/=_-"
+#: ``NAME = value`` / ``"name": "value"`` with a long value from the base64 alphabet.
+_ASSIGNMENT = re.compile(
+    rf"(?P<name>[A-Za-z_][A-Za-z0-9_.-]{{2,64}})[\"']?[ \t]*[:=][ \t]*[\"'`]?"
+    rf"(?P<value>[{BASE64_ALPHABET}]{{20,}})")
+#: Digests are high-entropy and public: ``sha512-…`` (npm integrity), ``h1:…`` (go.sum).
+_DIGEST_VALUE = re.compile(r"^(?:sha(?:1|224|256|384|512)[-:_]|md5[-:]|h1:)", re.IGNORECASE)
+
+#: The trigger of each rule: a cheap RE2 pattern that every line the rule can flag
+#: matches (a superset: literal anchors and short counted runs, so the combined DFA stays
+#: small and one pass runs at memory-like speed). tests/test_context_secrets.py checks
+#: that each rule finds nothing its trigger would skip.
+TRIGGERS: dict[str, str] = {
+    "private-key": r"PRIVATE KEY|PuTTY-User-Key-File|Private-MAC",
+    "aws-key": r"A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA",
+    "aws-secret": r"(?i:aws)",
+    "artifactory-credentials": r"AKC[a-zA-Z0-9]{10}|AP[0-9A-F][a-zA-Z0-9]{8}",
+    "azure-key": r"AccountKey=",
+    "url-password": r"://[^\s/@]+:[^\s/@]+@",
+    "cloudant-credentials": r"(?i:cl(?:ou|oudant)?[_-]?(?:api)?[_-]?(?:key|pwd|pw|pass|token)|cloudant)",
+    "discord-bot-token": r"\.[a-zA-Z0-9_-]{6}\.[a-zA-Z0-9_-]{8}",
+    "github-token": r"gh[pousr]_",
+    "gitlab-token": r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941",
+    "ibm-cos-hmac-credentials": r"(?i:secret[_-]?(?:access)?[_-]?key)",
+    "ibm-cloud-iam-key": r"(?i:key|pwd|pass|token)[^\n]{0,12}[a-zA-Z0-9_-]{44}",
+    "jwt": r"eyJ[A-Za-z0-9_=-]+\.",
+    "mailchimp-access-key": r"-us[0-9]",
+    "npm-token": r"_authToken",
+    "openai-token": r"T3BlbkFJ",
+    "pypi-token": r"pypi-AgE",
+    "sendgrid-api-key": r"SG\.",
+    "slack-token": r"(?i:xox[abposr]-|hooks\.slack\.com)",
+    "softlayer-credentials": r"(?i:softlayer|sl[_-]?(?:api)?[_-]?(?:key|pwd|pass|token))",
+    "square-secret": r"sq0csp-",
+    "stripe-access-key": r"k_live_",
+    "telegram-bot-token": r"[0-9]{8}:[0-9A-Za-z_-]{8}",
+    "twilio-api-key": r"(?:AC|SK)[a-z0-9]{12}",
+    # Every word of the library's keyword list holds one of these, and each of its
+    # patterns puts an assignment or a comparison right after the name (or before it).
+    "password": r"(?i:key|pass|pwd|secret|contrase)[A-Za-z0-9_]*[\]'\"]{0,2}[ \t]*[:=!]"
+                r"|(?i:key|pass|pwd|secret|contrase)[^\s]{0,50}[ \t]*[\"'`][^\n]*[\"'`];"
+                r"|[=!]=[ \t]*[A-Za-z0-9_]*(?i:key|pass|pwd|secret|contrase)",
+    # A name of three or more characters, and a value holding a letter past ``f`` or a
+    # base64 symbol: the hex commit ids, UUIDs and digests of a build log (and go.sum's
+    # ``h1:``, npm's ``sha512-``) are no candidates; hex carries at most 4 bits of
+    # entropy per character, under the limit anyway.
+    "high-entropy": r"[A-Za-z_][A-Za-z0-9_.-]{2}[\"']?[ \t]*[:=][ \t]*[\"'`]?[0-9a-fA-F_=-]*"
+                    r"(?:[g-rt-zG-Z+/]|s[A-Za-gi-z0-9+/=_-]|sh[A-Zb-z0-9+/=_-]|sha[A-Za-z+/=_-])"
+                    r"[A-Za-z0-9+/=_-]{12}",
+}
+_ENTROPY_LIMIT = 4.5
+#: A keyword value that is a word, a path or a placeholder says nothing secret.
+_NOT_SECRET = re.compile(
+    r"^(?:true|false|null|none|nil|yes|no|required|optional|redacted|hidden|changeme|"
+    r"\**|x+|<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|%\(?\w+\)?s?)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One detected secret: its kind and its span (byte offsets in the scanned line)."""
+
+    kind: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: str
+    trigger: str
+    find: Callable[[str], Iterable[tuple[int, int]]]
+
+
+def _kind(secret_type: str) -> str:
+    return _KIND_NAMES.get(secret_type) or re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
+
+
+def _re2_compatible(pattern: str) -> str:
+    """The pattern without what RE2 lacks; dropping look-arounds only widens it."""
+    pattern = pattern.replace(r"(?:(?<=\W)|(?<=^))", "")
+    pattern = re.sub(r"\(\?!(?:\\w|\[[^\]()]*\])\)", "", pattern)
+    return re.sub(r"\{(\d+),\d{4,}\}", r"{\1,}", pattern)
+
+
+def _value_span(match: re.Match[str]) -> tuple[int, int]:
+    """The secret inside a library pattern's match: its last group of six or more
+    characters (the key after ``aws_secret_access_key=``), else the whole match."""
+    for g in range(match.re.groups, 0, -1):
+        s, e = match.span(g)
+        if s >= 0 and e - s >= 6:
+            return s, e
+    return match.span()
+
+
+def shannon_entropy(value: str) -> float:
+    """Bits per character, as detect-secrets' ``Base64HighEntropyString`` measures them for a
+    value within its alphabet; counted in one pass (its per-alphabet-letter loop is 15x
+    slower, and this runs on every assignment a build log prints)."""
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
+
+
+def _plain_value(value: str) -> bool:
+    return bool(_NOT_SECRET.match(value)) or value.startswith(("/", "~", "./", "../")) \
+        or not any(c.isalnum() for c in value)
+
+
+class SecretDetector:
+    """The rules, their triggers and the RE2 prefilter; thread-safe once built."""
+
+    def __init__(self) -> None:
+        import re2
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        from detect_secrets.plugins.base import RegexBasedDetector
+        from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP
+
+        self.untriggered = []
+        rules: list[_Rule] = [_Rule("private-key", TRIGGERS["private-key"], lambda line: ())]
+        mapping: dict[str, Any] = get_mapping_from_secret_type_to_class()
+        for secret_type, cls in sorted(mapping.items()):
+            if secret_type in _SKIPPED or not issubclass(cls, RegexBasedDetector):
+                continue
+            plugin: Any = cls()
+            kind = _kind(secret_type)
+            for n, regex in enumerate(plugin.denylist):
+                name = "aws-secret" if kind == "aws-key" and n == 1 else kind
+                rules.append(_Rule(name, self._trigger(name, regex), self._library_rule(plugin, regex)))
+        rules.append(_Rule("password", TRIGGERS["password"],
+                           self._keyword_rule(CONFIG_DENYLIST_REGEX_TO_GROUP)))
+        rules.append(_Rule("high-entropy", TRIGGERS["high-entropy"], self._entropy_rule))
+        self.rules = tuple(rules)
+        opts = re2.Options()
+        opts.max_mem = 64 << 20
+        opts.never_capture = True  # bounds only: submatches would cost an NFA run per match
+        self._any = re2.compile("|".join(f"(?:{r.trigger})" for r in rules).encode(), opts)
+        # The binding's ``search`` wraps each call in a generator and a match object, which
+        # costs three times the search itself on a candidate-rich log; its compiled regexp
+        # answers spans directly (used when this version of google-re2 exposes it).
+        raw, anchor = getattr(self._any, "_regexp", None), getattr(re2, "_Anchor", None)
+        self._spans: Callable[[bytes, int, int], Any] | None = (
+            functools.partial(raw.Match, anchor.UNANCHORED) if raw is not None and anchor is not None
+            else None)
+        self._set = re2.Set.SearchSet(opts)
+        for rule in rules:
+            self._set.Add(rule.trigger.encode())
+        self._set.Compile()
+
+    # -- rules ---------------------------------------------------------------------------
+
+    #: Rules that had no trigger of their own (a plugin added by a detect-secrets upgrade):
+    #: they run on the RE2-compatible form of the library's pattern, which is correct but
+    #: may slow the prefilter down; tests list them so a trigger gets written.
+    untriggered: list[str]
+
+    def _trigger(self, kind: str, regex: re.Pattern[str]) -> str:
+        if kind in TRIGGERS:
+            return TRIGGERS[kind]
+        self.untriggered.append(kind)
+        trigger = _re2_compatible(regex.pattern)
+        return f"(?i:{trigger})" if regex.flags & re.IGNORECASE else trigger
+
+    @staticmethod
+    def _library_rule(plugin: Any, regex: re.Pattern[str]) -> Callable[[str], list[tuple[int, int]]]:
+        def find(line: str) -> list[tuple[int, int]]:
+            out = []
+            for match in regex.finditer(line):
+                # The plugin's own checks (a JWT must decode, …) decide on the match.
+                if not any(True for _ in plugin.analyze_string(match.group(0))):
+                    continue
+                s, e = _value_span(match)
+                if not _plain_value(line[s:e]):
+                    out.append((s, e))
+            return out
+
+        return find
+
+    @staticmethod
+    def _keyword_rule(regexes: dict[re.Pattern[str], int]) -> Callable[[str], list[tuple[int, int]]]:
+        def find(line: str) -> list[tuple[int, int]]:
+            out = []
+            for regex, group in regexes.items():
+                for match in regex.finditer(line):
+                    s, e = match.span(group)
+                    value = line[s:e].strip()
+                    quoted = s > 0 and line[s - 1] in "'\"`"
+                    if s < 0 or _plain_value(value) or (" " in value and not quoted):
+                        continue
+                    out.append((s, e))
+            return out
+
+        return find
+
+    def _entropy_rule(self, line: str) -> list[tuple[int, int]]:
+        out = []
+        for match in _ASSIGNMENT.finditer(line):
+            value = match.group("value")
+            if _DIGEST_VALUE.match(value) or _DIGEST_VALUE.match(line[match.start("value"):][:8]):
+                continue
+            if shannon_entropy(value) > _ENTROPY_LIMIT:
+                out.append(match.span("value"))
+        return out
+
+    # -- scanning ------------------------------------------------------------------------
+
+    def next_candidate(self, data: bytes, pos: int = 0, end: int | None = None) -> int:
+        """Where the next trigger match starts in ``data[pos:end]``; -1 if none."""
+        stop = len(data) if end is None else end
+        if self._spans is not None:
+            return int(self._spans(data, pos, stop)[0][0])
+        m = self._any.search(data, pos, stop)
+        return -1 if m is None else int(m.start())
+
+    def scan_line(self, line: bytes, *, every_rule: bool = False) -> list[Finding]:
+        """Secrets in one line (no newline), as byte spans, overlaps merged.
+
+        Only the rules whose trigger the line matches run; ``every_rule`` runs them all
+        (what the tests compare the prefilter against).
+        """
+        hits = range(len(self.rules)) if every_rule else self._set.Match(line)
+        if not hits:
+            return []
+        text = line.decode("utf-8", "surrogateescape")
+        ascii_only = line.isascii()
+        spans: list[tuple[int, int, str]] = []
+        for index in sorted(hits):
+            rule = self.rules[index]
+            for s, e in rule.find(text):
+                if e <= s:
+                    continue
+                if not ascii_only:
+                    s = len(text[:s].encode("utf-8", "surrogateescape"))
+                    e = s + len(text[s:e].encode("utf-8", "surrogateescape"))
+                spans.append((s, e, rule.kind))
+        return _merge(spans)
+
+
+#: Kinds that name no service: a service's own detector names an overlapping span better.
+_GENERIC = frozenset({"password", "high-entropy"})
+
+
+def _merge(spans: list[tuple[int, int, str]]) -> list[Finding]:
+    out: list[Finding] = []
+    for s, e, kind in sorted(spans, key=lambda t: (t[0], t[2] in _GENERIC, t[2])):
+        if out and s < out[-1].end:
+            last = out[-1]
+            name = kind if last.kind in _GENERIC and kind not in _GENERIC else last.kind
+            out[-1] = Finding(name, last.start, max(last.end, e))
+        else:
+            out.append(Finding(kind, s, e))
+    return out
+
+
+_DETECTOR: SecretDetector | None = None
+_DETECTOR_LOCK = threading.Lock()
+
+
+def default_detector() -> SecretDetector:
+    """The process-wide detector (built on first use: importing detect-secrets takes ~0.1 s)."""
+    global _DETECTOR
+    with _DETECTOR_LOCK:
+        if _DETECTOR is None:
+            _DETECTOR = SecretDetector()
+        return _DETECTOR
