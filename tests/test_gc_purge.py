@@ -177,3 +177,20 @@ def test_a_busy_writer_checks_the_seal_once_per_ttl_not_per_spill(tmp_path: Path
     with Spiller(LocalStore(tmp_path), SESSION, journal=None) as spiller:
         results = [spiller.externalize(_output(i), "bash") for i in range(5)]
     assert all(r.spilled for r in results) and spiller.sink.erasure.checks == 1
+
+
+def test_gc_counts_erasure_records_and_quota_counters_as_protocol_state(tmp_path: Path) -> None:
+    """A purge's audit record and the quota counters are protocol objects to GC, never 'off-layout'."""
+    from s3spill.gc.models import CleanupScope
+    from s3spill.gc.plan import plan_cleanup
+    from s3spill.spill.quota import Quota
+
+    store = LocalStore(tmp_path / "s")
+    Spiller(store, "other", journal=None, quota=Quota(session_bytes=10**9, prefix_bytes=10**9)).externalize(
+        _output(0), "bash")
+    Spiller(store, SESSION, journal=None).externalize(_output(0), "bash")
+    purge_session(store, SESSION, requested_by="a", confirm=True, settle_seconds=0)
+    kinds = {(e.object_kind, e.status) for e in plan_cleanup(store, CleanupScope(),
+                                                             out=tmp_path / "plan.jsonl").entries()}
+    assert ("erasure", "retained_protocol") in kinds and ("usage", "retained_protocol") in kinds
+    assert not any(status == "retained_unknown" for _, status in kinds)

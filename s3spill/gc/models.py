@@ -67,7 +67,8 @@ ApplyOutcome = Literal[
     "dry_run",
 ]
 
-ObjectKind = Literal["artifact", "index", "manifest", "segment", "owner", "gc_plan", "unknown", "claim"]
+ObjectKind = Literal["artifact", "index", "manifest", "segment", "owner", "gc_plan", "gc_lock", "usage",
+                     "erasure", "unknown", "claim"]
 DeleteMethod = Literal["if_match", "version_pinned", "unconditional"]
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")

@@ -97,8 +97,18 @@ class _SessionGroup:
         elif parsed.kind == "index":
             self.indexes[str(parsed.name)] = info
         else:
-            self.protocol.append(("manifest" if parsed.kind == "manifest" else "segment", info))
+            kind: ObjectKind = ("manifest" if parsed.kind == "manifest" else
+                                "usage" if parsed.kind == "usage" else "segment")
+            self.protocol.append((kind, info))
 
+
+
+#: Store-wide protocol objects outside any session: what each is, for the plan's reason.
+_STORE_PROTOCOL: dict[str, tuple[ObjectKind, str]] = {
+    "usage": ("usage", "quota counter shard: never deleted by GC"),
+    "erasure": ("erasure", "erasure audit record (the seal of a purged session): never deleted by GC"),
+    "gc_lock": ("gc_lock", "GC run lock"),
+}
 
 class _Planner:
     def __init__(
@@ -220,6 +230,9 @@ class _Planner:
                        reason="owner publication slot or tombstone: never deleted by GC")
         elif parsed.kind == "gc_plan":
             self._emit("retained_protocol", "gc_plan", info, shash=None, reason="stored cleanup plan")
+        elif parsed.kind in _STORE_PROTOCOL:
+            kind, reason = _STORE_PROTOCOL[parsed.kind]
+            self._emit("retained_protocol", kind, info, shash=None, reason=reason)
         else:
             self._emit("retained_unknown", "unknown", info, shash=_session_of_key(info.key),
                        reason="not an s3spill key (off-layout)")
