@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "testing": {"config", "errors", "store", "log"},
     "doctor": {"errors", "log", "store", "config", "keys"},
     "context": set(),
-    "artifacts": {"config", "errors", "keys", "log", "models", "store"},
+    "artifacts": {"config", "errors", "failpoints", "keys", "log", "models", "store"},
     "leases": {"config", "doctor", "errors", "failpoints", "keys", "log", "models", "store"},
     "gc": {"config", "doctor", "errors", "failpoints", "keys", "leases", "log", "models", "store"},
     "spill": {"artifacts", "context", "keys", "leases", "log", "models", "store", "errors", "config"},

@@ -146,6 +146,10 @@ def _parameters(name: str) -> dict[str, Any]:
                 "char_offset": {"type": "integer", "minimum": 0, "default": 0,
                                 "description": "Continue a very long line from this character, "
                                 "as the previous page's footer says; otherwise 0."},
+                "since": {"type": "integer", "minimum": 0,
+                          "description": "Of a running command's output (source_id live:…): "
+                          "start at this byte, as its previous page's footer says, to read only "
+                          "what is new. Omit otherwise."},
             },
             "required": ["source_id"],
         }
@@ -251,19 +255,19 @@ class AgentTools:
     # -- the tools -----------------------------------------------------------------------
 
     def read_artifact(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
-                      char_offset: int = 0) -> str:
+                      char_offset: int = 0, since: int | None = None) -> str:
         """One verified page, rendered, made smaller until the policy would keep it inline."""
-        return self.read_outcome(source_id, offset, limit, char_offset).text
+        return self.read_outcome(source_id, offset, limit, char_offset, since).text
 
     def read_outcome(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
-             char_offset: int = 0) -> ToolOutcome:
+             char_offset: int = 0, since: int | None = None) -> ToolOutcome:
         """:meth:`read_artifact` with the page's facts as structured data."""
         max_chars = self.page_chars
         text = ""
         for _ in range(_SHRINK_STEPS):
             page = self.artifacts.read_page(source_id, offset=offset, limit=limit,
                                             char_offset=char_offset, max_chars=max_chars,
-                                            session_id=self.session_id)
+                                            since=since, session_id=self.session_id)
             text = page.render()
             over = self._overshoot(text, self.read_name)
             if over <= 1.0:
@@ -375,7 +379,7 @@ class AgentTools:
                 (self.list_name, "list", LIST_DESCRIPTION)]
 
 
-_READ_ARGS = {"source_id": str, "offset": int, "limit": int, "char_offset": int}
+_READ_ARGS = {"source_id": str, "offset": int, "limit": int, "char_offset": int, "since": int}
 _GREP_ARGS = {"source_id": str, "pattern": str, "context": int, "max_matches": int}
 _LIST_ARGS = {"limit": int}
 

@@ -59,7 +59,8 @@ ApplyOutcome = Literal[
     "dry_run",
 ]
 
-ObjectKind = Literal["artifact", "index", "manifest", "segment", "owner", "gc_plan", "unknown", "claim"]
+ObjectKind = Literal["artifact", "index", "manifest", "segment", "owner", "gc_plan", "unknown", "claim",
+                     "live"]
 DeleteMethod = Literal["if_match", "version_pinned", "unconditional"]
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")

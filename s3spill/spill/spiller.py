@@ -25,12 +25,14 @@ from dataclasses import replace
 from typing import Literal
 
 from s3spill.artifacts.store import ArtifactStore
+from s3spill.config import LiveConfig
 from s3spill.context.blocks import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_budget
 from s3spill.context.policy import SpillPolicy
 from s3spill.leases.journal import LeaseJournal
 from s3spill.spill.blocks import BlocksResult, externalize_blocks
 from s3spill.spill.job import ExitCode, SpillJob, SpillResult
+from s3spill.spill.live import LiveHandle, LiveSource, start_live
 from s3spill.spill.sink import LivenessMark, SpillSink
 from s3spill.spill.source import Output
 from s3spill.store.base import ObjectStore
@@ -73,6 +75,7 @@ class Spiller:
             journal = LeaseJournal(store.store, session_id, store.config)
         self.artifacts = store
         self.session_id = session_id
+        self.journal = journal
         self.policy = policy or SpillPolicy()
         self.sink = SpillSink(store, session_id, store_deadline=self.policy.store_deadline,
                               journal=journal, touch_interval=touch_interval,
@@ -140,6 +143,19 @@ class Spiller:
         """
         return externalize_blocks(self.sink, self.policy, self.externalize, blocks, tool, call_id,
                                   exit_code)
+
+    def start(self, source: LiveSource, tool: str = "bash", *, label: str | None = None,
+              config: LiveConfig | None = None, env: dict[str, str] | None = None,
+              cwd: str | None = None) -> LiveHandle:
+        """Run a command (argv list) or drain a stream in the background, readable as it runs.
+
+        Returns at once; the handle's ``source_id`` (``live:...``) reads and greps what is
+        committed so far (see :mod:`s3spill.spill.live`); when the run ends its output is
+        an ordinary artifact. The session's liveness mark is kept fresh meanwhile.
+        """
+        return start_live(self.artifacts.store, self.session_id, source, tool, label=label,
+                          config=config, transfer=self.artifacts.config, journal=self.journal,
+                          env=env, cwd=cwd)
 
     def close(self, timeout: float | None = None) -> None:
         """Wait (bounded) for follow-up work of accepted uploads, e.g. the liveness mark."""

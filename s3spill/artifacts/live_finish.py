@@ -1,0 +1,144 @@
+"""Finishing a live artifact: its committed segments become one ordinary artifact.
+
+Why a copy and not an index over the segments: an ordinary artifact is a body and a
+create-once index, and every read, grep, reference, journal claim and GC decision is
+built on that shape; segments cut by time have arbitrary sizes that the fixed-chunk
+index cannot describe. Streaming the verified segments through the artifact writer
+costs one read and one write of the output, with bounded memory, once, and leaves
+nothing new for the other paths to learn.
+
+Order, and what a SIGKILL at each step leaves:
+
+1. the state is terminal (``exited``/``killed``, or ``lost`` when a finisher takes over
+   from a dead writer by CAS) — readers read the segments;
+2. the artifact is written (failpoint ``live.during_final_commit`` after it) — an
+   unreferenced artifact nobody names yet: GC collects it after its TTLs like any other;
+3. the state names the artifact (CAS) — readers of the live id are sent to it;
+4. the segments are deleted (conditionally, each on its listed ETag).
+
+Every step can be run again: :func:`finish_live` on a state in any of these conditions
+completes it (``s3spill status --finish``).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from s3spill import keys
+from s3spill.artifacts.live_segments import iter_committed, read_state
+from s3spill.artifacts.live_state import LiveState
+from s3spill.artifacts.store import ArtifactStore
+from s3spill.config import LiveConfig, TransferConfig
+from s3spill.errors import InvalidRequest, NotFound, PreconditionFailed, StoreError
+from s3spill.failpoints import declare, failpoint
+from s3spill.log import get_logger
+from s3spill.models import ArtifactReference
+from s3spill.store.base import ObjectStore
+
+log = get_logger("s3spill.artifacts.live")
+
+DURING_FINAL_COMMIT = declare("live.during_final_commit",
+                              "a live output is stored as an artifact; its state does not name it yet")
+_ATTEMPTS = 20
+
+
+def cas_state(store: ObjectStore, live: keys.LiveId,
+              change: Callable[[LiveState], dict[str, Any] | None]) -> LiveState:
+    """Read, change, write with If-Match; re-read on a loss. ``change`` returning None: no write.
+
+    For the processes beside the writer (``stop``, a finisher); an unknown outcome is
+    decided by reading back this call's own writer token and version.
+    """
+    token = secrets.token_hex(8)
+    key = keys.live_state_key(live.session_hash, live.name)
+    for _ in range(_ATTEMPTS):
+        state, etag = read_state(store, live)
+        update = change(state)
+        if update is None:
+            return state
+        new = LiveState.model_validate(state.model_dump() | update | {
+            "version": state.version + 1, "writer": token})
+        try:
+            store.put_if_match(key, new.to_bytes(), etag, content_type="application/json")
+        except PreconditionFailed:
+            continue
+        except StoreError:
+            landed, _ = read_state(store, live)
+            if landed.writer == token and landed.version == new.version:
+                return landed
+            continue
+        return new
+    raise StoreError(f"{live}: the live state could not be written after {_ATTEMPTS} attempts")
+
+
+def write_final(store: ObjectStore, session_id: str, state: LiveState,
+                transfer: TransferConfig | None = None) -> ArtifactReference:
+    """Stream the committed segments, verified, into an ordinary artifact."""
+    arts = ArtifactStore(store, transfer or getattr(store, "config", None), session_id=session_id)
+    ref = arts.write(session_id, iter_committed(store, state, gap_marker=True), state.tool,
+                     label=state.label or state.command)
+    failpoint(DURING_FINAL_COMMIT)
+    return ref
+
+
+def delete_segments(store: ObjectStore, live: keys.LiveId) -> int:
+    """Delete every segment object of a finished live artifact; the number deleted."""
+    done = 0
+    for info in store.list(keys.live_prefix(live.session_hash, live.name)):
+        if keys.parse_key(info.key).kind != "live_segment":
+            continue
+        try:
+            store.delete_if_match(info.key, info.etag)
+            done += 1
+        except (NotFound, PreconditionFailed):
+            continue
+        except StoreError as exc:  # left for the next finish; nothing reads them any more
+            log.warning("live.segment_delete_failed", key=info.key, error=type(exc).__name__)
+    return done
+
+
+def finish_live(store: ObjectStore, session_id: str, live: keys.LiveId, *,
+                config: LiveConfig | None = None, transfer: TransferConfig | None = None,
+                now: datetime | None = None) -> LiveState:
+    """Complete a live artifact whatever step its writer reached; idempotent.
+
+    A ``running`` one is taken over only when its heartbeat is older than ``lost_after``
+    (it turns ``lost`` by CAS, which fences the old writer); a terminal one without its
+    artifact is finished here. Raises :class:`InvalidRequest` while the writer is alive.
+    """
+    config = config or LiveConfig()
+    live.require_session(session_id)
+    now = now or datetime.now(UTC)
+    state, _ = read_state(store, live)
+    if state.final_source_id is None:
+        if state.status == "running":
+            if state.effective_status(now, config.lost_after) != "lost":
+                raise InvalidRequest(f"{live} is still running (heartbeat"
+                                     f" {state.heartbeat:%H:%M:%S} UTC); stop it first")
+
+            def mark_lost(s: LiveState) -> dict[str, Any] | None:
+                if s.status != "running":
+                    return None
+                if s.effective_status(now, config.lost_after) != "lost":
+                    raise InvalidRequest(f"{live} came back to life (fresh heartbeat)")
+                return {"status": "lost"}
+
+            state = cas_state(store, live, mark_lost)
+        if state.final_source_id is None:
+            ref = write_final(store, session_id, state, transfer)
+
+            def name_final(s: LiveState) -> dict[str, Any] | None:
+                if s.final_source_id is not None:
+                    return None  # another finisher won; ours is an unnamed orphan for GC
+                if s.segments != state.segments:
+                    raise InvalidRequest(f"{live}: its segments changed while it was finished")
+                return {"final_source_id": ref.source_id}
+
+            state = cas_state(store, live, name_final)
+            log.info("live.finished", live_id=str(live), source_id=state.final_source_id,
+                     status=state.status)
+    delete_segments(store, live)
+    return state

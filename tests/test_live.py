@@ -1,0 +1,220 @@
+"""Live artifacts: segments and a CAS state, read and grepped while the writer runs."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from s3spill import keys
+from s3spill.agent.tools import AgentTools
+from s3spill.artifacts.live_finish import cas_state, finish_live
+from s3spill.artifacts.live_segments import read_state
+from s3spill.artifacts.live_writer import LiveWriter
+from s3spill.artifacts.store import ArtifactStore
+from s3spill.config import LiveConfig
+from s3spill.errors import IntegrityError, InvalidRequest, LiveFenced, SourceIdError
+from s3spill.gc.metered import MeteredStore
+from s3spill.gc.models import CleanupPolicy, CleanupScope
+from s3spill.gc.plan import plan_cleanup
+from s3spill.store import ObjectStore
+
+SESSION = "live-session"
+FAST = LiveConfig(segment_bytes=1024, segment_interval=0.05, heartbeat_interval=0.2,
+                  lost_after=1.0)
+
+
+def _lines(a: int, b: int) -> bytes:
+    return b"".join(f"line {i:05d} of the output\n".encode() for i in range(a, b))
+
+
+def _writer(store: ObjectStore, config: LiveConfig = FAST) -> LiveWriter:
+    w = LiveWriter(store, SESSION, "bash", command="make test", config=config)
+    w.open()
+    return w
+
+
+def _commit(w: LiveWriter) -> None:
+    time.sleep(w.config.segment_interval + 0.01)
+    w.tick()
+
+
+def test_each_read_while_running_sees_more_and_is_verified(store: ObjectStore) -> None:
+    """Three committed rounds of output are each visible to read and grep, numbered as in the output."""
+    w = _writer(store)
+    arts = ArtifactStore(store, session_id=SESSION)
+    sid = str(w.live_id)
+    seen = []
+    for r in range(3):
+        w.feed(_lines(r * 100, (r + 1) * 100))
+        _commit(w)
+        page = arts.read_page(sid, offset=r * 100, limit=100)
+        seen.append(page.total_lines)
+        assert page.lines[0].text == f"line {r * 100:05d} of the output"
+        assert page.lines[-1].number == (r + 1) * 100
+        text = page.render()
+        assert "running, heartbeat" in text and f"since={page.byte_end}" in text
+        assert arts.grep(sid, f"line {r * 100 + 42:05d}").matches[0].line_number == r * 100 + 43
+    assert seen == [100, 200, 300]
+    assert b"".join(ln.raw() for ln in arts.read_page(sid, limit=300).lines) == _lines(0, 300)
+
+
+def test_since_reads_only_what_is_new(store: ObjectStore) -> None:
+    """A read with the previous footer's since shows only the output committed after it."""
+    w = _writer(store)
+    arts = ArtifactStore(store, session_id=SESSION)
+    sid = str(w.live_id)
+    w.feed(_lines(0, 50))
+    _commit(w)
+    first = arts.read_page(sid)
+    assert first.live.next_since == len(_lines(0, 50))  # type: ignore[attr-defined]
+    w.feed(_lines(50, 60))
+    _commit(w)
+    new = arts.read_page(sid, since=first.live.next_since)  # type: ignore[attr-defined]
+    assert [ln.number for ln in new.lines] == list(range(51, 61))
+    assert b"".join(ln.raw() for ln in new.lines) == _lines(50, 60)
+    nothing = arts.read_page(sid, since=new.live.next_since)  # type: ignore[attr-defined]
+    assert nothing.lines == () and "still running" in nothing.render()
+
+
+def test_newest_page_costs_the_same_however_long_the_output(local_store: ObjectStore) -> None:
+    """Reading the newest page of a 390-segment output fetches the state and at most two segments."""
+    w = _writer(local_store)
+    w.feed(_lines(0, 16_000))  # 400 KB: 390 segments
+    _commit(w)
+    state = read_state(local_store, w.live_id)[0]
+    assert len(state.segments) > 350
+    metered = MeteredStore(local_store)
+    arts = ArtifactStore(metered, session_id=SESSION)
+    page = arts.read_page(str(w.live_id), offset=15_990)
+    assert page.lines[-1].text == "line 15999 of the output"
+    assert metered.requests["get"] <= 3, metered.requests
+
+
+def test_a_corrupted_segment_is_an_integrity_error(store: ObjectStore) -> None:
+    """A segment whose bytes differ from the digest its state lists is refused, not shown."""
+    local_store = store
+    w = _writer(local_store)
+    w.feed(_lines(0, 10))
+    _commit(w)
+    state = read_state(local_store, w.live_id)[0]
+    seg = state.segments[0]
+    key = keys.live_segment_key(state.session_hash, state.name, seg.seq, seg.sha256)
+    frame = bytearray(local_store.get(key))
+    frame[-3] ^= 0xFF  # a stray object of the same size at the segment's key
+    local_store.delete_if_match(key, local_store.head(key).etag)
+    local_store.put_if_absent(key, bytes(frame))
+    arts = ArtifactStore(local_store, session_id=SESSION)
+    with pytest.raises(IntegrityError, match="segment 0"):
+        arts.read_page(str(w.live_id))
+
+
+def test_a_live_id_of_another_session_is_refused(local_store: ObjectStore) -> None:
+    """The session comes from the harness: another session's live id is a SourceIdError."""
+    w = _writer(local_store)
+    with pytest.raises(SourceIdError):
+        ArtifactStore(local_store, session_id="other").read_page(str(w.live_id))
+
+
+def test_the_size_cap_keeps_head_and_window_with_exact_counts(local_store: ObjectStore) -> None:
+    """Past max_bytes the middle is dropped; the state counts it; reads of it say what is kept."""
+    cap = LiveConfig(segment_bytes=1024, segment_interval=60, max_bytes=8192, head_bytes=2048)
+    w = _writer(local_store, cap)
+    data = _lines(0, 2000)  # 54 KB
+    w.feed(data)
+    w.tick()
+    w._commit()
+    state = read_state(local_store, w.live_id)[0]
+    assert state.truncated is not None and state.kept_bytes <= 8192
+    kept = {s.byte_start for s in state.segments}
+    assert 0 in kept and 1024 in kept and state.committed_bytes == len(data) - len(data) % 1024
+    assert state.truncated.dropped_bytes == state.committed_bytes - state.kept_bytes
+    assert state.truncated.dropped_lines == sum(
+        data[s:s + 1024].count(b"\n") for s in range(0, state.committed_bytes, 1024)
+        if s not in kept)
+    # the dropped segments are gone from the store, not only from the state
+    objects = [i for i in local_store.list(keys.live_prefix(state.session_hash, state.name))
+               if keys.parse_key(i.key).kind == "live_segment"]
+    assert len(objects) == len(state.segments)
+    arts = ArtifactStore(local_store, session_id=SESSION)
+    with pytest.raises(InvalidRequest, match="dropped by the live size cap"):
+        arts.read_page(str(w.live_id), offset=1000)
+    assert "truncated" in arts.read_page(str(w.live_id)).render()
+    tail = arts.read_page(str(w.live_id), offset=state.line_count - 3)
+    assert tail.lines[0].number == state.line_count - 2
+    w.close("exited", exit_code=0)
+    done = finish_live(local_store, SESSION, w.live_id, config=cap)
+    body = b"".join(arts.iter_verified(str(done.final_source_id)))
+    assert body.startswith(data[:2048]) and b"were dropped here by the live size cap" in body
+    assert body.endswith(data[-(len(data) % 1024 or 1024):])
+
+
+def test_a_stop_request_is_adopted_by_the_writer(race_store: ObjectStore) -> None:
+    """A foreign CAS (stop) makes the writer's write lose; it re-reads, keeps the stop, goes on."""
+    w = _writer(race_store)
+    cas_state(race_store, w.live_id, lambda s: {"stop_requested": True})
+    w.feed(_lines(0, 10))
+    _commit(w)
+    state = read_state(race_store, w.live_id)[0]
+    assert w.stop_requested and state.stop_requested and state.line_count == 10
+
+
+def test_a_writer_declared_lost_is_fenced(race_store: ObjectStore) -> None:
+    """Once a finisher marked the state lost (stale heartbeat), the old writer's next commit is fenced."""
+    w = _writer(race_store)
+    w.feed(_lines(0, 10))
+    _commit(w)
+    with pytest.raises(InvalidRequest, match="still running"):
+        finish_live(race_store, SESSION, w.live_id, config=FAST)
+    later = datetime.now(UTC) + timedelta(seconds=5)
+    done = finish_live(race_store, SESSION, w.live_id, config=FAST, now=later)
+    assert done.status == "lost" and done.final_source_id
+    arts = ArtifactStore(race_store, session_id=SESSION)
+    assert b"".join(arts.iter_verified(done.final_source_id)) == _lines(0, 10)
+    w.feed(_lines(10, 20))
+    with pytest.raises(LiveFenced):
+        _commit(w)
+
+
+def test_a_finished_live_id_reads_its_artifact(store: ObjectStore) -> None:
+    """After the finish the live id reads (and greps) the ordinary artifact, and the segments are gone."""
+    w = _writer(store)
+    w.feed(_lines(0, 30))
+    w.close("exited", exit_code=2)
+    done = finish_live(store, SESSION, w.live_id, config=FAST)
+    arts = ArtifactStore(store, session_id=SESSION)
+    page = arts.read_page(str(w.live_id), offset=25)
+    assert page.source_id == done.final_source_id and page.lines[-1].number == 30
+    assert "exited with code 2" in page.render() and "stored as artifact:" in page.render()
+    assert arts.grep(str(w.live_id), "line 00007").matches[0].line_number == 8
+    assert arts.read_page(str(w.live_id), since=len(_lines(0, 28))).lines[0].number == 29
+    left = [i.key for i in store.list(keys.live_prefix(done.session_hash, done.name))]
+    assert left == [keys.live_state_key(done.session_hash, done.name)]
+
+
+def test_agent_tools_read_a_live_id(local_store: ObjectStore) -> None:
+    """read_artifact and grep_artifact (what MCP serves) accept a live id, since included."""
+    w = _writer(local_store)
+    w.feed(_lines(0, 20))
+    _commit(w)
+    tools = AgentTools(local_store, SESSION)
+    text = tools.read_artifact(str(w.live_id))
+    assert "line 00019 of the output" in text and "still running" in text
+    out = tools.call(tools.read_name, {"source_id": str(w.live_id), "since": len(_lines(0, 19))})
+    assert not out.is_error and "line 00019" in out.text and "line 00018" not in out.text
+    assert "    18:" not in tools.grep_artifact(str(w.live_id), "line 0001[89]")
+    assert "    19:" in tools.grep_artifact(str(w.live_id), "line 0001[89]")
+
+
+def test_gc_never_deletes_live_objects(local_store: ObjectStore) -> None:
+    """A GC plan with the shortest TTLs lists a running output's state and segments as denied."""
+    w = _writer(local_store)
+    w.feed(_lines(0, 100))
+    _commit(w)
+    policy = CleanupPolicy(dry_run=True, orphan_ttl=timedelta(seconds=1),
+                           session_ttl=timedelta(seconds=1), allow_dangerously_short_ttl=True)
+    plan = plan_cleanup(local_store, CleanupScope(), policy,
+                        now=datetime.now(UTC) + timedelta(days=30))
+    assert plan.footer.counts.get("planned_delete", 0) == 0
+    assert plan.footer.counts["denied"] >= 2
