@@ -106,8 +106,14 @@ class LivePage(Page):
     def footer(self) -> str:
         running = self.live.status == "running"
         if self.eof and running:
-            base = (f"[end of the output so far: line {self.total_lines:,}; the command is still"
-                    " running]" if self.lines else "[no output yet; the command is still running]")
+            if self.lines:
+                base = (f"[end of the output so far: line {self.total_lines:,}; the command is"
+                        " still running]")
+            elif self.total_lines:
+                base = (f"[nothing after line {self.total_lines:,} yet; the command is still"
+                        " running]")
+            else:
+                base = "[no output yet; the command is still running]"
         elif self.eof and not self.lines:
             base = "[no new output]" if self.byte_start else super().footer()
         else:
@@ -213,6 +219,9 @@ class LiveReader:
                 if offset or char_offset:
                     raise InvalidRequest(f"{sid} has no output yet: only offset=0 can be read")
                 return self._wrap(_empty(sid, state, 0, max_chars), state, 0)
+            if offset >= total and state.status == "running":
+                return self._wrap(_empty(sid, state, state.committed_bytes, max_chars), state,
+                                  state.committed_bytes)
             if offset >= total:
                 raise InvalidRequest(f"offset {offset} is beyond the end of {sid}: it has"
                                      f" {total} lines so far (offsets 0-{total - 1})")

@@ -68,6 +68,7 @@ def cmd_read(args: argparse.Namespace) -> int:
         limit=args.limit,
         char_offset=args.char_offset,
         max_chars=args.max_chars,
+        since=args.since,
     )
     _out(page.model_dump_json() + "\n" if args.json else page.render())
     return 0
@@ -115,6 +116,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=DEFAULT_MAX_CHARS,
         help=f"page size in characters, header and footer included (default {DEFAULT_MAX_CHARS})",
     )
+    p.add_argument("--since", type=count, metavar="BYTES",
+                   help="start at the line holding this byte: a live output's footer gives the"
+                        " value that shows only what is new")
     p.add_argument("--json", action="store_true", help="print the structured Page as JSON")
     p.set_defaults(func=cmd_read)
 

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 
 from s3spill.cli.common import session_from_args, store_from_args, utf8
+from s3spill.cli.live_cmds import add_background_flags, run_background
 from s3spill.spill.spiller import Spiller
 
 #: Exit status when the command cannot be started at all (as in a shell).
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="tool name that selects the spill policy (default: bash)")
     p.add_argument("--call-id", type=utf8, help="call id recorded with the stored output")
     p.add_argument("--json", action="store_true", help="print the whole SpillResult as JSON")
+    add_background_flags(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="the command to run, after --")
     p.set_defaults(func=run)
@@ -58,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         print("s3spill run: no command given (usage: s3spill run [--tool NAME] [--json] -- CMD ARGS...)",
               file=sys.stderr)
         return 2
+    if args.background:
+        return run_background(args, cmd)
     session = session_from_args(args)
     store = store_from_args(args)
     try:
