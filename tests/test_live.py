@@ -218,3 +218,43 @@ def test_gc_never_deletes_live_objects(local_store: ObjectStore) -> None:
                         now=datetime.now(UTC) + timedelta(days=30))
     assert plan.footer.counts.get("planned_delete", 0) == 0
     assert plan.footer.counts["denied"] >= 2
+
+
+def test_spiller_start_runs_a_command_in_the_background(local_store: ObjectStore) -> None:
+    """Spiller.start returns at once; the handle reads as it runs, waits for the exit code, and stores it."""
+    from s3spill.spill.spiller import Spiller
+
+    with Spiller(local_store, SESSION) as spiller:
+        handle = spiller.start(["sh", "-c", "echo one; sleep 0.6; echo two; exit 3"],
+                               config=LiveConfig(segment_interval=0.1))
+        time.sleep(0.4)
+        first = spiller.artifacts.read_page(handle.source_id)
+        assert [ln.text for ln in first.lines] == ["one"] and handle.status().status == "running"
+        final = handle.wait(10)
+        assert final is not None and final.status == "exited" and final.exit_code == 3
+        body = b"".join(spiller.artifacts.iter_verified(str(final.final_source_id)))
+        assert body == b"one\ntwo\n"
+
+
+def test_spiller_start_drains_a_stream_and_stop_ends_a_command(local_store: ObjectStore) -> None:
+    """An iterable is stored as it is drained; stop() ends a command as killed, its output kept."""
+    from s3spill.spill.spiller import Spiller
+
+    with Spiller(local_store, SESSION) as spiller:
+        done = spiller.start(iter([b"a\n", b"b\n"]), tool="stream").wait(10)
+        assert done is not None and done.status == "exited" and done.exit_code is None
+        assert b"".join(spiller.artifacts.iter_verified(str(done.final_source_id))) == b"a\nb\n"
+        handle = spiller.start(["sh", "-c", "echo started; exec sleep 60"],
+                               config=LiveConfig(segment_interval=0.1))
+        time.sleep(0.5)
+        stopped = handle.stop()
+        assert stopped is not None and stopped.status == "killed" and stopped.signal == 15
+        assert b"".join(spiller.artifacts.iter_verified(str(stopped.final_source_id))) == b"started\n"
+
+
+def test_a_quiet_writer_is_not_called_lost_before_three_of_its_heartbeats(local_store: ObjectStore) -> None:
+    """A reader with a short lost_after still waits three of the writer's own heartbeat intervals."""
+    w = _writer(local_store, LiveConfig(heartbeat_interval=30, lost_after=1))
+    state = read_state(local_store, w.live_id)[0]
+    assert state.effective_status(state.heartbeat + timedelta(seconds=60), 1) == "running"
+    assert state.effective_status(state.heartbeat + timedelta(seconds=91), 1) == "lost"

@@ -70,6 +70,9 @@ class LiveState(Record):
     codec: Codec
     created_at: datetime
     heartbeat: datetime
+    #: The writer's heartbeat cadence: a reader never calls a state lost before three of
+    #: them passed, whatever its own ``lost_after``.
+    heartbeat_interval: float = Field(default=5.0, gt=0)
     #: Bumped by every write; with ``writer`` it decides whether an unknown outcome landed.
     version: int = Field(ge=0)
     writer: str
@@ -138,7 +141,7 @@ class LiveState(Record):
         return sum(s.size for s in self.segments)
 
     def lost_at(self, lost_after: float) -> datetime:
-        return self.heartbeat + timedelta(seconds=lost_after)
+        return self.heartbeat + timedelta(seconds=max(lost_after, 3 * self.heartbeat_interval))
 
     def effective_status(self, now: datetime, lost_after: float) -> LiveStatus:
         """``lost`` for a running state whose heartbeat is older than ``lost_after``."""

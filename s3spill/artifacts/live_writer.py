@@ -127,7 +127,8 @@ class LiveWriter:
             state = LiveState(
                 session_hash=self.shash, name=name, tool=self.tool, label=self.label,
                 command=self.command, codec=self.codec, created_at=now, heartbeat=now,
-                version=0, writer=self.writer, host=socket.gethostname()[:255],
+                heartbeat_interval=self.config.heartbeat_interval, version=0,
+                writer=self.writer, host=socket.gethostname()[:255],
                 supervisor_pid=os.getpid(), command_pid=command_pid)
             try:
                 put = self.store.put_if_absent(keys.live_state_key(self.shash, name),
@@ -160,10 +161,14 @@ class LiveWriter:
     def tick(self) -> None:
         """Time-driven work: cut a segment that is due, commit, or write the heartbeat."""
         now = self._clock()
-        if self._buf and self._buf_since is not None and (
-                now - self._buf_since >= self.config.segment_interval):
+        aged = bool(self._buf) and self._buf_since is not None and (
+            now - self._buf_since >= self.config.segment_interval)
+        if aged:
             self._cut(len(self._buf))
-        if self._pending or now - self._last_state >= self.config.heartbeat_interval:
+        # A time cut is committed at once (its bytes waited a whole interval already; a
+        # buffer ages at most once per interval); size cuts wait for the next interval.
+        if aged or (self._pending and now - self._last_state >= self.config.segment_interval) or (
+                now - self._last_state >= self.config.heartbeat_interval):
             self._commit()
 
     def wait_hint(self) -> float:
@@ -173,7 +178,7 @@ class LiveWriter:
         if self._buf_since is not None and self._buf:
             due.append(self._buf_since + self.config.segment_interval)
         if self._pending:
-            due.append(now)
+            due.append(self._last_state + self.config.segment_interval)
         return max(0.0, min(due) - now)
 
     def close(self, status: str, *, exit_code: int | None = None, signal: int | None = None,
