@@ -52,7 +52,8 @@ _SHRINK_STEPS = 8
 
 SOURCE_ID_HELP = (
     'The source_id from an s3spill pointer: the text after stored as source_id="…", e.g. '
-    "artifact:<32 hex>:<name>:<16 hex>. Copy it exactly."
+    "artifact:<32 hex>:<name>:<16 hex>; or live:<32 hex>:<name> for the output of a command "
+    "running in the background (what is committed so far). Copy it exactly."
 )
 
 READ_DESCRIPTION = """\
