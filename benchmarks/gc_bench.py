@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from s3spill import keys  # noqa: E402
 from s3spill.config import TransferConfig  # noqa: E402
 from s3spill.gc.apply import apply_cleanup  # noqa: E402
-from s3spill.gc.metered import MeteredStore  # noqa: E402
+from s3spill.gc.metered_store import MeteredStore  # noqa: E402
 from s3spill.gc.models import CleanupPolicy, CleanupScope  # noqa: E402
 from s3spill.gc.plan import plan_cleanup  # noqa: E402
 from s3spill.leases.journal import LeaseJournal  # noqa: E402

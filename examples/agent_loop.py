@@ -8,7 +8,7 @@ lease, and answers. Each step is printed with the context size before and after.
     python examples/agent_loop.py                       # a temporary local store
     python examples/agent_loop.py --store s3://bucket/prefix --session my-session
 
-The loop itself is :func:`s3spill.agent.example.run_agent_example` (also the main act of
+The loop itself is :func:`s3spill.demo.scripted_agent.run_agent_example` (also the main act of
 ``s3spill demo``); read that module to see the harness side.
 """
 
@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from s3spill import open_store
-from s3spill.agent.example import run_agent_example
+from s3spill.demo.scripted_agent import run_agent_example
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,9 +4,16 @@ The model's context gets a bounded head/tail preview plus a pointer it can page
 through; the full output lives in S3 (or a local directory), protected by a lease
 journal from a garbage collector that deletes only what nothing references.
 
+This is the headline API: the entry points a harness wires in, the records it
+handles, and every exception it may need to catch. Everything else stays importable
+from its subpackage (the pure context helpers from :mod:`s3spill.context`, paging and
+search from :mod:`s3spill.artifacts`, reconciliation from :mod:`s3spill.leases`).
+
 Names are imported lazily (PEP 562): ``import s3spill`` costs next to nothing, and a
 process that uses one corner (``s3spill read``) never imports boto3, GC or the agent
-layer. Type checkers see the ordinary imports below.
+layer. :data:`_EXPORTS` is the one list; ``__all__`` and the lazy lookup derive from
+it. Type checkers see the ``TYPE_CHECKING`` imports below, which a test keeps equal to
+:data:`_EXPORTS`.
 """
 
 from __future__ import annotations
@@ -15,194 +22,141 @@ import importlib
 from typing import TYPE_CHECKING
 
 from s3spill._version import __version__ as __version__
-from s3spill.errors import (
-    AlreadyExists,
-    ArtifactCondemned,
-    ArtifactPublicationRejected,
-    ArtifactReferenced,
-    CleanupRefused,
-    ConditionalConflict,
-    ConfigError,
-    DanglingReference,
-    IntegrityError,
-    InvalidKey,
-    InvalidRequest,
-    JournalContention,
-    JournalCorrupt,
-    JournalError,
-    NotFound,
-    PreconditionFailed,
-    S3SpillError,
-    SourceIdError,
-    StoreCapabilityError,
-    StoreError,
-    StoreUnavailable,
-    StreamNotReplayable,
-    TransactionStateError,
-    UnsupportedOperation,
-)
 
 if TYPE_CHECKING:
-    from s3spill.agent.aio import AsyncAgentTools, AsyncSpiller, aexternalize
-    from s3spill.agent.tools import AgentTools, ToolOutcome
-    from s3spill.artifacts.index import ArtifactIndex
-    from s3spill.artifacts.paging import Page, PageLine
-    from s3spill.artifacts.search import GrepMatch, GrepResult
-    from s3spill.artifacts.store import ArtifactStore
-    from s3spill.config import TransferConfig
-    from s3spill.context.blocks import (
-        BlockPlan,
-        ImageBlock,
-        TextBlock,
-        default_image_price,
-        full_text_chunks,
-        plan_blocks,
-        render_blocks,
-    )
-    from s3spill.context.budget import (
-        TurnBudgetReport,
-        TurnResult,
-        enforce_turn_budget,
-    )
-    from s3spill.context.logcompress import (
-        CompressedLog,
-        compress_log,
-    )
-    from s3spill.context.pointer import (
-        DegradedFacts,
-        PointerFacts,
-        RenderedContext,
-        render_degraded,
-        render_pointer,
-        summarize,
-    )
-    from s3spill.context.policy import (
-        SpillPolicy,
-        ToolPolicy,
-    )
-    from s3spill.context.retention import (
-        ItemRetainer,
-        ItemStrategy,
-        Omitted,
-        PushDecision,
-        RetainedItems,
-        RetainedText,
-        RetentionNotice,
-        TextRetainer,
-        TextStrategy,
-        describe_omitted,
-        format_retention_notice,
-    )
-    from s3spill.context.salient import (
-        SalientLine,
-        SalientScanner,
-    )
-    from s3spill.context.tokens import (
-        ContextBudget,
-        TokenCounter,
-        default_token_counter,
-        estimate_tokens,
-    )
-    from s3spill.gc.apply import apply_cleanup
-    from s3spill.gc.doc import CleanupPlan
-    from s3spill.gc.models import CleanupPolicy, CleanupReport, CleanupScope
-    from s3spill.gc.plan import plan_cleanup
-    from s3spill.keys import SourceId
-    from s3spill.leases.journal import LeaseJournal, new_transaction_id
-    from s3spill.leases.owner import ArtifactReferenceOwner, OwnerObservation, S3ReferenceOwner
-    from s3spill.leases.reconcile import ReconciliationReport, reconcile_pending, reconcile_reference
-    from s3spill.leases.references import publish_memory_reference, remove_memory_reference
-    from s3spill.models import (
-        ArtifactMemoryReference,
-        ArtifactReference,
-        ArtifactRetentionClaim,
-    )
-    from s3spill.spill.spiller import Spiller, SpillResult
-    from s3spill.store import ObjectInfo, ObjectStore, PutResult, StoreCapabilities, open_store
+    from s3spill.agent.aio import AsyncAgentTools as AsyncAgentTools
+    from s3spill.agent.aio import AsyncSpiller as AsyncSpiller
+    from s3spill.agent.aio import aexternalize as aexternalize
+    from s3spill.agent.tools import AgentTools as AgentTools
+    from s3spill.agent.tools import ToolOutcome as ToolOutcome
+    from s3spill.artifacts.store import ArtifactStore as ArtifactStore
+    from s3spill.config import LiveConfig as LiveConfig
+    from s3spill.config import TransferConfig as TransferConfig
+    from s3spill.context.budget import TurnResult as TurnResult
+    from s3spill.context.policy import SpillPolicy as SpillPolicy
+    from s3spill.context.policy import ToolPolicy as ToolPolicy
+    from s3spill.errors import AlreadyExists as AlreadyExists
+    from s3spill.errors import ArtifactCondemned as ArtifactCondemned
+    from s3spill.errors import ArtifactExpired as ArtifactExpired
+    from s3spill.errors import ArtifactPublicationRejected as ArtifactPublicationRejected
+    from s3spill.errors import ArtifactReferenced as ArtifactReferenced
+    from s3spill.errors import CleanupRefused as CleanupRefused
+    from s3spill.errors import ConditionalConflict as ConditionalConflict
+    from s3spill.errors import ConfigError as ConfigError
+    from s3spill.errors import DanglingReference as DanglingReference
+    from s3spill.errors import GcLockLost as GcLockLost
+    from s3spill.errors import GcRunLocked as GcRunLocked
+    from s3spill.errors import IntegrityError as IntegrityError
+    from s3spill.errors import InvalidKey as InvalidKey
+    from s3spill.errors import InvalidRequest as InvalidRequest
+    from s3spill.errors import JournalContention as JournalContention
+    from s3spill.errors import JournalCorrupt as JournalCorrupt
+    from s3spill.errors import JournalError as JournalError
+    from s3spill.errors import LiveFenced as LiveFenced
+    from s3spill.errors import NotFound as NotFound
+    from s3spill.errors import PreconditionFailed as PreconditionFailed
+    from s3spill.errors import S3SpillError as S3SpillError
+    from s3spill.errors import SourceIdError as SourceIdError
+    from s3spill.errors import StoreCapabilityError as StoreCapabilityError
+    from s3spill.errors import StoreError as StoreError
+    from s3spill.errors import StoreUnavailable as StoreUnavailable
+    from s3spill.errors import StreamNotReplayable as StreamNotReplayable
+    from s3spill.errors import TransactionStateError as TransactionStateError
+    from s3spill.errors import UnsupportedOperation as UnsupportedOperation
+    from s3spill.gc.apply import apply_cleanup as apply_cleanup
+    from s3spill.gc.models import CleanupPolicy as CleanupPolicy
+    from s3spill.gc.models import CleanupReport as CleanupReport
+    from s3spill.gc.models import CleanupScope as CleanupScope
+    from s3spill.gc.plan import plan_cleanup as plan_cleanup
+    from s3spill.gc.planfile import CleanupPlan as CleanupPlan
+    from s3spill.keys import LiveId as LiveId
+    from s3spill.keys import SourceId as SourceId
+    from s3spill.leases.journal import LeaseJournal as LeaseJournal
+    from s3spill.leases.journal import new_transaction_id as new_transaction_id
+    from s3spill.leases.owner import ArtifactReferenceOwner as ArtifactReferenceOwner
+    from s3spill.leases.owner import S3ReferenceOwner as S3ReferenceOwner
+    from s3spill.leases.references import publish_memory_reference as publish_memory_reference
+    from s3spill.leases.references import remove_memory_reference as remove_memory_reference
+    from s3spill.models import ArtifactMemoryReference as ArtifactMemoryReference
+    from s3spill.models import ArtifactReference as ArtifactReference
+    from s3spill.models import ArtifactRetentionClaim as ArtifactRetentionClaim
+    from s3spill.spill.live import LiveHandle as LiveHandle
+    from s3spill.spill.spiller import Spiller as Spiller
+    from s3spill.spill.spiller import SpillResult as SpillResult
+    from s3spill.store import ObjectStore as ObjectStore
+    from s3spill.store import open_store as open_store
 
-#: Public name -> the module that defines it (imported on first use).
-_LAZY: dict[str, str] = {
+#: The headline API, the one list: public name -> the module that defines it
+#: (imported on first use). Kept sorted by name; ``__all__`` is its keys.
+_EXPORTS: dict[str, str] = {
+    "AgentTools": "s3spill.agent.tools",
+    "AlreadyExists": "s3spill.errors",
+    "ArtifactCondemned": "s3spill.errors",
+    "ArtifactExpired": "s3spill.errors",
+    "ArtifactMemoryReference": "s3spill.models",
+    "ArtifactPublicationRejected": "s3spill.errors",
+    "ArtifactReference": "s3spill.models",
+    "ArtifactReferenceOwner": "s3spill.leases.owner",
+    "ArtifactReferenced": "s3spill.errors",
+    "ArtifactRetentionClaim": "s3spill.models",
+    "ArtifactStore": "s3spill.artifacts.store",
     "AsyncAgentTools": "s3spill.agent.aio",
     "AsyncSpiller": "s3spill.agent.aio",
-    "aexternalize": "s3spill.agent.aio",
-    "AgentTools": "s3spill.agent.tools",
-    "ToolOutcome": "s3spill.agent.tools",
-    "ArtifactIndex": "s3spill.artifacts.index",
-    "Page": "s3spill.artifacts.paging",
-    "PageLine": "s3spill.artifacts.paging",
-    "GrepMatch": "s3spill.artifacts.search",
-    "GrepResult": "s3spill.artifacts.search",
-    "ArtifactStore": "s3spill.artifacts.store",
-    "TransferConfig": "s3spill.config",
-    "BlockPlan": "s3spill.context.blocks",
-    "ImageBlock": "s3spill.context.blocks",
-    "TextBlock": "s3spill.context.blocks",
-    "default_image_price": "s3spill.context.blocks",
-    "full_text_chunks": "s3spill.context.blocks",
-    "plan_blocks": "s3spill.context.blocks",
-    "render_blocks": "s3spill.context.blocks",
-    "TurnBudgetReport": "s3spill.context.budget",
-    "TurnResult": "s3spill.context.budget",
-    "enforce_turn_budget": "s3spill.context.budget",
-    "CompressedLog": "s3spill.context.logcompress",
-    "compress_log": "s3spill.context.logcompress",
-    "DegradedFacts": "s3spill.context.pointer",
-    "PointerFacts": "s3spill.context.pointer",
-    "RenderedContext": "s3spill.context.pointer",
-    "render_degraded": "s3spill.context.pointer",
-    "render_pointer": "s3spill.context.pointer",
-    "summarize": "s3spill.context.pointer",
-    "SpillPolicy": "s3spill.context.policy",
-    "ToolPolicy": "s3spill.context.policy",
-    "ItemRetainer": "s3spill.context.retention",
-    "ItemStrategy": "s3spill.context.retention",
-    "Omitted": "s3spill.context.retention",
-    "PushDecision": "s3spill.context.retention",
-    "RetainedItems": "s3spill.context.retention",
-    "RetainedText": "s3spill.context.retention",
-    "RetentionNotice": "s3spill.context.retention",
-    "TextRetainer": "s3spill.context.retention",
-    "TextStrategy": "s3spill.context.retention",
-    "describe_omitted": "s3spill.context.retention",
-    "format_retention_notice": "s3spill.context.retention",
-    "SalientLine": "s3spill.context.salient",
-    "SalientScanner": "s3spill.context.salient",
-    "ContextBudget": "s3spill.context.tokens",
-    "TokenCounter": "s3spill.context.tokens",
-    "default_token_counter": "s3spill.context.tokens",
-    "estimate_tokens": "s3spill.context.tokens",
-    "apply_cleanup": "s3spill.gc.apply",
-    "CleanupPlan": "s3spill.gc.doc",
+    "CleanupPlan": "s3spill.gc.planfile",
     "CleanupPolicy": "s3spill.gc.models",
+    "CleanupRefused": "s3spill.errors",
     "CleanupReport": "s3spill.gc.models",
     "CleanupScope": "s3spill.gc.models",
-    "plan_cleanup": "s3spill.gc.plan",
-    "SourceId": "s3spill.keys",
+    "ConditionalConflict": "s3spill.errors",
+    "ConfigError": "s3spill.errors",
+    "DanglingReference": "s3spill.errors",
+    "GcLockLost": "s3spill.errors",
+    "GcRunLocked": "s3spill.errors",
+    "IntegrityError": "s3spill.errors",
+    "InvalidKey": "s3spill.errors",
+    "InvalidRequest": "s3spill.errors",
+    "JournalContention": "s3spill.errors",
+    "JournalCorrupt": "s3spill.errors",
+    "JournalError": "s3spill.errors",
     "LeaseJournal": "s3spill.leases.journal",
-    "new_transaction_id": "s3spill.leases.journal",
-    "ArtifactReferenceOwner": "s3spill.leases.owner",
-    "OwnerObservation": "s3spill.leases.owner",
+    "LiveConfig": "s3spill.config",
+    "LiveFenced": "s3spill.errors",
+    "LiveHandle": "s3spill.spill.live",
+    "LiveId": "s3spill.keys",
+    "NotFound": "s3spill.errors",
+    "ObjectStore": "s3spill.store",
+    "PreconditionFailed": "s3spill.errors",
     "S3ReferenceOwner": "s3spill.leases.owner",
-    "ReconciliationReport": "s3spill.leases.reconcile",
-    "reconcile_pending": "s3spill.leases.reconcile",
-    "reconcile_reference": "s3spill.leases.reconcile",
+    "S3SpillError": "s3spill.errors",
+    "SourceId": "s3spill.keys",
+    "SourceIdError": "s3spill.errors",
+    "SpillPolicy": "s3spill.context.policy",
+    "SpillResult": "s3spill.spill.spiller",
+    "Spiller": "s3spill.spill.spiller",
+    "StoreCapabilityError": "s3spill.errors",
+    "StoreError": "s3spill.errors",
+    "StoreUnavailable": "s3spill.errors",
+    "StreamNotReplayable": "s3spill.errors",
+    "ToolOutcome": "s3spill.agent.tools",
+    "ToolPolicy": "s3spill.context.policy",
+    "TransactionStateError": "s3spill.errors",
+    "TransferConfig": "s3spill.config",
+    "TurnResult": "s3spill.context.budget",
+    "UnsupportedOperation": "s3spill.errors",
+    "aexternalize": "s3spill.agent.aio",
+    "apply_cleanup": "s3spill.gc.apply",
+    "new_transaction_id": "s3spill.leases.journal",
+    "open_store": "s3spill.store",
+    "plan_cleanup": "s3spill.gc.plan",
     "publish_memory_reference": "s3spill.leases.references",
     "remove_memory_reference": "s3spill.leases.references",
-    "ArtifactMemoryReference": "s3spill.models",
-    "ArtifactReference": "s3spill.models",
-    "ArtifactRetentionClaim": "s3spill.models",
-    "Spiller": "s3spill.spill.spiller",
-    "SpillResult": "s3spill.spill.spiller",
-    "ObjectInfo": "s3spill.store",
-    "ObjectStore": "s3spill.store",
-    "PutResult": "s3spill.store",
-    "StoreCapabilities": "s3spill.store",
-    "open_store": "s3spill.store",
 }
+
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
+    module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 's3spill' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
@@ -212,108 +166,3 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-__all__ = [
-    "AgentTools",
-    "AlreadyExists",
-    "ArtifactCondemned",
-    "ArtifactIndex",
-    "ArtifactMemoryReference",
-    "ArtifactPublicationRejected",
-    "ArtifactReference",
-    "ArtifactReferenceOwner",
-    "ArtifactReferenced",
-    "ArtifactRetentionClaim",
-    "ArtifactStore",
-    "AsyncAgentTools",
-    "AsyncSpiller",
-    "BlockPlan",
-    "CleanupPlan",
-    "CleanupPolicy",
-    "CleanupRefused",
-    "CleanupReport",
-    "CleanupScope",
-    "CompressedLog",
-    "ConditionalConflict",
-    "ConfigError",
-    "ContextBudget",
-    "DanglingReference",
-    "DegradedFacts",
-    "GrepMatch",
-    "GrepResult",
-    "ImageBlock",
-    "IntegrityError",
-    "InvalidKey",
-    "InvalidRequest",
-    "ItemRetainer",
-    "ItemStrategy",
-    "JournalContention",
-    "JournalCorrupt",
-    "JournalError",
-    "LeaseJournal",
-    "NotFound",
-    "ObjectInfo",
-    "ObjectStore",
-    "Omitted",
-    "OwnerObservation",
-    "Page",
-    "PageLine",
-    "PointerFacts",
-    "PreconditionFailed",
-    "PushDecision",
-    "PutResult",
-    "ReconciliationReport",
-    "RenderedContext",
-    "RetainedItems",
-    "RetainedText",
-    "RetentionNotice",
-    "S3ReferenceOwner",
-    "S3SpillError",
-    "SalientLine",
-    "SalientScanner",
-    "SourceId",
-    "SourceIdError",
-    "SpillPolicy",
-    "SpillResult",
-    "Spiller",
-    "StoreCapabilities",
-    "StoreCapabilityError",
-    "StoreError",
-    "StoreUnavailable",
-    "StreamNotReplayable",
-    "TextBlock",
-    "TextRetainer",
-    "TextStrategy",
-    "TokenCounter",
-    "ToolOutcome",
-    "ToolPolicy",
-    "TransactionStateError",
-    "TransferConfig",
-    "TurnBudgetReport",
-    "TurnResult",
-    "UnsupportedOperation",
-    "aexternalize",
-    "apply_cleanup",
-    "compress_log",
-    "default_image_price",
-    "default_token_counter",
-    "describe_omitted",
-    "enforce_turn_budget",
-    "estimate_tokens",
-    "format_retention_notice",
-    "full_text_chunks",
-    "new_transaction_id",
-    "open_store",
-    "plan_blocks",
-    "plan_cleanup",
-    "publish_memory_reference",
-    "reconcile_pending",
-    "reconcile_reference",
-    "remove_memory_reference",
-    "render_blocks",
-    "render_degraded",
-    "render_pointer",
-    "summarize",
-]
-

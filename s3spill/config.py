@@ -3,6 +3,12 @@
 Knobs live here rather than as keyword arguments scattered through the call graph so
 that a deployment can tune a fleet from one place and tests can shrink part sizes and
 deadlines without reaching into internals.
+
+The fields fall into three jobs, in this order: talking to the store (sizes,
+concurrency, retries, timeouts), the lease journal's layout (``journal_*``), and the
+artifact layout at rest (``index_chunk_size``, compression). They share one object
+because the journal's CAS loop also obeys the store deadline and the artifact writer
+the multipart threshold and concurrency.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ MiB = 1024 * 1024
 
 
 class TransferConfig(BaseModel):
-    """Sizes, concurrency and retry budget for talking to an object store."""
+    """Sizes, concurrency and retry budget for the store; the journal's and the artifacts' layout."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -41,6 +47,8 @@ class TransferConfig(BaseModel):
     #: botocore's request/response checksum behaviour; ``when_required`` for endpoints
     #: that reject the newer default checksum headers.
     checksum_mode: Literal["when_supported", "when_required"] = "when_supported"
+
+    # -- the lease journal's layout ------------------------------------------------
     #: Compare-and-swap attempts on a journal manifest before JournalContention; each
     #: lost attempt re-reads, re-validates and re-applies after a jittered backoff.
     journal_cas_attempts: int = Field(default=40, ge=1)
@@ -54,6 +62,8 @@ class TransferConfig(BaseModel):
     #: cuts the last of them, from records it already verified): keeps the number of
     #: objects a fresh reader fetches near one per ``16 * 16`` records.
     journal_merge_segments: int = Field(default=16, ge=2)
+
+    # -- the artifact layout at rest -----------------------------------------------
     #: Verification unit of an artifact's sidecar index: a page read fetches and hashes
     #: whole chunks, so it transfers at most its own bytes plus two chunks (and the index).
     index_chunk_size: int = Field(default=1 * MiB, ge=16, le=64 * MiB)

@@ -23,7 +23,7 @@ import hcl2
 from hcl2 import SerializationOptions
 
 from s3spill import keys
-from s3spill.doctor import SCRATCH
+from s3spill.store.probes import SCRATCH
 
 REPO = Path(__file__).resolve().parent.parent
 MODULE_DIR = REPO / "terraform" / "modules" / "s3spill"
@@ -349,7 +349,7 @@ def role_violations(module: Module, root: str = "") -> list[str]:
             out.append(f"gc role cannot {action}")
 
     # `s3spill doctor` (run by GC to pick its delete method) writes, reads and removes
-    # scratch objects under s3spill.doctor.SCRATCH; the bucket policy must let it clean up.
+    # scratch objects under s3spill.store.probes.SCRATCH; the bucket policy must let it clean up.
     probe = obj(f"{SCRATCH}/0123456789abcdef/object", root)
     for action in ("s3:PutObject", "s3:GetObject", "s3:DeleteObjectVersion", "s3:AbortMultipartUpload"):
         if not identity_allows(gc, Request(action, probe)):

@@ -9,7 +9,7 @@ import anyio
 from mcp import Client
 
 from s3spill import keys
-from s3spill.agent.mcp_server import build_server, spiller_externalizer
+from s3spill.agent.mcp.server import build_server, spiller_externalizer
 from s3spill.agent.tools import AgentTools
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.spill.spiller import Spiller

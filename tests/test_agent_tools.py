@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from s3spill.agent.mcp_server import build_server
+from s3spill.agent.mcp.server import build_server
 from s3spill.agent.tools import AgentTools, ToolOutcome
 from s3spill.artifacts.paging import unrender
 from s3spill.artifacts.store import ArtifactStore

@@ -29,7 +29,7 @@ from s3spill.store.s3.store import S3Store
 from s3spill.testing import drop_response_after_send, inject_http_errors
 from tests.artifact_support import CountingStore, overwrite, read_all, stored_content
 from tests.conftest import TEST_CONFIG
-from tests.gc_helpers import later
+from tests.gc_support import later
 
 CHUNK = 4096
 TEXT = TEST_CONFIG.model_copy(update={"index_chunk_size": CHUNK})

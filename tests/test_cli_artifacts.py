@@ -64,8 +64,8 @@ def test_session_flag_binds_reads(
     sid = out.splitlines()[0].decode()
     code, out, err = _run(capsysbinary, monkeypatch, store, "--session", "B", "read", sid)
     assert code == 2 and out == b"" and "SourceIdError" in err and err.count("\n") == 1
-    code, out, err = _run(capsysbinary, monkeypatch, store, "read", sid)
-    assert code == 2 and "no session" in err
+    code, out, err = _run(capsysbinary, monkeypatch, store, "read", sid)  # this directory's session
+    assert code == 2 and out == b"" and "SourceIdError" in err
 
 
 def test_integrity_failure_prints_nothing_unverified(

@@ -18,7 +18,7 @@ from s3spill.store import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import EmbeddedS3, child_env
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+CONFIGURATION = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 LINE = re.compile(r"^s3spill: error: .+ \(.+\)\n$")
 
 
@@ -36,9 +36,9 @@ def _child(argv: list[str], tmp_path: Path, *, stdin: bytes = b"", env: dict[str
                           capture_output=True, timeout=120, preexec_fn=preexec)  # type: ignore[arg-type]
 
 
-def test_readme_shows_the_exit_code_table() -> None:
-    """The README's exit-code table is the one the CLI uses, word for word."""
-    assert markdown_table() in README.read_text(encoding="utf-8")
+def test_docs_show_the_exit_code_table() -> None:
+    """docs/configuration.md's exit-code table is the one the CLI uses, word for word."""
+    assert markdown_table() in CONFIGURATION.read_text(encoding="utf-8")
 
 
 def test_every_code_has_one_meaning() -> None:
@@ -177,7 +177,7 @@ def test_journal_verify_exits_corrupt_when_the_manifest_fails_its_digest(
         store: ObjectStore, capsys: pytest.CaptureFixture[str]) -> None:
     """A manifest whose bytes no longer match their stored SHA-256 is corrupt: exit 5, not 2."""
     from s3spill import keys
-    from tests.journal_helpers import SESSION, put_artifact
+    from tests.journal_support import SESSION, put_artifact
 
     claim, _ = put_artifact(store)
     assert main(["--store", store.url, "--session", SESSION, "ref", "publish", claim.source_id]) == 0

@@ -11,7 +11,7 @@ from s3spill.cli import main
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import S3ReferenceOwner
 from s3spill.store.base import ObjectStore
-from tests.journal_helpers import SESSION, put_artifact
+from tests.journal_support import SESSION, put_artifact
 
 
 def run(store: ObjectStore, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

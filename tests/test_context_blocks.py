@@ -8,7 +8,7 @@ import zlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3spill.context.blocks import (
+from s3spill.context.block_plan import (
     MAX_LOCATOR_CHARS,
     UNKNOWN_IMAGE_TOKENS,
     Block,

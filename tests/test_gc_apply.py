@@ -10,17 +10,17 @@ import pytest
 from s3spill import keys
 from s3spill.errors import ArtifactCondemned, CleanupRefused, NotFound, StoreUnavailable
 from s3spill.gc.apply import apply_cleanup, choose_delete_method
-from s3spill.gc.doc import PlanWriter
-from s3spill.gc.metered import MeteredStore
-from s3spill.gc.models import CleanupPolicy, CleanupScope, PlanEntry
+from s3spill.gc.metered_store import MeteredStore
+from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
+from s3spill.gc.planfile import PlanEntry, PlanWriter
 from s3spill.keys import SourceId
 from s3spill.leases.journal import LeaseJournal
 from s3spill.models import ArtifactRetentionClaim
 from s3spill.store.base import ObjectStore, StoreCapabilities
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import Fault, FaultyStore
-from tests.gc_helpers import claim_for, later, put_artifact
+from tests.gc_support import claim_for, later, put_artifact
 
 REAL = CleanupPolicy(dry_run=False)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ from s3spill.cli import main
 from s3spill.cli.gc_cmds import EXIT_REFUSED
 from s3spill.leases.journal import LeaseJournal
 from s3spill.store.local import LocalStore
-from tests.gc_helpers import put_artifact
+from tests.gc_support import put_artifact
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object]]:
@@ -62,9 +63,21 @@ def test_plan_to_store_then_apply_by_id(local_store: LocalStore, capsys: pytest.
     assert code == EXIT_REFUSED
 
 
-def test_gc_without_scope_is_an_error(local_store: LocalStore, capsys: pytest.CaptureFixture[str],
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """`gc plan` needs --session or --all (or $S3SPILL_SESSION); otherwise exit 2 with a message."""
-    monkeypatch.delenv("S3SPILL_SESSION", raising=False)
-    assert main(["--store", local_store.url, "gc", "plan"]) == 2
-    assert "--all" in capsys.readouterr().err
+def test_gc_without_scope_plans_the_directory_session(local_store: LocalStore, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gc plan` without --session or --all plans this directory's session, and no other."""
+    for name in ("S3SPILL_SESSION", "CLAUDE_SESSION_ID"):
+        monkeypatch.delenv(name, raising=False)
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"x\n" * 10)))
+    assert main(["--store", local_store.url, "spill"]) == 0
+    capsys.readouterr()
+    assert main(["--store", local_store.url, "gc", "plan"]) == 0
+    assert json.loads(capsys.readouterr().out)["sessions"] == 1
+    monkeypatch.chdir(elsewhere)
+    assert main(["--store", local_store.url, "gc", "plan"]) == 0
+    assert json.loads(capsys.readouterr().out)["sessions"] == 0

@@ -20,7 +20,7 @@ from s3spill.gc.plan import plan_cleanup
 from s3spill.leases.journal import LeaseJournal
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3, child_env
-from tests.gc_helpers import claim_for, later, put_artifact
+from tests.gc_support import claim_for, later, put_artifact
 
 pytestmark = pytest.mark.slow
 REAL = CleanupPolicy(dry_run=False)
@@ -101,7 +101,7 @@ def test_killed_between_delete_and_deleted_record_next_run_records(
     assert LeaseJournal(server_store, "crash").view().condemned == ()
     assert _exists(server_store, keys.artifact_key(shash, kept))
     # The original plan, applied late, finds everything already gone.
-    from s3spill.gc.doc import CleanupPlan
+    from s3spill.gc.planfile import CleanupPlan
 
     assert apply_cleanup(server_store, CleanupPlan.open(plan_path), now=later).counts == {
         "already_missing": 3, "retained_referenced": 1, "denied": 1}

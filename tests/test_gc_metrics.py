@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from s3spill.gc.metrics import RunMetrics, push_metrics, write_textfile
+from s3spill.gc.prometheus import RunMetrics, push_metrics, write_textfile
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,12 +9,12 @@ import pytest
 
 from s3spill import keys
 from s3spill.errors import CleanupRefused
-from s3spill.gc.doc import CleanupPlan, load_plan_from_store, save_plan_to_store
 from s3spill.gc.models import CleanupPolicy, CleanupScope, parse_duration
 from s3spill.gc.plan import plan_cleanup
+from s3spill.gc.planfile import CleanupPlan, load_plan_from_store, save_plan_to_store
 from s3spill.leases.journal import LeaseJournal
 from s3spill.store.base import ObjectStore
-from tests.gc_helpers import later, put_artifact
+from tests.gc_support import later, put_artifact
 
 
 def _snapshot(store: ObjectStore) -> dict[str, str]:

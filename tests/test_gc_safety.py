@@ -16,8 +16,8 @@ import pytest
 from s3spill import keys
 from s3spill.cli import main
 from s3spill.cli.gc_cmds import EXIT_JOURNAL_DOUBT
+from s3spill.cli.store_cmds import render
 from s3spill.config import TransferConfig
-from s3spill.doctor import render, run_doctor
 from s3spill.errors import (
     CleanupRefused,
     JournalCorrupt,
@@ -26,18 +26,19 @@ from s3spill.errors import (
     UnsupportedOperation,
 )
 from s3spill.gc.apply import apply_cleanup
-from s3spill.gc.doc import CleanupPlan
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
+from s3spill.gc.planfile import CleanupPlan
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import S3ReferenceOwner
 from s3spill.leases.references import memory_reference_for, publish_memory_reference
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore, StoreCapabilities
+from s3spill.store.probes import probe_capabilities
 from s3spill.store.s3.errors import Kind, classify
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import ConditionIgnoringStore, HttpFaults, record_operations
-from tests.gc_helpers import claim_for, later, put_artifact
+from tests.gc_support import claim_for, later, put_artifact
 
 REAL = CleanupPolicy(dry_run=False)
 
@@ -100,7 +101,7 @@ def test_501_is_a_definite_refusal_not_a_transient_fault(server_store: S3Store) 
 def test_doctor_reports_501_on_conditional_delete_as_no(server_store: S3Store) -> None:
     """The doctor lists a conditional delete answered with 501 as NO (not n/a) and GC as refused."""
     refuse_if_match_delete(server_store.client)
-    report = run_doctor(server_store)
+    report = probe_capabilities(server_store)
     row = next(p for p in report.probes if p.name == "conditional_delete")
     assert row.honoured is False and "501" in row.detail and row.needed_by == "gc"
     assert report.gc_delete_mode is None and not report.ok

@@ -15,14 +15,14 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from s3spill import keys
 from s3spill.errors import ArtifactCondemned, DanglingReference, JournalError, NotFound, TransactionStateError
 from s3spill.gc.apply import apply_cleanup
-from s3spill.gc.doc import CleanupPlan
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
+from s3spill.gc.planfile import CleanupPlan
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import OwnerSlot, S3ReferenceOwner
 from s3spill.leases.references import memory_reference_for, publish_memory_reference, remove_memory_reference
 from s3spill.store.local import LocalStore
-from tests.gc_helpers import later, put_artifact
+from tests.gc_support import later, put_artifact
 
 SESSION = "prop-session"
 SHASH = keys.session_hash(SESSION)

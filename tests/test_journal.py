@@ -19,7 +19,7 @@ from s3spill.errors import (
 from s3spill.leases.journal import CondemnItem, LeaseJournal
 from s3spill.models import ArtifactRetentionClaim
 from s3spill.store.base import ObjectStore
-from tests.journal_helpers import JCFG, SESSION, put_artifact
+from tests.journal_support import JCFG, SESSION, put_artifact
 
 
 def journal(store: ObjectStore, **kw: object) -> LeaseJournal:

@@ -20,7 +20,7 @@ from s3spill.store.local import LocalStore
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3
 from tests.journal_child import run_cycles
-from tests.journal_helpers import JCFG, put_artifact
+from tests.journal_support import JCFG, put_artifact
 
 PROCESSES = 8
 CYCLES = 25

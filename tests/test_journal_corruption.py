@@ -14,7 +14,7 @@ from s3spill.errors import JournalCorrupt
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.records import compute_record_hash, intent_hash
 from s3spill.store.base import ObjectStore
-from tests.journal_helpers import JCFG, SESSION, put_artifact
+from tests.journal_support import JCFG, SESSION, put_artifact
 
 SHASH = keys.session_hash(SESSION)
 MANIFEST = keys.manifest_key(SHASH)

@@ -31,7 +31,7 @@ from s3spill.store.base import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import EmbeddedS3, child_env
 from tests.conftest import TEST_BUCKET
-from tests.journal_helpers import JCFG, SESSION, put_artifact
+from tests.journal_support import JCFG, SESSION, put_artifact
 
 CHILD = str(Path(__file__).with_name("journal_child.py"))
 

@@ -18,7 +18,7 @@ from s3spill.leases.journal import LeaseJournal
 from s3spill.store.base import Body, ObjectStore, PutResult
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import Fault, FaultyStore, drop_response_after_send, inject_http_errors
-from tests.journal_helpers import JCFG, SESSION, put_artifact
+from tests.journal_support import JCFG, SESSION, put_artifact
 
 MANIFEST = keys.manifest_key(keys.session_hash(SESSION))
 SEGMENTS = keys.session_prefix(keys.session_hash(SESSION)) + "journal/segments/"

@@ -14,7 +14,7 @@ from s3spill import keys
 from s3spill.errors import JournalCorrupt
 from s3spill.leases.journal import CondemnItem, LeaseJournal
 from s3spill.store.base import ObjectStore
-from tests.journal_helpers import JCFG, SESSION, put_artifact
+from tests.journal_support import JCFG, SESSION, put_artifact
 
 V1 = json.loads((Path(__file__).parent / "data" / "journal_v1.json").read_text())
 V1_SESSION: str = V1["session"]

@@ -15,7 +15,7 @@ from s3spill.artifacts.live_writer import LiveWriter
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig
 from s3spill.errors import IntegrityError, InvalidRequest, LiveFenced, SourceIdError
-from s3spill.gc.metered import MeteredStore
+from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
 from s3spill.store import ObjectStore

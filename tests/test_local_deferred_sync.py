@@ -14,7 +14,7 @@ from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
 from s3spill.store.local import LocalStore
-from tests.gc_helpers import later, put_artifact
+from tests.gc_support import later, put_artifact
 
 
 def recording(store: LocalStore, monkeypatch: pytest.MonkeyPatch) -> list[Path]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from s3spill.testing import _readline_with_timeout
+from s3spill.testing.server import _readline_with_timeout
 
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1"}
 

@@ -7,7 +7,7 @@ import time
 import anyio
 from mcp import Client
 
-from s3spill.agent.mcp_server import build_server
+from s3spill.agent.mcp.server import build_server
 from s3spill.agent.tools import AgentTools
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.store.local import LocalStore

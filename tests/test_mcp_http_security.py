@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from s3spill.agent.mcp_config import rebinding_allowlist
+from s3spill.agent.mcp.config import rebinding_allowlist
 from s3spill.testing import child_env, free_port
 
 INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

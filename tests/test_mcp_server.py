@@ -269,6 +269,6 @@ def test_refused_configurations(argv: list[str], message: str, tmp_path: Path,
 ])
 def test_http_address_defaults_to_loopback(value: str, expected: tuple[str, int]) -> None:
     """A bare port binds 127.0.0.1; explicit hosts and bracketed IPv6 are parsed as given."""
-    from s3spill.agent.mcp_config import is_loopback, parse_http_address
+    from s3spill.agent.mcp.config import is_loopback, parse_http_address
 
     assert parse_http_address(value) == expected and is_loopback(expected[0])

@@ -21,7 +21,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from s3spill.agent.mcp_tokens import TokenRegistry, issue_token, token_hash
+from s3spill.agent.mcp.tokens import TokenRegistry, issue_token, token_hash
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli import main as cli_main
 from s3spill.store.local import LocalStore

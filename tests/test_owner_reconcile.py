@@ -16,7 +16,7 @@ from s3spill.leases.references import publish_memory_reference, remove_memory_re
 from s3spill.models import ArtifactMemoryReference, ArtifactRetentionClaim
 from s3spill.store.base import ObjectStore
 from s3spill.testing import Fault, FaultyStore
-from tests.journal_helpers import JCFG, SESSION, put_artifact
+from tests.journal_support import JCFG, SESSION, put_artifact
 
 
 def setup(store: ObjectStore) -> tuple[LeaseJournal, S3ReferenceOwner]:

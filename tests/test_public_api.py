@@ -1,6 +1,35 @@
-"""The public API surface: sorted, complete, importable."""
+"""The public API surface: a sorted headline built from one list, every error included, imported lazily."""
+
+import ast
+import importlib
+import inspect
+import subprocess
+import sys
+from pathlib import Path
 
 import s3spill
+import s3spill.context
+import s3spill.errors
+
+INIT = Path(s3spill.__file__)
+
+#: Names that left the top level in issue 20, and the subpackage that still exports them.
+MOVED: dict[str, str] = {
+    "ArtifactIndex": "s3spill.artifacts.index",
+    "GrepMatch": "s3spill.artifacts.search",
+    "GrepResult": "s3spill.artifacts.search",
+    "ObjectInfo": "s3spill.store",
+    "OwnerObservation": "s3spill.leases.owner",
+    "Page": "s3spill.artifacts.paging",
+    "PageLine": "s3spill.artifacts.paging",
+    "PutResult": "s3spill.store",
+    "ReconciliationReport": "s3spill.leases.reconcile",
+    "StoreCapabilities": "s3spill.store",
+    "reconcile_pending": "s3spill.leases.reconcile",
+    "reconcile_reference": "s3spill.leases.reconcile",
+    **{name: "s3spill.context" for name in s3spill.context.__all__
+       if name not in ("SpillPolicy", "ToolPolicy", "TurnResult")},
+}
 
 
 def test_all_is_sorted_and_unique() -> None:
@@ -8,14 +37,69 @@ def test_all_is_sorted_and_unique() -> None:
     assert list(s3spill.__all__) == sorted(set(s3spill.__all__))
 
 
+def test_all_is_a_headline() -> None:
+    """The top level stays a headline (tens of names), not every public name of every subpackage."""
+    assert 30 <= len(s3spill.__all__) <= 70
+    assert {"Spiller", "AgentTools", "AsyncAgentTools", "AsyncSpiller", "ArtifactStore", "LeaseJournal",
+            "open_store", "plan_cleanup", "apply_cleanup", "TransferConfig"} <= set(s3spill.__all__)
+
+
 def test_every_exported_name_exists() -> None:
-    """Every name in `__all__` resolves on the package."""
+    """Every name in `__all__` resolves on the package, to the object its module defines."""
     missing = [name for name in s3spill.__all__ if not hasattr(s3spill, name)]
     assert missing == []
+    for name, module in s3spill._EXPORTS.items():
+        assert getattr(s3spill, name) is getattr(importlib.import_module(module), name), name
 
 
-def test_every_error_derives_from_the_root() -> None:
+def test_every_error_class_is_exported() -> None:
+    """Each exception class errors.py defines is in `__all__`: a harness catches it from the top level."""
+    defined = {name for name, obj in vars(s3spill.errors).items() if inspect.isclass(obj)
+               and issubclass(obj, BaseException) and obj.__module__ == "s3spill.errors"}
+    assert {"ArtifactExpired", "GcRunLocked", "GcLockLost"} <= defined
+    assert sorted(defined - set(s3spill.__all__)) == []
+
+
+def test_every_exported_error_derives_from_the_root() -> None:
     """All exported exception classes share the S3SpillError root."""
     errors = [getattr(s3spill, n) for n in s3spill.__all__ if isinstance(getattr(s3spill, n), type)]
     excs = [e for e in errors if issubclass(e, BaseException)]
     assert excs and all(issubclass(e, s3spill.S3SpillError) for e in excs)
+
+
+def test_type_checking_imports_agree_with_the_one_list() -> None:
+    """The imports type checkers read are exactly the exports, from the same modules, as `X as X`."""
+    tree = ast.parse(INIT.read_text(encoding="utf-8"))
+    (block,) = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
+    seen: dict[str, str] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names:
+            assert alias.asname == alias.name, alias.name
+            seen[alias.name] = node.module
+    assert seen == s3spill._EXPORTS
+
+
+def test_names_moved_off_the_top_level_are_importable_from_their_subpackage() -> None:
+    """Whatever left the headline is still public one level down, and no longer on the top level."""
+    unreachable = [name for name, home in MOVED.items()
+                   if not hasattr(importlib.import_module(home), name)
+                   or name not in getattr(importlib.import_module(home), "__all__", [name])]
+    assert unreachable == []
+    assert sorted(set(MOVED) & set(s3spill.__all__)) == []
+
+
+def test_context_all_is_sorted() -> None:
+    """The context helpers keep their own sorted `__all__`, and every name in it resolves."""
+    names = list(s3spill.context.__all__)
+    assert names == sorted(set(names))
+    assert [n for n in names if not hasattr(s3spill.context, n)] == []
+
+
+def test_import_is_lazy() -> None:
+    """`import s3spill` loads no boto3, pydantic or submodule until a name is used."""
+    code = ("import sys, s3spill; roots = ('boto3', 'botocore', 'pydantic', 's3spill'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in roots))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=INIT.parents[1]).stdout
+    assert ast.literal_eval(out) == ["s3spill", "s3spill._version"]

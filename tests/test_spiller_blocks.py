@@ -6,7 +6,7 @@ import re
 import struct
 
 from s3spill.artifacts.store import ArtifactStore
-from s3spill.context.blocks import ImageBlock, TextBlock, default_image_price
+from s3spill.context.block_plan import ImageBlock, TextBlock, default_image_price
 from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore

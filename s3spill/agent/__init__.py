@@ -1,1 +1,1 @@
-"""What a model calls: read/grep tools over artifacts, the MCP server, a reference agent loop."""
+"""What a model calls: read/grep tools over artifacts, the async API, the MCP server (``agent.mcp``)."""

@@ -26,9 +26,9 @@ from typing import Any
 
 from s3spill.agent.listing import DEFAULT_LIST_LIMIT
 from s3spill.agent.tools import DEFAULT_GREP_MATCHES, DEFAULT_PAGE_LINES, AgentTools, ToolOutcome
-from s3spill.context.blocks import Block
+from s3spill.context.block_plan import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult
-from s3spill.spill.blocks import BlocksResult
+from s3spill.spill.block_spill import BlocksResult
 from s3spill.spill.job import ExitCode, SpillResult
 from s3spill.spill.source import Output
 from s3spill.spill.spiller import Spiller

@@ -1,7 +1,7 @@
 """The model's retrieval tools, bound to one store and one session, with bounded results.
 
 Why a transport-free core: the same tools (read, grep, and a listing of the session's
-artifacts) reach a model four ways — an MCP server (:mod:`s3spill.agent.mcp_server`), a
+artifacts) reach a model four ways — an MCP server (:mod:`s3spill.agent.mcp.server`), a
 harness that declares them to a chat API itself, the framework adapters
 (:mod:`s3spill.adapters`), and the reference agent loop — and each must behave identically:
 the session comes from the harness and never from an argument, every result fits the spill

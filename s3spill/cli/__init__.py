@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from s3spill import log
 from s3spill._version import __version__
-from s3spill.cli.common import utf8
+from s3spill.cli.argtypes import utf8
 from s3spill.cli.exitcodes import ExitCode, help_epilog
 from s3spill.cli.failures import describe
 

@@ -13,7 +13,7 @@ import sys
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.store import ArtifactStore
-from s3spill.cli.common import count, positive, session_from_args, store_from_args, utf8
+from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
 from s3spill.errors import S3SpillError
 from s3spill.log import get_logger
 

@@ -51,7 +51,7 @@ def cmd_serve_s3(args: argparse.Namespace) -> int:
     from s3spill.errors import ConfigError
 
     try:
-        from s3spill.testing import FAKE_CREDENTIALS, serve
+        from s3spill.testing.server import FAKE_CREDENTIALS, serve
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ConfigError("serve-s3 needs moto: pip install 's3spill[local]'") from exc
 

@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any
 
-from s3spill.cli.common import count, positive, store_from_args, utf8
+from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
 from s3spill.cli.gc_ops import (
     DecisionReport,
@@ -35,10 +35,10 @@ from s3spill.cli.gc_ops import (
 from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused, ConfigError, GcRunLocked
 from s3spill.gc.apply import apply_cleanup
-from s3spill.gc.doc import CleanupPlan, load_plan_from_store, save_plan_to_store
-from s3spill.gc.metered import MeteredStore
+from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import CleanupPolicy, CleanupReport, CleanupScope, parse_duration
 from s3spill.gc.plan import plan_cleanup, plan_report
+from s3spill.gc.planfile import CleanupPlan, load_plan_from_store, save_plan_to_store
 from s3spill.keys import GC_PLANS, session_hash
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore, StoreCapabilities
@@ -53,7 +53,8 @@ log = get_logger("s3spill.cli.gc")
 def _plan_args(p: argparse.ArgumentParser) -> None:
     who = p.add_mutually_exclusive_group()
     who.add_argument("--session", dest="gc_session", metavar="ID", type=utf8,
-                     help="plan one session (default: the global --session / $S3SPILL_SESSION)")
+                     help="plan one session (default: the global --session / $S3SPILL_SESSION, "
+                          "else this directory's)")
     who.add_argument("--all", action="store_true", help="plan every session in the store")
     p.add_argument("--shard", metavar="K/N", type=_shard,
                    help="with --all: only shard K of N of the session-hash space")
@@ -137,9 +138,9 @@ def _scope(args: argparse.Namespace) -> CleanupScope:
         return args.shard if args.shard else CleanupScope()
     if args.shard:
         raise ConfigError("--shard needs --all")
-    session = args.gc_session or getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")
-    if not session:
-        raise ConfigError("say which sessions: --session ID or --all")
+    # Without --session or --all: the session the other commands default to (this
+    # directory's), so the quick start's `gc plan` plans what its `run` stored.
+    session = args.gc_session or session_from_args(args)
     return CleanupScope(session_hash=session_hash(session))
 
 
@@ -193,9 +194,9 @@ def _capabilities(args: argparse.Namespace, store: ObjectStore) -> StoreCapabili
     """What the store was seen to honour (``s3spill doctor``), unless --no-probe."""
     if args.no_probe:
         return store.capabilities()
-    from s3spill.doctor import run_doctor
+    from s3spill.store.probes import probe_capabilities
 
-    report = run_doctor(store)
+    report = probe_capabilities(store)
     log.info("gc.apply.probed", delete_mode=report.gc_delete_mode, store=store.url)
     return report.capabilities()
 

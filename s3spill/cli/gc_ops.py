@@ -9,7 +9,7 @@ these are the batch-job concerns of a CronJob, not of GC itself:
   document;
 * progress that counts work *done*, with a rate: a tqdm bar on a TTY, else a log line
   every 5 % (apply) or every 25 sessions (plan, whose total is unknown while it lists);
-* ``--metrics-textfile`` / ``--pushgateway``: :mod:`s3spill.gc.metrics`, written even when
+* ``--metrics-textfile`` / ``--pushgateway``: :mod:`s3spill.gc.prometheus`, written even when
   the run fails, with its exit code;
 * the run lock (:mod:`s3spill.gc.lock`) around anything that deletes, so two overlapping
   runs of the same scope do not race each other;
@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import IO, Any
 
-from s3spill.gc.doc import CleanupPlan
 from s3spill.gc.lock import GcRunLock, scope_name
 from s3spill.gc.models import CleanupScope
+from s3spill.gc.planfile import CleanupPlan
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 
@@ -142,7 +142,7 @@ def emit_metrics(args: argparse.Namespace, *, phase: str, scope: str, doc: dict[
     """Textfile and/or Pushgateway, if asked; a failure to publish is a warning, not the run's."""
     if not (getattr(args, "metrics_textfile", None) or getattr(args, "pushgateway", None)):
         return
-    from s3spill.gc.metrics import RunMetrics, push_metrics, write_textfile
+    from s3spill.gc.prometheus import RunMetrics, push_metrics, write_textfile
 
     doc = doc or {}
     metrics = RunMetrics(phase=phase, scope=scope, counts=doc.get("counts", {}),

@@ -14,7 +14,7 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from s3spill.cli.common import session_from_args, store_from_args, utf8
+from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
 from s3spill.errors import ConfigError, IntegrityError, JournalCorrupt
 from s3spill.keys import SourceId

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from s3spill.cli.common import session_from_args, store_from_args, utf8
+from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.errors import StoreUnavailable
 
 #: How long ``run --background`` waits for the supervisor to say READY.

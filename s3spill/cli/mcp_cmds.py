@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from s3spill.agent.mcp_config import check_bind, parse_http_address
-from s3spill.cli.common import session_from_args, store_from_args
+from s3spill.agent.mcp.config import check_bind, parse_http_address
+from s3spill.cli.argtypes import session_from_args, store_from_args
 from s3spill.errors import ConfigError
 
 
@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--http", metavar="HOST:PORT",
                    help="serve streamable HTTP instead of stdio (host defaults to 127.0.0.1)")
     p.add_argument("--allow-remote", action="store_true",
-                   help="allow a non-loopback --http address (the endpoint has no authentication)")
+                   help="allow a non-loopback --http address (use it with --tokens: without it the "
+                   "endpoint authenticates no one; put TLS in front)")
     p.add_argument("--no-externalize", action="store_true",
                    help="do not offer the harness-facing externalize tool (model-facing tools only)")
     p.add_argument("--tokens", metavar="FILE",
@@ -39,12 +40,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _cmd_mcp_tokens(args: argparse.Namespace) -> int:
     """``--issue-token`` and the multi-session ``--http --tokens`` server."""
-    from s3spill.agent.mcp_tokens import TokenRegistry, issue_token
+    from s3spill.agent.mcp.tokens import TokenRegistry, issue_token
 
     if not args.tokens:
         raise ConfigError("--issue-token needs --tokens FILE")
     if args.issue_token:
-        token = issue_token(args.tokens, session_from_args(args), args.label)
+        token = issue_token(args.tokens, session_from_args(args, default=False), args.label)
         sys.stdout.write(token + "\n")
         return 0
     if not args.http:
@@ -54,14 +55,14 @@ def _cmd_mcp_tokens(args: argparse.Namespace) -> int:
     check_bind(address[0], allow_remote=args.allow_remote)
     tokens = TokenRegistry(args.tokens)
     try:
-        from s3spill.agent import mcp_multi
+        from s3spill.agent.mcp import sessions as mcp_sessions
     except ImportError as exc:  # the optional extra is missing
         raise ConfigError(f"s3spill mcp needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
     store = store_from_args(args)
-    pool = mcp_multi.SessionPool(store, externalize=not args.no_externalize)
+    pool = mcp_sessions.SessionPool(store, externalize=not args.no_externalize)
     try:
-        server = mcp_multi.build_token_server(pool, tokens)
-        mcp_multi.serve_http_tokens(server, tokens, *address, allow_remote=args.allow_remote)
+        server = mcp_sessions.build_token_server(pool, tokens)
+        mcp_sessions.serve_http_tokens(server, tokens, *address, allow_remote=args.allow_remote)
     finally:
         pool.close()
         store.close()
@@ -72,12 +73,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if args.tokens or args.issue_token:
         return _cmd_mcp_tokens(args)
     # Configuration first: the SDK takes seconds to import, a refusal should not.
-    session = session_from_args(args)
+    session = session_from_args(args, default=False)
     address = parse_http_address(args.http) if args.http else None
     if address is not None:
         check_bind(address[0], allow_remote=args.allow_remote)
     try:
-        from s3spill.agent import mcp_server
+        from s3spill.agent.mcp import server as mcp_server
     except ImportError as exc:  # the optional extra is missing
         raise ConfigError(f"s3spill mcp needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
     from s3spill.agent.tools import AgentTools

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
-from s3spill.cli.common import session_from_args, store_from_args, utf8
+from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.live_cmds import add_background_flags, run_background
 from s3spill.spill.spiller import Spiller
 

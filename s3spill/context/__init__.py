@@ -6,7 +6,7 @@ through a :class:`TextRetainer` while the same chunks go to the artifact store, 
 then asks this package for the text to put in the model's context.
 """
 
-from s3spill.context.blocks import (
+from s3spill.context.block_plan import (
     BlockPlan,
     ImageBlock,
     TextBlock,

@@ -1,7 +1,7 @@
 """The demo's main act: an agent loop over a 2 MB build log, against the embedded S3.
 
 Listed in :data:`s3spill.demo.runner.STEPS` after the spill step and before the doctor. A
-scripted model (:mod:`s3spill.agent.example`) runs a failing build, receives a pointer
+scripted model (:mod:`s3spill.demo.scripted_agent`) runs a failing build, receives a pointer
 instead of 2 MB, pages into the middle by following the footers, greps for the error, and
 keeps the finding as a memory reference published under a lease; each step is printed with
 the size of the model's context before and after it.
@@ -9,8 +9,8 @@ the size of the model's context before and after it.
 
 from __future__ import annotations
 
-from s3spill.agent.example import run_agent_example
 from s3spill.demo.context import DemoContext
+from s3spill.demo.scripted_agent import run_agent_example
 
 SESSION = "demo-agent-session"
 

@@ -63,7 +63,7 @@ def gc_demo_step(ctx: DemoContext) -> None:
             if entry.object_kind == "artifact":
                 ctx.say(f"plan: {entry.name} -> {entry.status} ({entry.reason})")
         report = apply_cleanup(store, plan, now=lambda: later)
-    ctx.say(f"apply ({report.delete_method}): {report.counts}; requests {report.requests}")
+    ctx.say(f"apply ({report.delete_method} deletes): {report.summary().removeprefix('gc apply: ')}")
     gone = not _exists(store, keys.artifact_key(shash, orphan))
     here = _exists(store, keys.artifact_key(shash, kept))
     ctx.say(f"orphan deleted: {'yes' if gone else '!! NO'}; referenced artifact kept: "

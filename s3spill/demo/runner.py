@@ -70,7 +70,7 @@ def _cas(ctx: DemoContext) -> None:
 
 
 def _lost_answer(ctx: DemoContext) -> None:
-    from s3spill.testing import drop_response_after_send
+    from s3spill.testing.http_faults import drop_response_after_send
 
     fault = drop_response_after_send(ctx.store.client, "PutObject")
     try:
@@ -82,9 +82,10 @@ def _lost_answer(ctx: DemoContext) -> None:
 
 
 def _doctor(ctx: DemoContext) -> None:
-    from s3spill.doctor import render, run_doctor
+    from s3spill.cli.store_cmds import render
+    from s3spill.store.probes import probe_capabilities
 
-    report = run_doctor(ctx.store)
+    report = probe_capabilities(ctx.store)
     for line in render(report).splitlines():
         ctx.say(line)
 
@@ -116,7 +117,7 @@ def run_demo(out: TextIO = sys.stdout, *, config: TransferConfig | None = None,
     if store_url:
         return _run_on(out, store_url, config)
     try:
-        from s3spill.testing import EmbeddedS3
+        from s3spill.testing.server import EmbeddedS3
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ConfigError("the demo needs moto: pip install 's3spill[local]'") from exc
     print("s3spill demo: an embedded S3 (moto, one request at a time) on 127.0.0.1", file=out)

@@ -28,7 +28,6 @@ from typing import Any
 
 from s3spill import failpoints, keys
 from s3spill.config import TransferConfig
-from s3spill.doctor import require_conditional_writes
 from s3spill.errors import (
     CleanupRefused,
     InvalidKey,
@@ -39,7 +38,6 @@ from s3spill.errors import (
     StoreError,
     UnsupportedOperation,
 )
-from s3spill.gc.doc import CleanupPlan
 from s3spill.gc.fence import (
     CondemnFact,
     GcLedger,
@@ -48,7 +46,7 @@ from s3spill.gc.fence import (
     journal_doubts,
     open_ledger,
 )
-from s3spill.gc.metered import MeteredStore
+from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import (
     ApplyItem,
     ApplyOutcome,
@@ -56,14 +54,15 @@ from s3spill.gc.models import (
     CleanupReport,
     DeleteMethod,
     ObjectSnapshot,
-    PlanEntry,
     narrowed_policy,
 )
 from s3spill.gc.plan import object_created
+from s3spill.gc.planfile import CleanupPlan, PlanEntry
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore, StoreCapabilities
 from s3spill.store.commit import defers_digest
+from s3spill.store.conditional_writes import require_conditional_writes
 
 log = get_logger("s3spill.gc")
 

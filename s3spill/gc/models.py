@@ -1,10 +1,11 @@
-"""The documents of garbage collection: policy, scope, plan lines, and the final report.
+"""The records of garbage collection: policy, scope, object snapshots, apply items, the report.
 
 GC is split into a read-only plan and a later apply, possibly in another process, so
 everything the apply needs is a persisted, versioned, frozen record. A plan is JSON
 Lines — one header, one line per object, one footer carrying the count and a SHA-256
 of every line before it — so a plan of any size is written and applied with bounded
-memory, and a truncated or edited plan is refused instead of half-applied.
+memory, and a truncated or edited plan is refused instead of half-applied. The plan's
+own lines (header, entry, footer) are in :mod:`s3spill.gc.planfile`.
 
 The status names are the source design's cleanup table; an apply outcome is one of
 ``deleted``, ``already_missing``, ``race_detected`` or a ``retained_*`` reason, and
@@ -187,57 +188,6 @@ class ObjectSnapshot(Record):
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
 
-class PlanHeader(Record):
-    """First line of a plan: what was planned, where, under which policy."""
-
-    kind: Literal["cleanup_plan_header"] = "cleanup_plan_header"
-    plan_id: str = Field(pattern=r"^[0-9A-Za-z_-]{8,64}$")
-    created_at: datetime
-    store_url: str
-    scope: CleanupScope
-    policy: CleanupPolicy
-
-
-class PlanEntry(Record):
-    """One object (or one dangling claim) and the single status the plan gave it."""
-
-    kind: Literal["cleanup_plan_entry"] = "cleanup_plan_entry"
-    status: PlanStatus
-    object_kind: ObjectKind
-    session_hash: str | None = None
-    name: str | None = None
-    key: str | None = None
-    size: int = Field(default=0, ge=0)
-    reason: str = ""
-    #: Required for ``planned_delete``: what apply must find before deleting.
-    snapshot: ObjectSnapshot | None = None
-    #: The artifact's ``.idx`` sidecar, deleted with it (``None`` if it has none).
-    index_snapshot: ObjectSnapshot | None = None
-
-    @model_validator(mode="after")
-    def _planned_has_snapshot(self) -> PlanEntry:
-        if self.status == "planned_delete":
-            if self.snapshot is None or self.session_hash is None or self.name is None:
-                raise ValueError("a planned_delete entry needs a snapshot, a session and a name")
-            if self.object_kind == "artifact" and self.snapshot.sha256 is None:
-                raise ValueError("a planned artifact deletion needs the artifact's SHA-256")
-        return self
-
-
-class PlanFooter(Record):
-    """Last line: the entry count and a SHA-256 over every line before it (truncation check)."""
-
-    kind: Literal["cleanup_plan_footer"] = "cleanup_plan_footer"
-    plan_id: str
-    entries: int = Field(ge=0)
-    counts: dict[str, int]
-    bytes: dict[str, int]
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    #: HMAC-SHA256 of the digest under ``S3SPILL_PLAN_KEY`` (``None``: an unkeyed plan,
-    #: whose digest proves only that it is complete, not who wrote it).
-    mac: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-
-
 class ApplyItem(Record):
     """What apply did with one planned object."""
 
@@ -278,7 +228,55 @@ class CleanupReport(Record):
     def races(self) -> int:
         return self.counts.get("race_detected", 0) + self.counts.get("retained_error", 0)
 
+    def summary(self) -> str:
+        """One line a person reads: what was (or would be) deleted and what was kept, and why.
+
+        The JSON report stays the interface for scripts; this is what a terminal shows.
+        """
+        order = {status: i for i, status in enumerate(_SUMMARY_LABELS)}
+        parts = []
+        for status, n in sorted(self.counts.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])):
+            size = self.bytes.get(status)
+            label = _SUMMARY_LABELS.get(status, status.replace("_", " "))
+            parts.append(f"{label} {n:,}" + (f" ({_human_bytes(size)})" if size else ""))
+        mode = " (dry run: nothing deleted)" if self.dry_run and self.phase == "apply" else ""
+        done = ", ".join(parts) or "nothing found"
+        requests = sum(self.requests.values())
+        return (f"gc {self.phase}{mode}: {done}; {self.sessions:,} session(s), {requests:,} requests "
+                f"in {self.duration_seconds:.2f} s")
+
     @property
     def journal_doubts(self) -> int:
         """Objects kept because a session's journal may not be its whole history (alert)."""
         return self.counts.get("retained_journal_doubt", 0)
+
+
+#: How the summary line names each status, in the order it lists them.
+_SUMMARY_LABELS = {
+    "deleted": "deleted",
+    "planned_delete": "to delete",
+    "dry_run": "would delete",
+    "already_missing": "already gone",
+    "retained_referenced": "kept referenced",
+    "retained_recent": "kept recent",
+    "retained_limit": "kept over --max-deletions",
+    "retained_unknown": "kept unrecognised",
+    "retained_journal_doubt": "kept (journal in doubt)",
+    "retained_corrupt": "kept corrupt",
+    "retained_unverifiable": "kept unverifiable",
+    "race_detected": "kept (changed since the plan)",
+    "retained_error": "kept (store error)",
+    "missing_referenced": "referenced but missing",
+    "denied": "never deleted (protocol objects, off-layout entries)",
+}
+
+
+def _human_bytes(n: int) -> str:
+    if n < 1024:
+        return f"{n:,} B"
+    size = n / 1024
+    for unit in ("KiB", "MiB"):
+        if size < 1024:
+            return f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{size:,.1f} GiB"

@@ -28,9 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from s3spill.config import TransferConfig
-from s3spill.doctor import require_conditional_writes
 from s3spill.errors import CleanupRefused, NotFound, S3SpillError
-from s3spill.gc.doc import CleanupPlan, PlanWriter
 from s3spill.gc.fence import SessionFacts, journal_doubts, read_session_facts
 from s3spill.gc.models import (
     CleanupPolicy,
@@ -38,15 +36,15 @@ from s3spill.gc.models import (
     CleanupScope,
     ObjectKind,
     ObjectSnapshot,
-    PlanEntry,
-    PlanHeader,
     PlanStatus,
 )
+from s3spill.gc.planfile import CleanupPlan, PlanEntry, PlanHeader, PlanWriter
 from s3spill.keys import OWNER, SESSIONS, parse_key, session_prefix
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore
 from s3spill.store.commit import content_info
+from s3spill.store.conditional_writes import require_conditional_writes
 
 log = get_logger("s3spill.gc")
 

@@ -40,7 +40,6 @@ from tenacity import (
 
 from s3spill import keys
 from s3spill.config import TransferConfig
-from s3spill.doctor import require_conditional_writes
 from s3spill.errors import (
     AlreadyExists,
     ConditionalConflict,
@@ -64,10 +63,11 @@ from s3spill.leases.records import (
     canonical_json,
     corrupt,
 )
-from s3spill.leases.view import TransitionResult
+from s3spill.leases.reports import TransitionResult
 from s3spill.log import get_logger
 from s3spill.models import utcnow
 from s3spill.store.base import ObjectStore, PutResult
+from s3spill.store.conditional_writes import require_conditional_writes
 
 log = get_logger("s3spill.leases.journal")
 

@@ -64,7 +64,7 @@ from s3spill.leases.records import (
     corrupt,
     intent_hash,
 )
-from s3spill.leases.view import (
+from s3spill.leases.reports import (
     AggregatedClaim,
     JournalView,
     TransitionResult,

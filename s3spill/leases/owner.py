@@ -27,7 +27,6 @@ from typing import Any, Literal, Protocol
 from pydantic import Field, ValidationError
 
 from s3spill import keys
-from s3spill.doctor import require_conditional_writes
 from s3spill.errors import (
     AlreadyExists,
     ArtifactPublicationRejected,
@@ -39,6 +38,7 @@ from s3spill.errors import (
 from s3spill.failpoints import declare, failpoint
 from s3spill.models import ArtifactMemoryReference, ArtifactRetentionClaim, Record, utcnow
 from s3spill.store.base import ObjectStore
+from s3spill.store.conditional_writes import require_conditional_writes
 
 FP_AFTER_PUBLISH = declare("owner.after_publish_write", "reference slot written; publisher not returned")
 FP_AFTER_REMOVE = declare("owner.after_remove_write", "removed tombstone written; remover not returned")

@@ -33,7 +33,7 @@ from s3spill.errors import JournalContention, StoreUnavailable, TransactionState
 from s3spill.failpoints import declare, failpoint
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import ArtifactReferenceOwner, OwnerObservation
-from s3spill.leases.view import TransitionResult
+from s3spill.leases.reports import TransitionResult
 from s3spill.log import get_logger
 
 FP_AFTER_OBSERVE = declare("reconcile.after_observe", "owner observed; nothing decided yet")

@@ -13,7 +13,7 @@ from s3spill import keys
 from s3spill.errors import DanglingReference, NotFound, SourceIdError
 from s3spill.leases.journal import LeaseJournal, new_transaction_id
 from s3spill.leases.owner import S3ReferenceOwner
-from s3spill.leases.view import TransitionResult
+from s3spill.leases.reports import TransitionResult
 from s3spill.models import ArtifactMemoryReference, ArtifactRetentionClaim, SourceFields
 from s3spill.store.base import ObjectStore
 from s3spill.store.commit import content_info

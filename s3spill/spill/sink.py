@@ -1,7 +1,7 @@
 """Where a spill's bytes go: the artifact store, within a deadline, then a liveness mark.
 
 Why a separate object: a text spill (:mod:`s3spill.spill.job`) and a block spill
-(:mod:`s3spill.spill.blocks`) both need "store this stream, give up after the deadline,
+(:mod:`s3spill.spill.block_spill`) both need "store this stream, give up after the deadline,
 remember the accepted upload, mark the session alive" — and nothing else of the
 :class:`~s3spill.spill.spiller.Spiller`. Giving them this sink instead of the Spiller
 keeps the dependency one-way (Spiller → job/blocks → sink) and the Spiller's public

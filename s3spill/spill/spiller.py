@@ -26,11 +26,11 @@ from typing import Literal
 
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig
-from s3spill.context.blocks import Block
+from s3spill.context.block_plan import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_budget
 from s3spill.context.policy import SpillPolicy
 from s3spill.leases.journal import LeaseJournal
-from s3spill.spill.blocks import BlocksResult, externalize_blocks
+from s3spill.spill.block_spill import BlocksResult, externalize_blocks
 from s3spill.spill.job import ExitCode, SpillJob, SpillResult
 from s3spill.spill.live import LiveHandle, LiveSource, start_live
 from s3spill.spill.sink import LivenessMark, SpillSink
@@ -136,7 +136,7 @@ class Spiller:
 
     def externalize_blocks(self, blocks: Sequence[Block], tool: str, call_id: str | None = None,
                            exit_code: int | None = None) -> BlocksResult:
-        """The same for a result made of text and image blocks (see :mod:`s3spill.spill.blocks`).
+        """The same for a result made of text and image blocks (see :mod:`s3spill.spill.block_spill`).
 
         Images are priced with the policy's ``image_pricer``; an omitted image is stored
         as its own artifact and named in the notice by locator.

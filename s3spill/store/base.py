@@ -21,9 +21,10 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import BinaryIO, Literal
+from typing import BinaryIO, ClassVar, Literal
 
 from s3spill.errors import InvalidKey
+from s3spill.store.capabilities import StoreCapabilities as StoreCapabilities
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,127}$")
 MAX_KEY_LENGTH = 512
@@ -83,19 +84,6 @@ class PutResult:
     #: :class:`~s3spill.store.payload.StreamedBody` streamed without a digest of its own.
     sha256: str | None
     version_id: str | None = None
-
-
-@dataclass(frozen=True)
-class StoreCapabilities:
-    """Guarantees a backend claims; ``s3spill doctor`` verifies them against the real store."""
-
-    conditional_create: bool = True
-    conditional_put: bool = True
-    conditional_delete: bool = True
-    versioned_delete: bool = False
-    batch_conditional_delete: bool = False
-    verifies_sha256_on_put: bool = False
-    versioning: bool = False
 
 
 ByteRange = tuple[int, int]
@@ -180,6 +168,13 @@ class ObjectStore(abc.ABC):
     def capabilities(self) -> StoreCapabilities:
         """The guarantees this backend claims (verified by ``s3spill doctor``)."""
 
+    def conditions_source(self) -> ObjectStore:
+        """The store whose answers to conditional writes this one gives: itself, unless it
+        is a wrapper that forwards them unchanged (:attr:`WrappedStore.forwards_conditions`).
+        The conditional-write gate probes and remembers this store, so wrappers share one
+        verdict and a fault injected into a wrapper is never spent by a probe."""
+        return self
+
     def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
         """Remove what writers killed mid-write left behind; the number removed.
 
@@ -210,10 +205,17 @@ class WrappedStore(ObjectStore):
     wrapped store's, so each wrapper states only what it changes."""
 
     inner: ObjectStore
+    #: True for a wrapper that passes conditional writes through unchanged (a meter, a fault
+    #: injector): the wrapped store's capability verdict holds for it. False, the default,
+    #: for a wrapper that may change their meaning: the gate then probes the wrapper itself.
+    forwards_conditions: ClassVar[bool] = False
 
     @property
     def url(self) -> str:
         return self.inner.url
+
+    def conditions_source(self) -> ObjectStore:
+        return self.inner.conditions_source() if self.forwards_conditions else self
 
     def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
         return self.inner.sweep_temporaries(older_than)

@@ -2,7 +2,7 @@
 
 One ``s3spill mcp`` per agent session is simple but does not scale to a fleet: a process
 per session, a port per session. Here one server serves every session that has a token
-(:mod:`s3spill.agent.mcp_tokens`), and the session of each request is decided by the
+(:mod:`s3spill.agent.mcp.tokens`), and the session of each request is decided by the
 token that request carries — never by an argument, a header the model fills in, or the
 MCP session id (which is only a transport handle: a client presenting another token on
 the same MCP session reaches that token's session, not the first one's).
@@ -27,8 +27,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from s3spill._version import __version__
-from s3spill.agent.mcp_config import check_bind
-from s3spill.agent.mcp_server import (
+from s3spill.agent.mcp.config import check_bind
+from s3spill.agent.mcp.server import (
     EXTERNALIZE_TOOL,
     INSTRUCTIONS,
     SERVER_NAME,
@@ -38,7 +38,7 @@ from s3spill.agent.mcp_server import (
     spiller_externalizer,
     tool_result,
 )
-from s3spill.agent.mcp_tokens import TokenRegistry
+from s3spill.agent.mcp.tokens import TokenRegistry
 from s3spill.agent.tools import AgentTools, ToolOutcome
 from s3spill.context.policy import SpillPolicy
 from s3spill.log import get_logger

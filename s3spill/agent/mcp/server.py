@@ -29,7 +29,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from s3spill._version import __version__
-from s3spill.agent.mcp_config import check_bind, rebinding_allowlist
+from s3spill.agent.mcp.config import check_bind, rebinding_allowlist
 from s3spill.agent.tools import (
     EXTERNALIZE_DESCRIPTION,
     AgentTools,

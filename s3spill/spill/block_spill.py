@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from s3spill.context.blocks import (
+from s3spill.context.block_plan import (
     Block,
     ImageBlock,
     TextBlock,

@@ -34,11 +34,12 @@ T = TypeVar("T")
 class MeteredStore(WrappedStore):
     """Delegates to ``inner``; counts each operation; optionally limits requests per second."""
 
+    #: Forwards every condition unchanged: the capability check probes ``inner``.
+    forwards_conditions = True
+
     def __init__(self, inner: ObjectStore, *, rate_limit: float | None = None,
                  capabilities: StoreCapabilities | None = None) -> None:
         self.inner = inner
-        #: Forwards every condition unchanged: the capability check probes ``inner``.
-        self.conditions_from = inner
         self.kind: Literal["s3", "local"] = inner.kind
         self.requests: Counter[str] = Counter()
         self._caps = capabilities

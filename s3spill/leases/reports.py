@@ -1,8 +1,10 @@
-"""What the journal tells its callers: results, views, aggregated claims, verify reports.
+"""What the journal reports to its callers: results, views, aggregated claims, verify reports.
 
 None of these carry keys, paths or reference content — only transaction ids, source
 ids, digests, states and generations — so they can go to logs, JSON reports and the
-CLI as they are.
+CLI as they are. The verify report's orphan-segment scan (:func:`scan_orphan_segments`)
+is the one part that reads the store: it lists and reads the session's segment objects
+the verified history does not reference.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 
 from s3spill.errors import ConfigError
@@ -13,14 +14,36 @@ def store_from_args(args: argparse.Namespace) -> ObjectStore:
     return open_store(getattr(args, "store", None))
 
 
-def session_from_args(args: argparse.Namespace) -> str:
+#: Harness variables that name the harness's own session, in the order they are tried.
+HARNESS_SESSION_VARIABLES = ("CLAUDE_SESSION_ID",)
+
+
+def session_from_args(args: argparse.Namespace, *, default: bool = True) -> str:
+    """The session: ``--session``, ``$S3SPILL_SESSION``, a harness's own session, or the directory's.
+
+    A first ``s3spill run -- CMD`` must work without any setup, and a later ``read`` in
+    the same place must find what it stored: so, with ``default``, a call that names no
+    session uses the harness's session variable where one is set, else one session per
+    working directory (``dir-`` and 16 hex digits of the SHA-256 of its real path; the same
+    directory always gives the same session). A server (``mcp``) passes ``default=False``:
+    what it binds to must be named explicitly.
+    """
     session = getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")
+    if not session and default:
+        session = next((os.environ[n] for n in HARNESS_SESSION_VARIABLES if os.environ.get(n)), None)
+        session = session or directory_session()
     if not session:
         raise ConfigError("no session: pass --session ID or set S3SPILL_SESSION")
     try:
         return utf8(str(session))
     except argparse.ArgumentTypeError as exc:
         raise ConfigError(f"session id {exc}") from None
+
+
+def directory_session(path: str | None = None) -> str:
+    """The default session of a working directory: stable, and no path in it (only a digest)."""
+    real = os.path.realpath(path or os.getcwd())
+    return "dir-" + hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def utf8(value: str) -> str:

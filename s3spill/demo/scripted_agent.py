@@ -241,7 +241,7 @@ def run_agent_example(store: ObjectStore, session_id: str, out: TextIO | None = 
                       model: Callable[[list[Message], list[dict[str, Any]]], Message] | None = None,
                       max_turns: int = 12, indent: str = "  ") -> AgentRun:
     """Run the loop to the model's final answer, printing each step with the context size."""
-    command = f"{shlex.quote(sys.executable)} -m s3spill.agent.example --build-log"
+    command = f"{shlex.quote(sys.executable)} -m s3spill.demo.scripted_agent --build-log"
     model = model or ScriptedModel(command)
     harness = Harness(store, session_id)
     run = harness.run
@@ -296,7 +296,7 @@ def _first_line(text: str) -> str:
     return line if len(line) <= 110 else line[:109] + "…"
 
 
-if __name__ == "__main__":  # the example's command: python -m s3spill.agent.example --build-log
+if __name__ == "__main__":  # the example's command: python -m s3spill.demo.scripted_agent --build-log
     if sys.argv[1:] == ["--build-log"]:
         sys.exit(print_build_log(sys.stdout))
-    sys.exit("usage: python -m s3spill.agent.example --build-log")
+    sys.exit("usage: python -m s3spill.demo.scripted_agent --build-log")

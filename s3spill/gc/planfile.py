@@ -1,4 +1,6 @@
-"""Writing and reading a cleanup plan as JSON Lines with bounded memory.
+"""The plan file: its lines (header, entries, footer), writing it and reading it back.
+
+A plan is JSON Lines, written and read with bounded memory.
 
 Why a footer with a digest: a plan is applied later, maybe by another process on
 another host, and a plan cut short by a full disk or a killed copy must not be read
@@ -21,17 +23,70 @@ import os
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from s3spill.errors import CleanupRefused, ConfigError, NotFound
-from s3spill.gc.models import PlanEntry, PlanFooter, PlanHeader
+from s3spill.gc.models import CleanupPolicy, CleanupScope, ObjectKind, ObjectSnapshot, PlanStatus
 from s3spill.keys import gc_plan_key
+from s3spill.models import Record
 from s3spill.store.base import ObjectStore
 
 PLAN_KEY_ENV = "S3SPILL_PLAN_KEY"
+
+
+class PlanHeader(Record):
+    """First line of a plan: what was planned, where, under which policy."""
+
+    kind: Literal["cleanup_plan_header"] = "cleanup_plan_header"
+    plan_id: str = Field(pattern=r"^[0-9A-Za-z_-]{8,64}$")
+    created_at: datetime
+    store_url: str
+    scope: CleanupScope
+    policy: CleanupPolicy
+
+
+class PlanEntry(Record):
+    """One object (or one dangling claim) and the single status the plan gave it."""
+
+    kind: Literal["cleanup_plan_entry"] = "cleanup_plan_entry"
+    status: PlanStatus
+    object_kind: ObjectKind
+    session_hash: str | None = None
+    name: str | None = None
+    key: str | None = None
+    size: int = Field(default=0, ge=0)
+    reason: str = ""
+    #: Required for ``planned_delete``: what apply must find before deleting.
+    snapshot: ObjectSnapshot | None = None
+    #: The artifact's ``.idx`` sidecar, deleted with it (``None`` if it has none).
+    index_snapshot: ObjectSnapshot | None = None
+
+    @model_validator(mode="after")
+    def _planned_has_snapshot(self) -> PlanEntry:
+        if self.status == "planned_delete":
+            if self.snapshot is None or self.session_hash is None or self.name is None:
+                raise ValueError("a planned_delete entry needs a snapshot, a session and a name")
+            if self.object_kind == "artifact" and self.snapshot.sha256 is None:
+                raise ValueError("a planned artifact deletion needs the artifact's SHA-256")
+        return self
+
+
+class PlanFooter(Record):
+    """Last line: the entry count and a SHA-256 over every line before it (truncation check)."""
+
+    kind: Literal["cleanup_plan_footer"] = "cleanup_plan_footer"
+    plan_id: str
+    entries: int = Field(ge=0)
+    counts: dict[str, int]
+    bytes: dict[str, int]
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    #: HMAC-SHA256 of the digest under ``S3SPILL_PLAN_KEY`` (``None``: an unkeyed plan,
+    #: whose digest proves only that it is complete, not who wrote it).
+    mac: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
 
 def plan_key() -> bytes | None:

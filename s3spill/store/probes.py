@@ -1,4 +1,4 @@
-"""``s3spill doctor``: measure what the configured store really honours.
+"""The probes behind ``s3spill doctor`` and the conditional-write gate: real requests.
 
 Why probe instead of trusting documentation: S3-compatible stores differ in exactly the
 places our safety rests on, and the differences are silent — moto accepts a wrong
@@ -10,110 +10,45 @@ back; every scratch object (and version, and pending upload) is removed afterwar
 
 GC needs a way to delete *only* what it planned to delete: a conditional delete, or a
 delete by version id on a versioned bucket. Without either, GC must refuse to run;
-:attr:`DoctorReport.gc_ok` says which, and the CLI exits non-zero.
+:attr:`~s3spill.store.capabilities.CapabilityReport.gc_ok` says which, and the CLI exits
+non-zero. :mod:`s3spill.store.conditional_writes` runs three of these probes as the gate
+the journal, the owner and GC pass before they write.
 """
 
 from __future__ import annotations
 
 import contextlib
 import secrets
-import threading
 from collections.abc import Callable
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any
 
 from s3spill.errors import (
     AlreadyExists,
     NotFound,
     PreconditionFailed,
     S3SpillError,
-    StoreCapabilityError,
-    StoreUnavailable,
     UnsupportedOperation,
 )
 from s3spill.log import get_logger
-from s3spill.store.base import ObjectStore, StoreCapabilities
+from s3spill.store.base import ObjectStore
+from s3spill.store.capabilities import CapabilityReport, Probe
 from s3spill.store.payload import b64_sha256
 
 log = get_logger("s3spill.doctor")
+#: Every probe writes under this prefix of the store (the deployment's bucket policy names it).
 SCRATCH = "s3spill-doctor"
-Needed = Literal["gc", "all", "large", "integrity", "info"]
 
 
-class Probe(BaseModel):
-    """One guarantee and what the store did when asked to honour it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    title: str
-    #: True honoured, False not honoured, None not applicable / could not be probed.
-    honoured: bool | None
-    needed_by: Needed
-    detail: str
-
-
-class DoctorReport(BaseModel):
-    """Every probe of one store, and what GC may rely on."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    schema_version: Literal[1] = 1
-    store_url: str
-    kind: Literal["s3", "local"]
-    probes: list[Probe]
-
-    def get(self, name: str) -> bool:
-        return any(p.name == name and p.honoured for p in self.probes)
-
-    @property
-    def gc_delete_mode(self) -> Literal["conditional", "versioned"] | None:
-        """How GC may delete safely here: by ETag, else by version id, else not at all."""
-        if self.get("conditional_delete"):
-            return "conditional"
-        if self.get("versioned_delete") and self.get("versioning"):
-            return "versioned"
-        return None
-
-    @property
-    def missing_required(self) -> list[str]:
-        """Guarantees without which s3spill must not run (create-once, CAS, a safe GC delete)."""
-        missing = [p.title for p in self.probes if p.needed_by == "all" and p.honoured is False]
-        if self.gc_delete_mode is None:
-            missing.append("conditional delete or delete by version id (needed by GC)")
-        return missing
-
-    @property
-    def gc_ok(self) -> bool:
-        return self.gc_delete_mode is not None
-
-    @property
-    def ok(self) -> bool:
-        return not self.missing_required
-
-    def capabilities(self) -> StoreCapabilities:
-        return StoreCapabilities(
-            conditional_create=self.get("create_if_absent"),
-            conditional_put=self.get("if_match_put") and self.get("if_match_put_missing"),
-            conditional_delete=self.get("conditional_delete"),
-            versioned_delete=self.get("versioned_delete"),
-            batch_conditional_delete=self.get("batch_delete_etag"),
-            verifies_sha256_on_put=self.get("checksum_rejection"),
-            versioning=self.get("versioning"),
-        )
-
-
-def run_doctor(store: ObjectStore) -> DoctorReport:
+def probe_capabilities(store: ObjectStore) -> CapabilityReport:
     """Probe ``store`` row by row; clean up every scratch object whatever happens."""
     scratch = f"{SCRATCH}/{secrets.token_hex(8)}"
     probes: list[Probe] = []
-    s3 = _s3_parts(store)
+    s3 = s3_parts(store)
     # One listing first: an unreachable endpoint, a missing bucket or missing credentials
     # is an error of its own (raised), not a report of guarantees that "could not be probed".
     next(iter(store.list(scratch + "/")), None)
     try:
-        for probe in _generic_probes(store, scratch):
+        for probe in generic_probes(store, scratch):
             probes.append(_run(probe))
         if s3 is not None:
             for probe in _s3_probes(store, s3, scratch):
@@ -121,8 +56,8 @@ def run_doctor(store: ObjectStore) -> DoctorReport:
         else:
             probes.extend(_local_rows())
     finally:
-        _cleanup(store, s3, scratch)
-    return DoctorReport(store_url=store.url, kind=store.kind, probes=probes)
+        cleanup(store, s3, scratch)
+    return CapabilityReport(store_url=store.url, kind=store.kind, probes=probes)
 
 
 ProbeFn = Callable[[], Probe]
@@ -137,7 +72,7 @@ _GENERIC = {
 }
 
 
-def _refused(name: str) -> Probe:
+def refused(name: str) -> Probe:
     title, needed = _GENERIC.get(name, (name.replace("_", " "), "info"))
     return Probe(name=name, title=title, honoured=False, needed_by=needed,
                  detail="the store refused the request as not implemented (501 NotImplemented)")
@@ -150,7 +85,7 @@ def _run(fn: ProbeFn) -> Probe:
         # 501 NotImplemented (LocalStack's answer to If-Match on DeleteObject) is a clear
         # "no": the guarantee is not honoured, which is not the same as "not probed".
         log.warning("doctor.probe_refused", probe=fn.__name__, error=type(exc).__name__)
-        return _refused(getattr(fn, "probe_name", fn.__name__))
+        return refused(getattr(fn, "probe_name", fn.__name__))
     except S3SpillError as exc:
         name = getattr(fn, "probe_name", fn.__name__)
         log.warning("doctor.probe_failed", probe=name, error=type(exc).__name__)
@@ -158,7 +93,7 @@ def _run(fn: ProbeFn) -> Probe:
                      detail=f"could not probe: {type(exc).__name__}: {exc}")
 
 
-def _generic_probes(store: ObjectStore, scratch: str) -> list[ProbeFn]:
+def generic_probes(store: ObjectStore, scratch: str) -> list[ProbeFn]:
     key = f"{scratch}/object"
 
     def create_if_absent() -> Probe:
@@ -243,7 +178,7 @@ def _local_rows() -> list[Probe]:
 # -- S3-only probes (raw requests, so the store's own checks cannot mask a gap) ---------
 
 
-def _s3_parts(store: ObjectStore) -> Any:
+def s3_parts(store: ObjectStore) -> Any:
     from s3spill.store.s3.store import S3Store
 
     return store if isinstance(store, S3Store) else None
@@ -367,7 +302,7 @@ def _s3_probes(store: ObjectStore, s3: Any, scratch: str) -> list[ProbeFn]:
             multipart_if_match, versioning]
 
 
-def _cleanup(store: ObjectStore, s3: Any, scratch: str) -> None:
+def cleanup(store: ObjectStore, s3: Any, scratch: str) -> None:
     """Remove every object, version and pending upload under the scratch prefix.
 
     Each step runs whatever the previous one did: a store without ListObjectVersions
@@ -412,94 +347,3 @@ def _cleanup_step(scratch: str, name: str, step: Callable[[], None]) -> None:
         step()
     except Exception as exc:  # noqa: BLE001 - a failed cleanup must not hide the report
         log.warning("doctor.cleanup_failed", prefix=scratch, step=name, error=type(exc).__name__)
-
-
-#: Attribute under which a store object remembers its verdict (per process, per store).
-_VERDICT_ATTR = "_s3spill_conditional_writes"
-_CHECK_LOCK = threading.Lock()
-_NEEDED = ("create_if_absent", "if_match_put", "if_match_put_missing")
-
-
-def require_conditional_writes(store: ObjectStore, *, purpose: str) -> None:
-    """Refuse (:class:`StoreCapabilityError`) a store that ignores create-once or CAS.
-
-    Why: on such a store (s3rver, a misconfigured gateway) the journal's compare-and-
-    swap silently loses concurrent updates and an owner slot can be overwritten, so a
-    "committed" reference may vanish and GC would delete its artifact. The check runs
-    the doctor's three conditional-write probes on scratch keys once per store object
-    in this process (about ten requests) and caches the verdict on the object. A probe
-    that fails transiently is not a verdict: nothing is cached and the caller goes on
-    (its own conditional writes will fail or retry as usual).
-    """
-    # A pass-through wrapper (a meter, a fault injector) names the store whose conditional
-    # semantics it forwards unchanged; probe that one, so wrappers share one verdict.
-    seen = 0
-    while isinstance(getattr(store, "conditions_from", None), ObjectStore) and seen < 16:
-        store = store.conditions_from  # type: ignore[attr-defined]
-        seen += 1
-    verdict: DoctorReport | bool | None = getattr(store, _VERDICT_ATTR, None)
-    if verdict is None:
-        with _CHECK_LOCK:
-            verdict = getattr(store, _VERDICT_ATTR, None)
-            if verdict is None:
-                verdict = _probe_conditional_writes(store)
-                if verdict is None:
-                    return
-                with contextlib.suppress(AttributeError):
-                    setattr(store, _VERDICT_ATTR, verdict)
-    if verdict is True:
-        return
-    assert isinstance(verdict, DoctorReport)
-    missing = [p.title for p in verdict.probes if p.honoured is False]
-    raise StoreCapabilityError(
-        f"{store.url} does not honour {', '.join(missing)}: {purpose} refuses to run on a store "
-        "that ignores conditional writes (updates would be lost silently). Run `s3spill doctor` "
-        "for details.\n" + render(verdict), missing=missing, table=render(verdict))
-
-
-def _probe_conditional_writes(store: ObjectStore) -> DoctorReport | bool | None:
-    """True when honoured, the report when not, None when the store could not be probed now."""
-    scratch = f"{SCRATCH}/{secrets.token_hex(8)}"
-    probes: list[Probe] = []
-    try:
-        for fn in _generic_probes(store, scratch):
-            if fn.__name__ not in _NEEDED:
-                continue
-            try:
-                probes.append(fn())
-            except StoreUnavailable:
-                return None
-            except UnsupportedOperation:
-                probes.append(_refused(fn.__name__))
-            except S3SpillError as exc:
-                log.warning("store.capability_probe_failed", probe=fn.__name__, error=type(exc).__name__)
-                return None
-    finally:
-        _cleanup(store, _s3_parts(store), scratch)
-    if all(p.honoured for p in probes):
-        return True
-    report = DoctorReport(store_url=store.url, kind=store.kind, probes=probes)
-    log.warning("store.CONDITIONAL_WRITES_NOT_HONOURED", store=store.url,
-                missing=[p.name for p in probes if p.honoured is False])
-    return report
-
-
-def render(report: DoctorReport) -> str:
-    """The report as a plain-text table plus a verdict line."""
-    mark = {True: "yes", False: "NO", None: "n/a"}
-    rows = [(p.title, mark[p.honoured], p.needed_by, p.detail) for p in report.probes]
-    head = ("guarantee", "honoured", "needed by", "detail")
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]
-    lines = [f"s3spill doctor: {report.store_url} ({report.kind})", ""]
-    for row in [head, *rows]:
-        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3]))
-                     + "  " + row[3])
-    lines.append("")
-    gaps = [p.title for p in report.probes if p.honoured is False and p.name != "versioning"]
-    if gaps:
-        lines.append("not honoured: " + "; ".join(gaps))
-    mode = report.gc_delete_mode
-    lines.append(f"GC delete mode: {mode}" if mode else "GC delete mode: NONE (GC will refuse)")
-    lines.append("verdict: OK" if report.ok else
-                 "verdict: MISSING " + "; ".join(report.missing_required))
-    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""The reference agent loop and the README's harness example run as written, and act on pointers."""
+"""The reference agent loop and docs/harness-api.md's harness example run as written, and act on pointers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from s3spill.agent.example import ERROR_AT, LONG_LINE_AT, print_build_log, run_agent_example
+from s3spill.demo.scripted_agent import ERROR_AT, LONG_LINE_AT, print_build_log, run_agent_example
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import S3ReferenceOwner
 from s3spill.store import ObjectStore
@@ -65,8 +65,8 @@ def test_examples_agent_loop_script_runs(tmp_path: Path) -> None:
 
 
 def test_readme_harness_example_runs_as_written(tmp_path: Path) -> None:
-    """The README's harness example (the block after its marker) runs unchanged and publishes."""
-    readme = (ROOT / "README.md").read_text()
+    """docs/harness-api.md's harness example (the block after its marker) runs unchanged and publishes."""
+    readme = (ROOT / "docs" / "harness-api.md").read_text()
     assert readme.count(README_MARKER) == 1
     m = re.search(re.escape(README_MARKER) + r"\n```python\n(.*?)\n```\n", readme, re.DOTALL)
     assert m is not None
