@@ -258,3 +258,25 @@ def test_a_quiet_writer_is_not_called_lost_before_three_of_its_heartbeats(local_
     state = read_state(local_store, w.live_id)[0]
     assert state.effective_status(state.heartbeat + timedelta(seconds=60), 1) == "running"
     assert state.effective_status(state.heartbeat + timedelta(seconds=91), 1) == "lost"
+
+
+def test_finish_lost_stores_only_outputs_whose_writer_is_gone(local_store: ObjectStore) -> None:
+    """The batch finisher stores what silent writers committed, only past the silence asked for."""
+    from s3spill.artifacts.live_finish import finish_lost
+
+    dead, alive = _writer(local_store), _writer(local_store)
+    for w in (dead, alive):
+        w.feed(_lines(0, 40))
+        _commit(w)
+    later = datetime.now(UTC) + timedelta(hours=2)
+    soon = datetime.now(UTC) + timedelta(seconds=2)  # past lost_after, not past an hour
+    assert finish_lost(local_store, older_than=3600, config=FAST, now=soon) == []
+    done = finish_lost(local_store, older_than=3600, config=FAST, now=later)
+    assert {str(s.live_id) for s in done} == {str(dead.live_id), str(alive.live_id)}
+    arts = ArtifactStore(local_store, session_id=SESSION)
+    for s in done:
+        assert s.status == "lost"
+        assert b"".join(arts.iter_verified(str(s.final_source_id))) == _lines(0, 40)
+    assert finish_lost(local_store, older_than=3600, config=FAST, now=later) == []
+    kinds = {keys.parse_key(i.key).kind for i in local_store.list(keys.SESSIONS + "/")}
+    assert "live_segment" not in kinds

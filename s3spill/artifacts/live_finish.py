@@ -32,7 +32,7 @@ from s3spill.artifacts.live_segments import iter_committed, read_state
 from s3spill.artifacts.live_state import LiveState
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig, TransferConfig
-from s3spill.errors import InvalidRequest, NotFound, PreconditionFailed, StoreError
+from s3spill.errors import IntegrityError, InvalidRequest, NotFound, PreconditionFailed, StoreError
 from s3spill.failpoints import declare, failpoint
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
@@ -74,12 +74,12 @@ def cas_state(store: ObjectStore, live: keys.LiveId,
     raise StoreError(f"{live}: the live state could not be written after {_ATTEMPTS} attempts")
 
 
-def write_final(store: ObjectStore, session_id: str, state: LiveState,
+def write_final(store: ObjectStore, state: LiveState,
                 transfer: TransferConfig | None = None) -> ArtifactReference:
-    """Stream the committed segments, verified, into an ordinary artifact."""
-    arts = ArtifactStore(store, transfer or getattr(store, "config", None), session_id=session_id)
-    ref = arts.write(session_id, iter_committed(store, state, gap_marker=True), state.tool,
-                     label=state.label or state.command)
+    """Stream the committed segments, verified, into an ordinary artifact of their session."""
+    arts = ArtifactStore(store, transfer or getattr(store, "config", None))
+    ref = arts.write_hashed(state.session_hash, iter_committed(store, state, gap_marker=True),
+                            state.tool, label=state.label or state.command)
     failpoint(DURING_FINAL_COMMIT)
     return ref
 
@@ -109,9 +109,12 @@ def finish_live(store: ObjectStore, session_id: str, live: keys.LiveId, *,
     (it turns ``lost`` by CAS, which fences the old writer); a terminal one without its
     artifact is finished here. Raises :class:`InvalidRequest` while the writer is alive.
     """
-    config = config or LiveConfig()
     live.require_session(session_id)
-    now = now or datetime.now(UTC)
+    return _finish(store, live, config or LiveConfig(), transfer, now or datetime.now(UTC))
+
+
+def _finish(store: ObjectStore, live: keys.LiveId, config: LiveConfig,
+            transfer: TransferConfig | None, now: datetime) -> LiveState:
     state, _ = read_state(store, live)
     if state.final_source_id is None:
         if state.status == "running":
@@ -128,7 +131,7 @@ def finish_live(store: ObjectStore, session_id: str, live: keys.LiveId, *,
 
             state = cas_state(store, live, mark_lost)
         if state.final_source_id is None:
-            ref = write_final(store, session_id, state, transfer)
+            ref = write_final(store, state, transfer)
 
             def name_final(s: LiveState) -> dict[str, Any] | None:
                 if s.final_source_id is not None:
@@ -142,3 +145,38 @@ def finish_live(store: ObjectStore, session_id: str, live: keys.LiveId, *,
                      status=state.status)
     delete_segments(store, live)
     return state
+
+
+def finish_lost(store: ObjectStore, *, older_than: float, session_hash: str | None = None,
+                config: LiveConfig | None = None, transfer: TransferConfig | None = None,
+                now: datetime | None = None) -> list[LiveState]:
+    """Finish every live output whose writer is gone for ``older_than`` seconds; the states.
+
+    For a batch job beside GC (``s3spill finish-lost``): GC never deletes live objects, so
+    a supervisor that died would leave its segments forever. A state counts as gone when
+    its heartbeat (running) or its last write (terminal, never named its artifact) is older
+    than ``older_than`` — and, running, also past ``lost_after``. What it committed becomes
+    an ordinary artifact, which GC then judges by its TTLs like any other; leftover segments
+    of finished ones are deleted. A state that fails to finish is logged and skipped.
+    """
+    config = config or LiveConfig()
+    now = now or datetime.now(UTC)
+    prefix = keys.session_prefix(session_hash) if session_hash else keys.SESSIONS + "/"
+    done: list[LiveState] = []
+    for info in store.list(prefix):
+        parsed = keys.parse_key(info.key)
+        if parsed.kind != "live_state" or parsed.session_hash is None or parsed.name is None:
+            continue
+        live = keys.LiveId(parsed.session_hash, parsed.name)
+        try:
+            state, _ = read_state(store, live)
+            stale = (now - state.heartbeat).total_seconds() >= older_than
+            if state.final_source_id is not None:
+                delete_segments(store, live)
+                continue
+            if not stale or state.effective_status(now, config.lost_after) == "running":
+                continue
+            done.append(_finish(store, live, config, transfer, now))
+        except (StoreError, InvalidRequest, IntegrityError) as exc:
+            log.warning("live.finish_lost_failed", live_id=str(live), error=type(exc).__name__)
+    return done

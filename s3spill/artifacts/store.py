@@ -151,7 +151,13 @@ class ArtifactStore:
     def write(self, session_id: str, stream: Body, tool: str, call_id: str | None = None,
               label: str | None = None) -> ArtifactReference:
         """Store one complete tool output; returns its reference (see module docstring)."""
-        shash = keys.session_hash(session_id)
+        return self.write_hashed(keys.session_hash(session_id), stream, tool, call_id, label)
+
+    def write_hashed(self, shash: str, stream: Body, tool: str, call_id: str | None = None,
+                     label: str | None = None) -> ArtifactReference:
+        """:meth:`write` for a caller that holds only the session's hash: a batch job that
+        finishes a dead writer's live output (:func:`~s3spill.artifacts.live_finish.finish_lost`)."""
+        keys.check_session_hash(shash)
         created_at = datetime.now(UTC)
         # ``source`` gives the content again for another name; None for a one-shot stream.
         source: Callable[[], Iterable[bytes]] | None

@@ -47,6 +47,7 @@ COMMAND_HOMES: dict[str, str] = {
     "ref": "s3spill.cli.journal_cmds", "journal": "s3spill.cli.journal_cmds",
     "reconcile": "s3spill.cli.journal_cmds",
     "status": "s3spill.cli.live_cmds", "stop": "s3spill.cli.live_cmds",
+    "finish-lost": "s3spill.cli.live_cmds",
 }
 _VALUE_OPTIONS = frozenset({"--store", "--session", "--log-level"})
 

@@ -133,6 +133,24 @@ def cmd_stop(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_finish_lost(args: argparse.Namespace) -> int:
+    from s3spill import keys
+    from s3spill.artifacts.live_finish import finish_lost
+
+    store = store_from_args(args)
+    session = getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")
+    shash = keys.session_hash(session) if session else None
+    done = finish_lost(store, older_than=args.older_than, session_hash=shash)
+    if args.json:
+        sys.stdout.write(json.dumps([{"live_id": str(s.live_id), "status": s.status,
+                                      "source_id": s.final_source_id} for s in done]) + "\n")
+    else:
+        for s in done:
+            sys.stdout.write(f"{s.live_id}: {s.status}, stored as {s.final_source_id}\n")
+        sys.stdout.write(f"{len(done)} live output(s) finished\n")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("status", help="how a background run stands (live id from `run --background`)")
     p.add_argument("live_id", metavar="LIVE_ID", type=utf8)
@@ -148,3 +166,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="how long to wait for the output to be stored (default 15)")
     p.add_argument("--json", action="store_true", help="print the status as JSON")
     p.set_defaults(func=cmd_stop)
+
+    p = sub.add_parser(
+        "finish-lost", help="store what dead background runs committed (a batch job beside GC)",
+        description="Finish every live output whose supervisor is gone (no heartbeat for"
+                    " --older-than seconds): its committed segments become an ordinary artifact,"
+                    " which GC then judges by its TTLs. GC itself never deletes live output."
+                    " With --session (or $S3SPILL_SESSION), only that session's.")
+    p.add_argument("--older-than", type=float, default=3600.0, metavar="SECONDS",
+                   help="how long a heartbeat must be silent (default 3600)")
+    p.add_argument("--json", action="store_true", help="print the finished outputs as JSON")
+    p.set_defaults(func=cmd_finish_lost)
