@@ -99,5 +99,9 @@ class LiveConfig(BaseModel):
     max_bytes: int = Field(default=4 * 1024 * MiB, ge=1024)
     #: Of ``max_bytes``, what the head keeps (the first output, never dropped).
     head_bytes: int = Field(default=64 * MiB, ge=0)
+    #: Once the state lists twice this many segments inline, the oldest this many move into
+    #: an immutable table object: the state (rewritten every second, read by every reader)
+    #: stays a few KiB however long the output.
+    table_segments: int = Field(default=32, ge=2, le=4096)
     #: Raw bytes that may wait between the command's pipe and the store (backpressure past it).
     queue_bytes: int = Field(default=8 * MiB, ge=64 * 1024)

@@ -16,6 +16,7 @@ matches on, so changing it is a breaking change (bump ``LAYOUT_VERSION``)::
     <prefix>/v1/gc/locks/<scope>.json                            a GC run's lock (expiry + fence)
     <prefix>/v1/sessions/<session_hash>/live/<name>/state.json   a live artifact's state (CAS)
     <prefix>/v1/sessions/<session_hash>/live/<name>/<seq>-<sha16>.seg  one of its segments
+    <prefix>/v1/sessions/<session_hash>/live/<name>/<first>-<last>-<sha16>.tbl  older segments' list
 
 ``<prefix>`` is the store's own root (``s3://bucket/prefix``); keys here are
 relative to it.
@@ -53,6 +54,7 @@ __all__ = [
     "live_prefix",
     "live_segment_key",
     "live_state_key",
+    "live_table_key",
     "manifest_key",
     "new_artifact_name",
     "owner_slot_key",
@@ -77,6 +79,7 @@ _HEX32 = re.compile(r"^[0-9a-f]{32}$")
 _NAME = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-[a-z0-9_-]{1,24}$")
 _SHA_PREFIX = re.compile(r"^[0-9a-f]{16}$")
 _LIVE_SEGMENT = re.compile(r"^[0-9]{10}-[0-9a-f]{16}\.seg$")
+_LIVE_TABLE = re.compile(r"^[0-9]{10}-[0-9]{10}-[0-9a-f]{16}\.tbl$")
 
 
 def session_hash(session_id: str) -> str:
@@ -169,6 +172,14 @@ def live_segment_key(shash: str, name: str, seq: int, sha256: str) -> str:
     return validate_key(live_prefix(shash, name) + f"{seq:010d}-{sha256[:16]}.seg")
 
 
+def live_table_key(shash: str, name: str, first_seq: int, last_seq: int, sha256: str) -> str:
+    """The immutable list of segments ``first_seq``-``last_seq`` (moved out of the state so
+    the state stays small however long the output); content-addressed like a segment."""
+    if not 0 <= first_seq <= last_seq < 10**10 or not re.match(r"^[0-9a-f]{64}$", sha256):
+        raise InvalidKey("bad live table")
+    return validate_key(live_prefix(shash, name) + f"{first_seq:010d}-{last_seq:010d}-{sha256[:16]}.tbl")
+
+
 def owner_slot_key(shash: str, transaction_id: str) -> str:
     """One publication slot per transaction id; the id itself is hashed, never embedded."""
     tx = hashlib.sha256(b"s3spill-txid\0" + transaction_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
@@ -191,8 +202,8 @@ def gc_lock_key(scope: str) -> str:
 class ParsedKey:
     """What a listed key is, by layout; ``kind`` is ``unknown`` for anything else."""
 
-    #: artifact | index | manifest | segment | live_state | live_segment | owner | gc_plan |
-    #: gc_lock | unknown
+    #: artifact | index | manifest | segment | live_state | live_segment | live_table |
+    #: owner | gc_plan | gc_lock | unknown
     kind: str
     session_hash: str | None = None
     name: str | None = None
@@ -225,6 +236,8 @@ def parse_key(key: str) -> ParsedKey:
             return ParsedKey("live_state", parts[2], parts[4])
         if _LIVE_SEGMENT.match(parts[5]):
             return ParsedKey("live_segment", parts[2], parts[4])
+        if _LIVE_TABLE.match(parts[5]):
+            return ParsedKey("live_table", parts[2], parts[4])
     if (
         len(parts) == 4
         and f"{parts[0]}/{parts[1]}" == OWNER

@@ -79,17 +79,23 @@ def test_since_reads_only_what_is_new(store: ObjectStore) -> None:
 
 
 def test_newest_page_costs_the_same_however_long_the_output(local_store: ObjectStore) -> None:
-    """Reading the newest page of a 390-segment output fetches the state and at most two segments."""
+    """The newest page of 390 segments costs the state and two segments at most; an old line a table more."""
     w = _writer(local_store)
     w.feed(_lines(0, 16_000))  # 400 KB: 390 segments
     _commit(w)
     state = read_state(local_store, w.live_id)[0]
-    assert len(state.segments) > 350
+    assert sum(t.count for t in state.tables) + len(state.segments) == state.segments[-1].seq + 1 > 380
+    assert len(state.segments) < 2 * FAST.table_segments and len(state.to_bytes()) < 20_000
     metered = MeteredStore(local_store)
     arts = ArtifactStore(metered, session_id=SESSION)
     page = arts.read_page(str(w.live_id), offset=15_990)
     assert page.lines[-1].text == "line 15999 of the output"
     assert metered.requests["get"] <= 3, metered.requests
+    metered.requests.clear()
+    old = arts.read_page(str(w.live_id), offset=5_000, limit=3)
+    assert [ln.number for ln in old.lines] == [5001, 5002, 5003]
+    assert old.lines[0].text == "line 05000 of the output"
+    assert metered.requests["get"] <= 4, metered.requests  # state, one table, two segments
 
 
 def test_a_corrupted_segment_is_an_integrity_error(store: ObjectStore) -> None:
@@ -148,6 +154,29 @@ def test_the_size_cap_keeps_head_and_window_with_exact_counts(local_store: Objec
     body = b"".join(arts.iter_verified(str(done.final_source_id)))
     assert body.startswith(data[:2048]) and b"were dropped here by the live size cap" in body
     assert body.endswith(data[-(len(data) % 1024 or 1024):])
+
+
+def test_the_size_cap_drops_whole_tables_and_their_objects(local_store: ObjectStore) -> None:
+    """With tables in play the cap drops the oldest table after the head, objects included; reads go on."""
+    cap = LiveConfig(segment_bytes=1024, segment_interval=0.05, max_bytes=16_384, head_bytes=2048,
+                     table_segments=2)
+    w = _writer(local_store, cap)
+    data = _lines(0, 4000)  # ~100 KB
+    w.feed(data)
+    _commit(w)
+    state = read_state(local_store, w.live_id)[0]
+    assert state.truncated is not None and state.tables and state.kept_bytes <= 16_384
+    assert state.truncated.dropped_bytes == state.total_bytes - state.kept_bytes
+    listed = {keys.live_table_key(state.session_hash, state.name, t.first_seq, t.last_seq, t.sha256)
+              for t in state.tables}
+    stored = {i.key for i in local_store.list(keys.live_prefix(state.session_hash, state.name))
+              if keys.parse_key(i.key).kind == "live_table"}
+    assert stored == listed
+    arts = ArtifactStore(local_store, session_id=SESSION)
+    assert arts.read_page(str(w.live_id), limit=2).lines[1].text == "line 00001 of the output"
+    last = arts.read_page(str(w.live_id), offset=state.line_count - 1)
+    assert last.lines[0].text == "line 03999 of the output"
+    assert arts.grep(str(w.live_id), "line 03999").matches[0].line_number == 4000
 
 
 def test_a_stop_request_is_adopted_by_the_writer(race_store: ObjectStore) -> None:

@@ -85,10 +85,10 @@ def write_final(store: ObjectStore, state: LiveState,
 
 
 def delete_segments(store: ObjectStore, live: keys.LiveId) -> int:
-    """Delete every segment object of a finished live artifact; the number deleted."""
+    """Delete every segment and table object of a finished live artifact; the number deleted."""
     done = 0
     for info in store.list(keys.live_prefix(live.session_hash, live.name)):
-        if keys.parse_key(info.key).kind != "live_segment":
+        if keys.parse_key(info.key).kind not in ("live_segment", "live_table"):
             continue
         try:
             store.delete_if_match(info.key, info.etag)
@@ -136,7 +136,7 @@ def _finish(store: ObjectStore, live: keys.LiveId, config: LiveConfig,
             def name_final(s: LiveState) -> dict[str, Any] | None:
                 if s.final_source_id is not None:
                     return None  # another finisher won; ours is an unnamed orphan for GC
-                if s.segments != state.segments:
+                if s.spans != state.spans:
                     raise InvalidRequest(f"{live}: its segments changed while it was finished")
                 return {"final_source_id": ref.source_id}
 

@@ -25,8 +25,13 @@ from pydantic import BaseModel, ConfigDict
 
 from s3spill import keys
 from s3spill.artifacts.index import build_stats
-from s3spill.artifacts.live_segments import fetch_segment, iter_committed, read_state
-from s3spill.artifacts.live_state import LiveSegment, LiveState
+from s3spill.artifacts.live_segments import (
+    fetch_segment,
+    iter_committed,
+    iter_segments,
+    read_state,
+)
+from s3spill.artifacts.live_state import LiveState, Span
 from s3spill.artifacts.paging import Page, build_page
 from s3spill.artifacts.search import Grep, GrepResult, compile_pattern
 from s3spill.config import LiveConfig
@@ -131,25 +136,24 @@ class LiveGrepResult(GrepResult):
 
 
 def _dropped(state: LiveState, what: str) -> InvalidRequest:
-    runs = _runs(state.segments)
-    kept = ", ".join(f"lines {r[0].line_start + 1:,}-{_run_lines_end(r):,}" for r in runs)
+    kept = ", ".join(f"lines {r[0].line_start + 1:,}-{_run_lines_end(r):,}" for r in _runs(state))
     return InvalidRequest(f"{what} of {state.live_id} was dropped by the live size cap"
                           f" (kept: {kept or 'nothing'})")
 
 
-def _run_lines_end(run: list[LiveSegment]) -> int:
+def _run_lines_end(run: list[Span]) -> int:
     last = run[-1]
     return last.line_start + last.newlines + (0 if last.last_byte_newline else 1)
 
 
-def _runs(segments: tuple[LiveSegment, ...]) -> list[list[LiveSegment]]:
-    """Contiguous stretches of kept segments (one, unless the size cap dropped a middle)."""
-    runs: list[list[LiveSegment]] = []
-    for seg in segments:
-        if runs and runs[-1][-1].byte_end == seg.byte_start:
-            runs[-1].append(seg)
+def _runs(state: LiveState) -> list[list[Span]]:
+    """Contiguous stretches of kept output (one, unless the size cap dropped a middle)."""
+    runs: list[list[Span]] = []
+    for span in state.spans:
+        if runs and runs[-1][-1].byte_end == span.byte_start:
+            runs[-1].append(span)
         else:
-            runs.append([seg])
+            runs.append([span])
     return runs
 
 
@@ -195,20 +199,20 @@ class LiveReader:
                                     session_id)
         if max_chars - LIVE_RESERVE < 256:
             raise InvalidRequest(f"max_chars={max_chars} is too small for a page of a live output")
-        segs = state.segments
+        spans = state.spans
         sid = str(state.live_id)
+        store = self.arts.store
         if since is not None:
             since = min(since, state.committed_bytes)
-            starts = [s.byte_start for s in segs]
-            i = bisect_right(starts, since) - 1
-            if i >= 0 and since >= segs[i].byte_end:
+            i = bisect_right([s.byte_start for s in spans], since) - 1
+            if i >= 0 and since >= spans[i].byte_end:
                 i += 1  # in a dropped stretch, or at the very end: the next kept segment
-            if i < 0:
-                i = 0
-            if i >= len(segs):
+            i = max(i, 0)
+            if i >= len(spans):
                 return self._wrap(_empty(sid, state, since, max_chars), state, since)
-            seg = segs[i]
-            first = fetch_segment(self.arts.store, state, seg)
+            segs = iter_segments(store, state, i)
+            seg = next(s for s in segs if s.byte_end > since)
+            first = fetch_segment(store, state, seg)
             skip = max(0, since - seg.byte_start)
             w0 = seg.byte_start + skip
             shift = seg.line_start + first[:skip].count(b"\n")
@@ -226,25 +230,28 @@ class LiveReader:
                 raise InvalidRequest(f"offset {offset} is beyond the end of {sid}: it has"
                                      f" {total} lines so far (offsets 0-{total - 1})")
             if offset == 0:
-                if segs[0].byte_start != 0:
+                if spans[0].byte_start != 0:
                     raise _dropped(state, "line 1")
                 i = 0
-            else:  # the segment holding the offset-th newline
-                ends = [s.line_start + s.newlines for s in segs]
-                i = next((k for k, e in enumerate(ends) if e >= offset), len(segs))
-                if i == len(segs) or segs[i].line_start >= offset:
+            else:  # the span, then the segment, holding the offset-th newline
+                i = next((k for k, sp in enumerate(spans) if sp.line_start + sp.newlines >= offset),
+                         len(spans))
+                if i == len(spans) or spans[i].line_start >= offset:
                     raise _dropped(state, f"line {offset + 1}")
-            seg = segs[i]
-            data = bytearray(fetch_segment(self.arts.store, state, seg))
+            segs = iter_segments(store, state, i)
+            seg = next(s for s in segs if offset == 0 or s.line_start + s.newlines >= offset)
+            data = bytearray(fetch_segment(store, state, seg))
             w0, shift, r = seg.byte_start, seg.line_start, offset - seg.line_start
         start = _nth_newline_end(data, r)
         need = 4 * max_chars + 4 * char_offset + 1024
-        j = i
-        while j + 1 < len(segs) and segs[j + 1].byte_start == segs[j].byte_end and (
-                data.count(b"\n", start) < limit + 1 and len(data) - start < need):
-            j += 1
-            data += fetch_segment(self.arts.store, state, segs[j])
-        to_end = j == len(segs) - 1
+        prev = seg
+        while data.count(b"\n", start) < limit + 1 and len(data) - start < need:
+            nxt = next(segs, None)
+            if nxt is None or nxt.byte_start != prev.byte_end:
+                break
+            data += fetch_segment(store, state, nxt)
+            prev = nxt
+        to_end = prev.byte_end == state.committed_bytes
         if not to_end:
             cut = data.rfind(b"\n", start) + 1
             if cut > start:
@@ -260,14 +267,14 @@ class LiveReader:
                           offset=r, limit=limit, char_offset=char_offset,
                           max_chars=max_chars - LIVE_RESERVE)
         eof = page.eof and to_end
-        nxt = page.next_offset
+        next_line = page.next_offset
         if page.eof and not to_end:
-            nxt = index.line_count - (0 if window.endswith(b"\n") else 1)
+            next_line = index.line_count - (0 if window.endswith(b"\n") else 1)
         moved = Page.model_construct(
             source_id=sid, offset=shift + r, char_offset=char_offset,
             total_lines=state.line_count, size_bytes=state.committed_bytes,
             lines=tuple(dataclasses.replace(ln, number=ln.number + shift) for ln in page.lines),
-            eof=eof, next_offset=None if nxt is None else nxt + shift,
+            eof=eof, next_offset=None if next_line is None else next_line + shift,
             next_char_offset=page.next_char_offset if not (page.eof and not to_end) else 0,
             byte_start=w0 + page.byte_start, byte_end=w0 + page.byte_end, max_chars=max_chars)
         return self._wrap(moved, state, moved.byte_end)
@@ -318,14 +325,22 @@ class LiveReader:
               max_matches: int) -> GrepResult:
         sid = str(state.live_id)
         results: list[GrepResult] = []
-        for run in _runs(state.segments) or [[]]:
+        starts: list[int] = []
+        g: Grep | None = None
+        prev_end = -1
+        for seg in iter_segments(self.arts.store, state):
+            if g is None or seg.byte_start != prev_end:  # a new run (after the size cap's gap)
+                if g is not None:
+                    results.append(g.result())
+                g = Grep(sid, compiled, context=context, max_matches=max_matches)  # type: ignore[arg-type]
+                g.line_no, g.line_start, g.bytes = seg.line_start, seg.byte_start, seg.byte_start
+                starts.append(seg.byte_start)
+            g.feed(fetch_segment(self.arts.store, state, seg))
+            prev_end = seg.byte_end
+        if g is None:
             g = Grep(sid, compiled, context=context, max_matches=max_matches)  # type: ignore[arg-type]
-            if run:
-                g.line_no, g.line_start, g.bytes = run[0].line_start, run[0].byte_start, \
-                    run[0].byte_start
-            for seg in run:
-                g.feed(fetch_segment(self.arts.store, state, seg))
-            results.append(g.result())
+            starts.append(0)
+        results.append(g.result())
         if len(results) == 1:
             return results[0]
         matches = tuple(m for r in results for m in r.matches)[:max_matches]
@@ -333,8 +348,7 @@ class LiveReader:
         return results[0].model_copy(update={
             "matches": matches, "total_matches": total, "omitted": total - len(matches),
             "exact": all(r.exact for r in results), "lines_scanned": results[-1].lines_scanned,
-            "bytes_scanned": sum(r.bytes_scanned - (run[0].byte_start if run else 0)
-                                 for r, run in zip(results, _runs(state.segments), strict=True))})
+            "bytes_scanned": sum(r.bytes_scanned - b for r, b in zip(results, starts, strict=True))})
 
 
 def _nth_newline_end(data: bytearray, n: int) -> int:

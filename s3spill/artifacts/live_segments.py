@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from s3spill import keys
 from s3spill.artifacts.index import decompress_frame
-from s3spill.artifacts.live_state import LiveSegment, LiveState
+from s3spill.artifacts.live_state import LiveSegment, LiveState, LiveTable, LiveTableBody
 from s3spill.errors import IntegrityError, NotFound
 from s3spill.store.base import ObjectStore
 
@@ -69,13 +69,55 @@ def fetch_segment(store: ObjectStore, state: LiveState, seg: LiveSegment) -> byt
     return raw
 
 
+def table_key(state: LiveState, table: LiveTable) -> str:
+    return keys.live_table_key(state.session_hash, state.name, table.first_seq, table.last_seq,
+                               table.sha256)
+
+
+def load_table(store: ObjectStore, state: LiveState, table: LiveTable) -> tuple[LiveSegment, ...]:
+    """The segments a table lists, verified against the digest and ranges the state gives it."""
+    sid = str(state.live_id)
+    key = table_key(state, table)
+    try:
+        raw = store.get(key)
+    except NotFound:
+        raise NotFound(f"{sid}: segment table {table.first_seq}-{table.last_seq} is gone (the"
+                       " output finished or was cut by its size cap meanwhile; read again)",
+                       key=key) from None
+    if len(raw) != table.stored or hashlib.sha256(raw).hexdigest() != table.sha256:
+        raise IntegrityError(f"{sid}: segment table {table.first_seq}-{table.last_seq} does not"
+                             " match its state")
+    try:
+        segs = LiveTableBody.model_validate_json(raw).segments
+    except ValidationError:
+        raise IntegrityError(f"{sid}: segment table {table.first_seq} does not parse") from None
+    end = table.byte_start
+    for seg in segs:
+        if seg.byte_start != end:
+            raise IntegrityError(f"{sid}: segment table {table.first_seq} is not contiguous")
+        end = seg.byte_end
+    if (len(segs) != table.count or segs[0].seq != table.first_seq or segs[-1].seq != table.last_seq
+            or end != table.byte_end):
+        raise IntegrityError(f"{sid}: segment table {table.first_seq} describes other segments")
+    return segs
+
+
+def iter_segments(store: ObjectStore, state: LiveState, start: int = 0) -> Iterator[LiveSegment]:
+    """The committed segments from span ``start`` on, in order; tables fetched as reached."""
+    for span in state.spans[start:]:
+        if isinstance(span, LiveTable):
+            yield from load_table(store, state, span)
+        else:
+            yield span
+
+
 def iter_committed(store: ObjectStore, state: LiveState, *, gap_marker: bool = False
                    ) -> Iterator[bytes]:
     """Every committed segment in order, verified; with ``gap_marker``, the truncation
     marker where the size cap dropped bytes (on a line of its own)."""
     prev_end = 0
     last = b"\n"
-    for seg in state.segments:
+    for seg in iter_segments(store, state):
         if seg.byte_start != prev_end and gap_marker:
             dropped = [s for s in (state.truncated,) if s is not None]
             lines = dropped[0].dropped_lines if dropped else 0

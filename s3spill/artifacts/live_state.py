@@ -14,6 +14,7 @@ numbers a reader quotes must stay the numbers of the real output.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -46,6 +47,54 @@ class LiveSegment(BaseModel):
     @property
     def byte_end(self) -> int:
         return self.byte_start + self.size
+
+
+class LiveTable(BaseModel):
+    """A run of older segments moved out of the state into one immutable object.
+
+    Why: the state is rewritten every second and read by every reader, so it must stay
+    small however long the output; only a read of old lines fetches the table that lists
+    them. A table is always contiguous (cut at the one gap the size cap can make).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    first_seq: int = Field(ge=0)
+    last_seq: int = Field(ge=0)
+    count: int = Field(ge=1)
+    byte_start: int = Field(ge=0)
+    byte_end: int = Field(ge=1)
+    line_start: int = Field(ge=0)
+    newlines: int = Field(ge=0)
+    last_byte_newline: bool
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")  #: of the table object's bytes
+    stored: int = Field(ge=1)
+
+    @property
+    def size(self) -> int:
+        return self.byte_end - self.byte_start
+
+
+class LiveTableBody(Record):
+    """The table object: the segments it stands for, exactly as the state listed them."""
+
+    kind: Literal["live_table"] = "live_table"
+    segments: tuple[LiveSegment, ...]
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json().encode()
+
+
+def table_of(segments: tuple[LiveSegment, ...], body: bytes) -> LiveTable:
+    first, last = segments[0], segments[-1]
+    return LiveTable(first_seq=first.seq, last_seq=last.seq, count=len(segments),
+                     byte_start=first.byte_start, byte_end=last.byte_end,
+                     line_start=first.line_start, newlines=sum(s.newlines for s in segments),
+                     last_byte_newline=last.last_byte_newline,
+                     sha256=hashlib.sha256(body).hexdigest(), stored=len(body))
+
+
+Span = LiveSegment | LiveTable
 
 
 class LiveTruncation(BaseModel):
@@ -85,6 +134,9 @@ class LiveState(Record):
     stop_requested: bool = False
     #: Why the output may end early (its stream failed), in words for the reader.
     note: str | None = Field(default=None, max_length=300)
+    #: Older committed segments, listed in immutable tables (oldest first)...
+    tables: tuple[LiveTable, ...] = ()
+    #: ...and the newest ones, inline.
     segments: tuple[LiveSegment, ...] = ()
     #: Everything the command produced so far (dropped bytes included).
     total_bytes: int = Field(default=0, ge=0)
@@ -97,11 +149,13 @@ class LiveState(Record):
     def _consistent(self) -> LiveState:
         keys.check_session_hash(self.session_hash)
         keys.check_artifact_name(self.name)
-        prev_end = 0
-        for i, seg in enumerate(self.segments):
-            if i and (seg.seq <= self.segments[i - 1].seq or seg.byte_start < prev_end):
+        prev_end, prev_seq = 0, -1
+        for span in self.spans:
+            first = span.first_seq if isinstance(span, LiveTable) else span.seq
+            last = span.last_seq if isinstance(span, LiveTable) else span.seq
+            if first <= prev_seq or span.byte_start < prev_end or last < first:
                 raise ValueError("segments out of order")
-            prev_end = seg.byte_end
+            prev_end, prev_seq = span.byte_end, last
         if prev_end > self.total_bytes:
             raise ValueError("segments reach past the output's size")
         if self.final_source_id is not None and self.status not in TERMINAL:
@@ -119,26 +173,33 @@ class LiveState(Record):
         return self.status in TERMINAL
 
     @property
+    def spans(self) -> tuple[Span, ...]:
+        """Tables, then inline segments: the committed output in order, as the state lists it."""
+        return (*self.tables, *self.segments)
+
+    @property
     def ends_with_newline(self) -> bool:
-        return bool(self.segments) and self.segments[-1].last_byte_newline
+        spans = self.spans
+        return bool(spans) and spans[-1].last_byte_newline
 
     @property
     def committed_bytes(self) -> int:
         """End of the committed output (the last segment's end): what a reader can see."""
-        return self.segments[-1].byte_end if self.segments else 0
+        spans = self.spans
+        return spans[-1].byte_end if spans else 0
 
     @property
     def line_count(self) -> int:
         """Lines of the committed output, counted like an artifact's (a last partial line counts)."""
-        if not self.segments:
+        spans = self.spans
+        if not spans:
             return 0
-        last = self.segments[-1]
-        newlines = last.line_start + last.newlines
-        return newlines + (0 if last.last_byte_newline else 1)
+        last = spans[-1]
+        return last.line_start + last.newlines + (0 if last.last_byte_newline else 1)
 
     @property
     def kept_bytes(self) -> int:
-        return sum(s.size for s in self.segments)
+        return sum(s.size for s in self.spans)
 
     def lost_at(self, lost_after: float) -> datetime:
         return self.heartbeat + timedelta(seconds=max(lost_after, 3 * self.heartbeat_interval))

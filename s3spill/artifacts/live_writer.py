@@ -40,8 +40,17 @@ from typing import Any
 
 from s3spill import keys
 from s3spill.artifacts.index import Codec
-from s3spill.artifacts.live_segments import read_state, segment_key
-from s3spill.artifacts.live_state import COMMAND_CHARS, LiveSegment, LiveState, LiveTruncation
+from s3spill.artifacts.live_segments import read_state, segment_key, table_key
+from s3spill.artifacts.live_state import (
+    COMMAND_CHARS,
+    LiveSegment,
+    LiveState,
+    LiveTable,
+    LiveTableBody,
+    LiveTruncation,
+    Span,
+    table_of,
+)
 from s3spill.config import LiveConfig, TransferConfig
 from s3spill.errors import (
     AlreadyExists,
@@ -99,7 +108,9 @@ class LiveWriter:
         self._etag = ""
         self._last_state = 0.0
         self._cctx: Any = None
-        self._dropped: list[LiveSegment] = []
+        self._dropped: list[Span] = []
+        #: Tables this writer made: their segments (to delete them if dropped) and ETags.
+        self._tables: dict[int, tuple[LiveTable, tuple[LiveSegment, ...], str]] = {}
         #: Requests made (segment PUTs, state writes, reads, deletes), for the benchmarks.
         self.requests = 0
 
@@ -219,48 +230,68 @@ class LiveWriter:
         failpoint(AFTER_SEGMENT)
 
     def _put_segment(self, key: str, body: bytes, seg: LiveSegment) -> None:
+        self._etags[seg.seq] = self._put_once(key, body, "application/zstd"
+                                              if self.codec == "zstd" else "application/octet-stream")
+
+    def _put_once(self, key: str, body: bytes, content_type: str) -> str:
+        """Create a content-addressed object; its ETag. Retries until the store takes it."""
         delay = self.transfer.backoff_base
         while True:
             try:
                 self.requests += 1
-                put = self.store.put_if_absent(key, body, content_type="application/zstd"
-                                               if self.codec == "zstd" else "application/octet-stream")
-                self._etags[seg.seq] = put.etag
-                return
+                return self.store.put_if_absent(key, body, content_type=content_type).etag
             except AlreadyExists:
                 # Content-addressed and ours alone (a fresh name): a retry of our own write
                 # that landed. Keep it only if it is exactly these bytes.
-                self.requests += 1
+                self.requests += 2
                 if self.store.get(key) != body:
-                    raise IntegrityError(f"{key}: a different object holds this segment's key"
-                                         ) from None
-                self._etags[seg.seq] = self.store.head(key).etag
-                return
+                    raise IntegrityError(f"{key}: a different object holds this key") from None
+                return self.store.head(key).etag
             except StoreError as exc:
                 # Backpressure, not loss: the pump stops reading, the command blocks on its pipe.
-                log.warning("live.segment_retry", key=key, error=type(exc).__name__)
+                log.warning("live.put_retry", key=key, error=type(exc).__name__)
                 time.sleep(delay)
                 delay = min(delay * 2, max(self.transfer.backoff_max, 5.0))
+
+    def _table(self, run: tuple[LiveSegment, ...]) -> LiveTable:
+        """The table object for ``run`` (created once, whatever the CAS retries)."""
+        made = self._tables.get(run[0].seq)
+        if made is not None and made[1] == run:
+            return made[0]
+        body = LiveTableBody(segments=run).to_bytes()
+        table = table_of(run, body)
+        etag = self._put_once(table_key(self.state, table), body, _JSON)
+        self._tables[run[0].seq] = (table, run, etag)
+        return table
 
     def _take_pending(self) -> list[LiveSegment]:
         pending, self._pending = self._pending, []
         return pending
 
     def _with_segments(self, state: LiveState, new: list[LiveSegment]) -> dict[str, Any]:
-        """The state's segment list with ``new`` appended, cut to the size cap."""
+        """The state's spans with ``new`` appended, compacted into tables, cut to the size cap."""
         self._dropped = []
         have = {x.seq for x in state.segments}
-        segments = list(state.segments) + [s for s in new if s.seq not in have]
+        inline = list(state.segments) + [s for s in new if s.seq not in have]
+        tables = list(state.tables)
+        k = self.config.table_segments
+        while len(inline) >= 2 * k:
+            j = 1
+            while j < k and inline[j].byte_start == inline[j - 1].byte_end:
+                j += 1
+            tables.append(self._table(tuple(inline[:j])))
+            inline = inline[j:]
+        spans: list[Span] = [*tables, *inline]
         truncated = state.truncated
-        kept = sum(s.size for s in segments)
+        kept = sum(s.size for s in spans)
         if kept > self.config.max_bytes:
             head_n, head = 0, 0
-            while head_n < len(segments) and head + segments[head_n].size <= self.config.head_bytes:
-                head += segments[head_n].size
+            while head_n < len(spans) and head + spans[head_n].size <= self.config.head_bytes:
+                head += spans[head_n].size
                 head_n += 1
-            drop: list[LiveSegment] = []
-            while kept > self.config.max_bytes and head_n < len(segments) - 1:
-                gone = segments.pop(head_n)
+            drop: list[Span] = []
+            while kept > self.config.max_bytes and head_n < len(spans) - 1:
+                gone = spans.pop(head_n)
                 kept -= gone.size
                 drop.append(gone)
             if drop:
@@ -269,28 +300,41 @@ class LiveWriter:
                 truncated = LiveTruncation(
                     dropped_bytes=old.dropped_bytes + sum(s.size for s in drop),
                     dropped_lines=old.dropped_lines + sum(s.newlines for s in drop),
-                    dropped_segments=old.dropped_segments + len(drop))
+                    dropped_segments=old.dropped_segments + sum(
+                        s.count if isinstance(s, LiveTable) else 1 for s in drop))
                 self._dropped = drop
-        return {"segments": tuple(segments), "truncated": truncated,
-                "total_bytes": self._bytes, "total_newlines": self._newlines}
+        return {"tables": tuple(s for s in spans if isinstance(s, LiveTable)),
+                "segments": tuple(s for s in spans if isinstance(s, LiveSegment)),
+                "truncated": truncated, "total_bytes": self._bytes,
+                "total_newlines": self._newlines}
 
     def _commit(self) -> None:
         pending = self._take_pending()
         self._cas(lambda s: self._with_segments(s, pending))
-        for seg in self._dropped:
-            self._delete_segment(seg)
+        for span in self._dropped:
+            self._delete_span(span)
         self._dropped = []
 
-    def _delete_segment(self, seg: LiveSegment) -> None:
-        """A dropped segment no state lists any more: delete it (conditionally, ours only)."""
-        etag = self._etags.pop(seg.seq, None)
-        if etag is None:
-            return
-        try:
-            self.requests += 1
-            self.store.delete_if_match(segment_key(self.state, seg), etag)
-        except (StoreError, NotImplementedError) as exc:
-            log.warning("live.drop_delete_failed", seq=seg.seq, error=type(exc).__name__)
+    def _delete_span(self, span: Span) -> None:
+        """A dropped segment or table no state lists any more: delete it (ours, conditionally)."""
+        doomed: list[tuple[str, str | None]] = []
+        if isinstance(span, LiveTable):
+            made = self._tables.pop(span.first_seq, None)
+            if made is None:
+                return
+            doomed.append((table_key(self.state, span), made[2]))
+            doomed += [(segment_key(self.state, seg), self._etags.pop(seg.seq, None))
+                       for seg in made[1]]
+        else:
+            doomed.append((segment_key(self.state, span), self._etags.pop(span.seq, None)))
+        for key, etag in doomed:
+            if etag is None:
+                continue
+            try:
+                self.requests += 1
+                self.store.delete_if_match(key, etag)
+            except StoreError as exc:
+                log.warning("live.drop_delete_failed", key=key, error=type(exc).__name__)
 
     # -- the state CAS -----------------------------------------------------------------
 
@@ -334,6 +378,7 @@ class LiveWriter:
             return True
         mine = self.state
         foreign_ok = (current.status == mine.status and current.segments == mine.segments
+                      and current.tables == mine.tables
                       and current.final_source_id == mine.final_source_id)
         if not foreign_ok:
             raise LiveFenced(f"{self.live_id}: another process took over this output"

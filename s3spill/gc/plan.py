@@ -341,7 +341,7 @@ def _grouped(store: ObjectStore, scope: CleanupScope) -> Iterator[_SessionGroup 
             current.indexes[str(parsed.name)] = info
         else:
             kind: dict[str, ObjectKind] = {"manifest": "manifest", "live_state": "live",
-                                           "live_segment": "live"}
+                                           "live_segment": "live", "live_table": "live"}
             current.protocol.append((kind.get(parsed.kind, "segment"), info))
     if current is not None:
         yield current
