@@ -195,3 +195,12 @@ def test_a_supervisor_killed_during_the_final_commit_leaves_a_finishable_state(t
     done = finish_live(store, SESSION, live)
     assert b"".join(arts.iter_verified(str(done.final_source_id))) == b"".join(
         f"{i}\n".encode() for i in range(1, 5001))
+
+
+def test_a_quiet_command_dies_with_its_killed_supervisor(tmp_path: Path) -> None:
+    """SIGKILL of the supervisor ends even a command that never writes again (no SIGPIPE to wake it)."""
+    env = child_env({"S3SPILL_STORE": (tmp_path / "s").as_uri(), "S3SPILL_SESSION": SESSION})
+    started = _start(env, "sh", "-c", "echo up; exec sleep 120")
+    time.sleep(0.5)
+    os.kill(int(str(started["supervisor_pid"])), signal.SIGKILL)
+    _wait_dead(int(str(started["command_pid"])), timeout=10)

@@ -22,6 +22,7 @@ import queue
 import selectors
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -88,7 +89,7 @@ class _LiveRun:
     def __init__(self, store: ObjectStore, session_id: str, source: LiveSource, tool: str, *,
                  label: str | None, config: LiveConfig, transfer: TransferConfig | None,
                  journal: LivenessMark | None, touch_interval: float,
-                 env: dict[str, str] | None, cwd: str | None) -> None:
+                 env: dict[str, str] | None, cwd: str | None, die_with_parent: bool) -> None:
         self.config = config
         self.arts = ArtifactStore(store, transfer or getattr(store, "config", None),
                                   session_id=session_id)
@@ -108,7 +109,8 @@ class _LiveRun:
             try:
                 self.proc = subprocess.Popen(  # noqa: S603 - the caller's command, as given
                     argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=cwd)
+                    stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=cwd,
+                    preexec_fn=_die_with_parent if die_with_parent else None)
             except OSError as exc:
                 self.writer.feed(f"s3spill: cannot start {argv[0]}: {exc}\n".encode())
                 self.writer.close("exited", exit_code=127 if isinstance(exc, FileNotFoundError)
@@ -267,16 +269,28 @@ def start_live(store: ObjectStore, session_id: str, source: LiveSource, tool: st
                label: str | None = None, config: LiveConfig | None = None,
                transfer: TransferConfig | None = None, journal: LivenessMark | None = None,
                touch_interval: float = 60.0, env: dict[str, str] | None = None,
-               cwd: str | None = None) -> LiveHandle:
+               cwd: str | None = None, die_with_parent: bool = False) -> LiveHandle:
     """Start a command (an argv list) or drain a stream into a live artifact; returns at once.
 
     The handle's ``source_id`` (``live:...``) is readable by ``read_page``/``grep``, the
-    agent tools and the CLI from the moment this returns.
+    agent tools and the CLI from the moment this returns. ``die_with_parent`` (Linux; for
+    the single-threaded supervisor only, as it runs code between fork and exec) makes the
+    command get SIGTERM if this process dies: nothing runs on unobserved.
     """
     run = _LiveRun(store, session_id, source, tool, label=label, config=config or LiveConfig(),
                    transfer=transfer, journal=journal, touch_interval=touch_interval, env=env,
-                   cwd=cwd)
+                   cwd=cwd, die_with_parent=die_with_parent)
     return LiveHandle(run)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the supervisor dies (Linux PR_SET_PDEATHSIG)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
 
 
 def request_stop(store: ObjectStore, session_id: str, live_id: str) -> LiveState:

@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError("no command given")
         store = open_store(args.store)
         handle = start_live(store, args.session, cmd, args.tool, label=args.label,
-                            config=config_from(args),
+                            config=config_from(args), die_with_parent=True,
                             journal=LeaseJournal(store, args.session, getattr(store, "config", None)))
     except (S3SpillError, ValueError, OSError) as exc:
         sys.stdout.write(f"ERROR {type(exc).__name__}: {exc}\n".replace("\n", " ").strip() + "\n")
