@@ -10,7 +10,8 @@ import pytest
 from s3spill import keys
 from s3spill.agent.tools import AgentTools
 from s3spill.artifacts.live_finish import cas_state, finish_live
-from s3spill.artifacts.live_segments import read_state
+from s3spill.artifacts.live_segments import load_table, read_state
+from s3spill.artifacts.live_state import LiveTable
 from s3spill.artifacts.live_writer import LiveWriter
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig
@@ -167,8 +168,13 @@ def test_the_size_cap_drops_whole_tables_and_their_objects(local_store: ObjectSt
     state = read_state(local_store, w.live_id)[0]
     assert state.truncated is not None and state.tables and state.kept_bytes <= 16_384
     assert state.truncated.dropped_bytes == state.total_bytes - state.kept_bytes
-    listed = {keys.live_table_key(state.session_hash, state.name, t.first_seq, t.last_seq, t.sha256)
-              for t in state.tables}
+    listed: set[str] = set()
+    todo = list(state.tables)
+    while todo:  # every table the state reaches, at any level
+        t = todo.pop()
+        listed.add(keys.live_table_key(state.session_hash, state.name, t.first_seq, t.last_seq,
+                                       t.sha256))
+        todo += [c for c in load_table(local_store, state, t) if isinstance(c, LiveTable)]
     stored = {i.key for i in local_store.list(keys.live_prefix(state.session_hash, state.name))
               if keys.parse_key(i.key).kind == "live_table"}
     assert stored == listed
@@ -309,3 +315,26 @@ def test_finish_lost_stores_only_outputs_whose_writer_is_gone(local_store: Objec
     assert finish_lost(local_store, older_than=3600, config=FAST, now=later) == []
     kinds = {keys.parse_key(i.key).kind for i in local_store.list(keys.SESSIONS + "/")}
     assert "live_segment" not in kinds
+
+
+def test_levels_keep_the_state_small_and_every_line_readable(local_store: ObjectStore) -> None:
+    """780 tiny segments in tables of 4: the state lists a few dozen spans; a line costs a GET per level."""
+    cfg = LiveConfig(segment_bytes=64, segment_interval=60, table_segments=4)
+    w = _writer(local_store, cfg)
+    data = _lines(0, 2000)
+    for i in range(0, len(data), 1000):
+        w.feed(data[i:i + 1000])
+        w._commit()
+    state = read_state(local_store, w.live_id)[0]
+    assert len(state.spans) <= 8 * 5 and max(t.level for t in state.tables) >= 3
+    metered = MeteredStore(local_store)
+    arts = ArtifactStore(metered, session_id=SESSION)
+    for offset in (0, 1, 777, 1234, 1990):
+        metered.requests.clear()
+        page = arts.read_page(str(w.live_id), offset=offset, limit=2)
+        assert page.lines[0].text == f"line {offset:05d} of the output"
+        assert metered.requests["get"] <= 2 + max(t.level for t in state.tables) + 2
+    assert arts.grep(str(w.live_id), r"line 0\d\d\d7 ").total_matches == 200
+    w.close("exited", exit_code=0)
+    done = finish_live(local_store, SESSION, w.live_id, config=cfg)
+    assert b"".join(arts.iter_verified(str(done.final_source_id))) == data

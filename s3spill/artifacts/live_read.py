@@ -210,8 +210,9 @@ class LiveReader:
             i = max(i, 0)
             if i >= len(spans):
                 return self._wrap(_empty(sid, state, since, max_chars), state, since)
-            segs = iter_segments(store, state, i)
-            seg = next(s for s in segs if s.byte_end > since)
+            at = max(since, spans[i].byte_start)
+            segs = iter_segments(store, state, lambda sp: sp.byte_end <= at)
+            seg = next(segs)
             first = fetch_segment(store, state, seg)
             skip = max(0, since - seg.byte_start)
             w0 = seg.byte_start + skip
@@ -238,8 +239,9 @@ class LiveReader:
                          len(spans))
                 if i == len(spans) or spans[i].line_start >= offset:
                     raise _dropped(state, f"line {offset + 1}")
-            segs = iter_segments(store, state, i)
-            seg = next(s for s in segs if offset == 0 or s.line_start + s.newlines >= offset)
+            segs = iter_segments(store, state, lambda sp: offset > 0 and (
+                sp.line_start + sp.newlines < offset))
+            seg = next(segs)
             data = bytearray(fetch_segment(store, state, seg))
             w0, shift, r = seg.byte_start, seg.line_start, offset - seg.line_start
         start = _nth_newline_end(data, r)

@@ -9,13 +9,20 @@ segments into an ordinary artifact).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from pydantic import ValidationError
 
 from s3spill import keys
 from s3spill.artifacts.index import decompress_frame
-from s3spill.artifacts.live_state import LiveSegment, LiveState, LiveTable, LiveTableBody
+from s3spill.artifacts.live_state import (
+    LiveSegment,
+    LiveState,
+    LiveTable,
+    LiveTableBody,
+    Span,
+    table_of,
+)
 from s3spill.errors import IntegrityError, NotFound
 from s3spill.store.base import ObjectStore
 
@@ -74,41 +81,59 @@ def table_key(state: LiveState, table: LiveTable) -> str:
                                table.sha256)
 
 
-def load_table(store: ObjectStore, state: LiveState, table: LiveTable) -> tuple[LiveSegment, ...]:
-    """The segments a table lists, verified against the digest and ranges the state gives it."""
+def load_table(store: ObjectStore, state: LiveState, table: LiveTable
+               ) -> tuple[LiveSegment, ...] | tuple[LiveTable, ...]:
+    """What a table lists (segments, or tables one level down), verified against the digest
+    and ranges its parent gives it."""
     sid = str(state.live_id)
     key = table_key(state, table)
+    name = f"segment table {table.first_seq}-{table.last_seq}"
     try:
         raw = store.get(key)
     except NotFound:
-        raise NotFound(f"{sid}: segment table {table.first_seq}-{table.last_seq} is gone (the"
-                       " output finished or was cut by its size cap meanwhile; read again)",
-                       key=key) from None
+        raise NotFound(f"{sid}: {name} is gone (the output finished or was cut by its size cap"
+                       " meanwhile; read again)", key=key) from None
     if len(raw) != table.stored or hashlib.sha256(raw).hexdigest() != table.sha256:
-        raise IntegrityError(f"{sid}: segment table {table.first_seq}-{table.last_seq} does not"
-                             " match its state")
+        raise IntegrityError(f"{sid}: {name} does not match its state")
     try:
-        segs = LiveTableBody.model_validate_json(raw).segments
+        body = LiveTableBody.model_validate_json(raw)
     except ValidationError:
-        raise IntegrityError(f"{sid}: segment table {table.first_seq} does not parse") from None
+        raise IntegrityError(f"{sid}: {name} does not parse") from None
+    children = body.children
     end = table.byte_start
-    for seg in segs:
-        if seg.byte_start != end:
-            raise IntegrityError(f"{sid}: segment table {table.first_seq} is not contiguous")
-        end = seg.byte_end
-    if (len(segs) != table.count or segs[0].seq != table.first_seq or segs[-1].seq != table.last_seq
-            or end != table.byte_end):
-        raise IntegrityError(f"{sid}: segment table {table.first_seq} describes other segments")
-    return segs
+    for child in children:
+        if child.byte_start != end:
+            raise IntegrityError(f"{sid}: {name} is not contiguous")
+        end = child.byte_end
+    again = table_of(children, raw, body.level)
+    if again != table:
+        raise IntegrityError(f"{sid}: {name} describes other segments")
+    return children
 
 
-def iter_segments(store: ObjectStore, state: LiveState, start: int = 0) -> Iterator[LiveSegment]:
-    """The committed segments from span ``start`` on, in order; tables fetched as reached."""
-    for span in state.spans[start:]:
+def iter_segments(store: ObjectStore, state: LiveState,
+                  before: Callable[[Span], bool] | None = None) -> Iterator[LiveSegment]:
+    """The committed segments in order, tables fetched as reached.
+
+    ``before(span)`` says a span lies wholly before where the caller starts: such spans
+    are skipped without fetching them, at every level, until the first one that does not
+    — so a read of line N fetches one table per level, not every table before it.
+    """
+    skipping = before is not None
+
+    def walk(span: Span) -> Iterator[LiveSegment]:
+        nonlocal skipping
+        if skipping and before is not None and before(span):
+            return
         if isinstance(span, LiveTable):
-            yield from load_table(store, state, span)
+            for child in load_table(store, state, span):
+                yield from walk(child)
         else:
+            skipping = False
             yield span
+
+    for span in state.spans:
+        yield from walk(span)
 
 
 def iter_committed(store: ObjectStore, state: LiveState, *, gap_marker: bool = False

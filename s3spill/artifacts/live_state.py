@@ -50,18 +50,22 @@ class LiveSegment(BaseModel):
 
 
 class LiveTable(BaseModel):
-    """A run of older segments moved out of the state into one immutable object.
+    """A run of older segments (level 1) or tables (level n: of level n - 1) moved out of
+    the state into one immutable object.
 
     Why: the state is rewritten every second and read by every reader, so it must stay
-    small however long the output; only a read of old lines fetches the table that lists
-    them. A table is always contiguous (cut at the one gap the size cap can make).
+    small however long the output — and a quiet dev server cuts a segment per line for
+    weeks. Levels keep the state at ``O(table_segments * log(segments))`` entries; a read
+    of old lines fetches one table per level. A table is always contiguous and never
+    straddles the end of the head (the size cap drops whole tables after the head).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    level: int = Field(default=1, ge=1, le=8)
     first_seq: int = Field(ge=0)
     last_seq: int = Field(ge=0)
-    count: int = Field(ge=1)
+    count: int = Field(ge=1)  #: segments it stands for, at any depth
     byte_start: int = Field(ge=0)
     byte_end: int = Field(ge=1)
     line_start: int = Field(ge=0)
@@ -76,22 +80,39 @@ class LiveTable(BaseModel):
 
 
 class LiveTableBody(Record):
-    """The table object: the segments it stands for, exactly as the state listed them."""
+    """The table object: what it stands for, exactly as the state (or its parent) listed them."""
 
     kind: Literal["live_table"] = "live_table"
-    segments: tuple[LiveSegment, ...]
+    level: int = Field(default=1, ge=1, le=8)
+    segments: tuple[LiveSegment, ...] = ()
+    tables: tuple[LiveTable, ...] = ()
+
+    @model_validator(mode="after")
+    def _one_level(self) -> LiveTableBody:
+        if self.level == 1 and (self.tables or not self.segments):
+            raise ValueError("a level 1 table lists segments")
+        if self.level > 1 and (self.segments or not self.tables
+                               or any(t.level != self.level - 1 for t in self.tables)):
+            raise ValueError(f"a level {self.level} table lists level {self.level - 1} tables")
+        return self
+
+    @property
+    def children(self) -> tuple[LiveSegment, ...] | tuple[LiveTable, ...]:
+        return self.segments or self.tables
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json().encode()
 
 
-def table_of(segments: tuple[LiveSegment, ...], body: bytes) -> LiveTable:
-    first, last = segments[0], segments[-1]
-    return LiveTable(first_seq=first.seq, last_seq=last.seq, count=len(segments),
-                     byte_start=first.byte_start, byte_end=last.byte_end,
-                     line_start=first.line_start, newlines=sum(s.newlines for s in segments),
-                     last_byte_newline=last.last_byte_newline,
-                     sha256=hashlib.sha256(body).hexdigest(), stored=len(body))
+def table_of(children: tuple[Span, ...], body: bytes, level: int) -> LiveTable:
+    first, last = children[0], children[-1]
+    return LiveTable(
+        level=level, first_seq=first.first_seq if isinstance(first, LiveTable) else first.seq,
+        last_seq=last.last_seq if isinstance(last, LiveTable) else last.seq,
+        count=sum(c.count if isinstance(c, LiveTable) else 1 for c in children),
+        byte_start=first.byte_start, byte_end=last.byte_end, line_start=first.line_start,
+        newlines=sum(c.newlines for c in children), last_byte_newline=last.last_byte_newline,
+        sha256=hashlib.sha256(body).hexdigest(), stored=len(body))
 
 
 Span = LiveSegment | LiveTable

@@ -79,6 +79,10 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _level(span: Span) -> int:
+    return span.level if isinstance(span, LiveTable) else 0
+
+
 class LiveWriter:
     """Single-threaded: one pump calls :meth:`feed`, :meth:`tick` and :meth:`close`."""
 
@@ -109,8 +113,9 @@ class LiveWriter:
         self._last_state = 0.0
         self._cctx: Any = None
         self._dropped: list[Span] = []
-        #: Tables this writer made: their segments (to delete them if dropped) and ETags.
-        self._tables: dict[int, tuple[LiveTable, tuple[LiveSegment, ...], str]] = {}
+        #: Tables this writer made, by (level, first seq): what they list (to delete it if the
+        #: cap drops them) and their ETags.
+        self._tables: dict[tuple[int, int], tuple[LiveTable, tuple[Span, ...], str]] = {}
         #: Requests made (segment PUTs, state writes, reads, deletes), for the benchmarks.
         self.requests = 0
 
@@ -253,16 +258,52 @@ class LiveWriter:
                 time.sleep(delay)
                 delay = min(delay * 2, max(self.transfer.backoff_max, 5.0))
 
-    def _table(self, run: tuple[LiveSegment, ...]) -> LiveTable:
+    def _table(self, run: tuple[Span, ...], level: int) -> LiveTable:
         """The table object for ``run`` (created once, whatever the CAS retries)."""
-        made = self._tables.get(run[0].seq)
+        first = run[0]
+        ident = (level, first.first_seq if isinstance(first, LiveTable) else first.seq)
+        made = self._tables.get(ident)
         if made is not None and made[1] == run:
             return made[0]
-        body = LiveTableBody(segments=run).to_bytes()
-        table = table_of(run, body)
-        etag = self._put_once(table_key(self.state, table), body, _JSON)
-        self._tables[run[0].seq] = (table, run, etag)
+        if level == 1:
+            body = LiveTableBody(segments=tuple(s for s in run if isinstance(s, LiveSegment)))
+        else:
+            body = LiveTableBody(level=level, tables=tuple(s for s in run if isinstance(s, LiveTable)))
+        raw = body.to_bytes()
+        table = table_of(run, raw, level)
+        etag = self._put_once(table_key(self.state, table), raw, _JSON)
+        self._tables[ident] = (table, run, etag)
         return table
+
+    def _compact(self, spans: list[Span]) -> list[Span]:
+        """While a level holds ``2 * table_segments`` spans (segments are level 0), move its
+        oldest run of up to ``table_segments`` into one table of the next level. A run never
+        crosses a gap or the end of the head; a span that no run can take stays where it is."""
+        k = self.config.table_segments
+        for level in range(8):
+            while True:
+                idx = [i for i, s in enumerate(spans) if _level(s) == level]
+                if len(idx) < 2 * k:
+                    break
+                run = None
+                for i0 in idx:
+                    j = 1
+                    while (j < k and i0 + j < len(spans) and _level(spans[i0 + j]) == level
+                           and not self._break(spans[i0 + j - 1], spans[i0 + j])):
+                        j += 1
+                    if j >= 2:
+                        run = (i0, j)
+                        break
+                if run is None:
+                    break
+                i0, j = run
+                spans[i0:i0 + j] = [self._table(tuple(spans[i0:i0 + j]), level + 1)]
+        return spans
+
+    def _break(self, a: Span, b: Span) -> bool:
+        """Whether a table may not hold both ``a`` and ``b``: a gap, or the end of the head."""
+        head = self.config.head_bytes
+        return b.byte_start != a.byte_end or a.byte_end <= head < b.byte_end
 
     def _take_pending(self) -> list[LiveSegment]:
         pending, self._pending = self._pending, []
@@ -272,22 +313,13 @@ class LiveWriter:
         """The state's spans with ``new`` appended, compacted into tables, cut to the size cap."""
         self._dropped = []
         have = {x.seq for x in state.segments}
-        inline = list(state.segments) + [s for s in new if s.seq not in have]
-        tables = list(state.tables)
-        k = self.config.table_segments
-        while len(inline) >= 2 * k:
-            j = 1
-            while j < k and inline[j].byte_start == inline[j - 1].byte_end:
-                j += 1
-            tables.append(self._table(tuple(inline[:j])))
-            inline = inline[j:]
-        spans: list[Span] = [*tables, *inline]
+        spans = self._compact([*state.tables, *state.segments,
+                               *(s for s in new if s.seq not in have)])
         truncated = state.truncated
         kept = sum(s.size for s in spans)
         if kept > self.config.max_bytes:
-            head_n, head = 0, 0
-            while head_n < len(spans) and head + spans[head_n].size <= self.config.head_bytes:
-                head += spans[head_n].size
+            head_n = 0  # the head: spans wholly within head_bytes (tables never straddle it)
+            while head_n < len(spans) and spans[head_n].byte_end <= self.config.head_bytes:
                 head_n += 1
             drop: list[Span] = []
             while kept > self.config.max_bytes and head_n < len(spans) - 1:
@@ -316,17 +348,22 @@ class LiveWriter:
         self._dropped = []
 
     def _delete_span(self, span: Span) -> None:
-        """A dropped segment or table no state lists any more: delete it (ours, conditionally)."""
+        """A dropped segment or table no state lists any more: delete it and, for a table,
+        everything it lists (ours, conditionally)."""
         doomed: list[tuple[str, str | None]] = []
-        if isinstance(span, LiveTable):
-            made = self._tables.pop(span.first_seq, None)
-            if made is None:
-                return
-            doomed.append((table_key(self.state, span), made[2]))
-            doomed += [(segment_key(self.state, seg), self._etags.pop(seg.seq, None))
-                       for seg in made[1]]
-        else:
-            doomed.append((segment_key(self.state, span), self._etags.pop(span.seq, None)))
+
+        def collect(s: Span) -> None:
+            if isinstance(s, LiveTable):
+                made = self._tables.pop((s.level, s.first_seq), None)
+                if made is None:
+                    return
+                doomed.append((table_key(self.state, s), made[2]))
+                for child in made[1]:
+                    collect(child)
+            else:
+                doomed.append((segment_key(self.state, s), self._etags.pop(s.seq, None)))
+
+        collect(span)
         for key, etag in doomed:
             if etag is None:
                 continue
