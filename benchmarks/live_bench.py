@@ -11,8 +11,9 @@ embedded S3, a moto server over HTTP serving one request at a time):
    RSS of a supervisor whose command prints one line.
 3. **requests** — store requests per minute of a running command, quiet (one line every
    2 s) and busy (as fast as the store takes it), from a metered store.
-4. **page** — the newest page (``since`` near the end) of a live output of ``--big`` bytes
-   against one of 1 MiB: wall time, requests and bytes fetched, fresh reader each time.
+4. **page** — a 50-line page at the newest output (``since`` near the end) and in the middle
+   (``offset``) of a live output of ``--big`` bytes against one of 1 MiB: wall time,
+   requests and bytes fetched (the state and tables included), a fresh reader each time.
 
     python benchmarks/live_bench.py                    # everything, local and s3
     python benchmarks/live_bench.py --only latency,page --backends local --big 256MiB
@@ -199,19 +200,25 @@ def page(b: Backend, big: int) -> dict[str, Any]:
         w._commit()  # list the last full segments (a partial one stays buffered)
         wrote = time.monotonic() - t0
         state = read_state(store, w.live_id)[0]
-        timings, reqs, fetched = [], 0, 0
-        for _ in range(5):
-            counting = _Counting(store)
-            arts = ArtifactStore(counting, session_id=SESSION)
-            t = time.perf_counter()
-            p = arts.read_page(str(w.live_id), since=max(0, state.committed_bytes - 4000))
-            timings.append(time.perf_counter() - t)
-            reqs, fetched = counting.requests, counting.fetched
-            assert p.lines
-        out[f"{size / 2**20:.0f} MiB"] = {
-            "segments": len(state.segments), "state_kib": round(len(state.to_bytes()) / 1024, 1),
-            "newest_page_ms": round(statistics.median(timings) * 1000, 1), "requests": reqs,
-            "bytes_fetched": fetched, "write_s": round(wrote, 1)}
+        row: dict[str, Any] = {
+            "segments": sum(t.count for t in state.tables) + len(state.segments),
+            "state_spans": len(state.spans), "levels": max((t.level for t in state.tables), default=0),
+            "state_kib": round(len(state.to_bytes()) / 1024, 1), "write_s": round(wrote, 1)}
+        for where, kwargs in (("newest", {"since": max(0, state.committed_bytes - 4000)}),
+                              ("middle", {"offset": state.line_count // 2})):
+            timings, reqs, fetched = [], 0, 0
+            for _ in range(5):
+                counting = _Counting(store)
+                arts = ArtifactStore(counting, session_id=SESSION)
+                t = time.perf_counter()
+                p = arts.read_page(str(w.live_id), limit=50, **kwargs)  # type: ignore[arg-type]
+                timings.append(time.perf_counter() - t)
+                reqs, fetched = counting.requests, counting.fetched
+                assert p.lines
+            row[f"{where}_page_ms"] = round(statistics.median(timings) * 1000, 1)
+            row[f"{where}_requests"] = reqs
+            row[f"{where}_bytes_fetched"] = fetched
+        out[f"{size / 2**20:.0f} MiB"] = row
     return out
 
 

@@ -245,21 +245,33 @@ class LiveReader:
             data = bytearray(fetch_segment(store, state, seg))
             w0, shift, r = seg.byte_start, seg.line_start, offset - seg.line_start
         start = _nth_newline_end(data, r)
+        del data[:start]  # the window begins at the page's first line
+        w0, shift, r = w0 + start, shift + r, 0
         need = 4 * max_chars + 4 * char_offset + 1024
         prev = seg
-        while data.count(b"\n", start) < limit + 1 and len(data) - start < need:
+        while data.count(b"\n") < limit + 1 and len(data) < need:
             nxt = next(segs, None)
             if nxt is None or nxt.byte_start != prev.byte_end:
                 break
             data += fetch_segment(store, state, nxt)
             prev = nxt
         to_end = prev.byte_end == state.committed_bytes
+        # Keep only what one page can use: its lines and at most ``need`` bytes of them
+        # (indexing the window costs a pass over it).
+        end = len(data)
+        if data.count(b"\n") >= limit + 1:
+            end = _nth_newline_end(data, limit + 1)
+        if end > need and (cut := data.rfind(b"\n", 0, need) + 1):
+            end = cut
+        if end < len(data):
+            del data[end:]
+            to_end = False
         if not to_end:
-            cut = data.rfind(b"\n", start) + 1
-            if cut > start:
+            cut = data.rfind(b"\n") + 1
+            if cut:
                 del data[cut:]
-            elif start == len(data):
-                raise _dropped(state, f"line {shift + r + 1}")
+            elif not data:
+                raise _dropped(state, f"line {shift + 1}")
         window = bytes(data)
         stats = build_stats(window, _WINDOW_CHUNK)
         index = stats.to_index(session_hash=state.session_hash, name=state.name,
