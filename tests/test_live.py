@@ -242,6 +242,20 @@ def test_agent_tools_read_a_live_id(local_store: ObjectStore) -> None:
     assert "    19:" in tools.grep_artifact(str(w.live_id), "line 0001[89]")
 
 
+def test_the_async_tools_read_a_live_id_since(local_store: ObjectStore) -> None:
+    """AsyncAgentTools.read_artifact passes since through, so an async harness reads only what is new."""
+    import asyncio
+
+    from s3spill.agent.aio import AsyncAgentTools
+
+    w = _writer(local_store)
+    w.feed(_lines(0, 20))
+    _commit(w)
+    text = asyncio.run(AsyncAgentTools(local_store, SESSION).read_artifact(
+        str(w.live_id), since=len(_lines(0, 18))))
+    assert "line 00018" in text and "line 00017" not in text
+
+
 def test_gc_never_deletes_live_objects(local_store: ObjectStore) -> None:
     """A GC plan with the shortest TTLs lists a running output's state and segments as denied."""
     w = _writer(local_store)
