@@ -207,7 +207,7 @@ def page(b: Backend, big: int) -> dict[str, Any]:
         for where, kwargs in (("newest", {"since": max(0, state.committed_bytes - 4000)}),
                               ("middle", {"offset": state.line_count // 2})):
             timings, reqs, fetched = [], 0, 0
-            for _ in range(5):
+            for _ in range(15):
                 counting = _Counting(store)
                 arts = ArtifactStore(counting, session_id=SESSION)
                 t = time.perf_counter()

@@ -25,6 +25,10 @@ Each conditional write has three outcomes. A lost CAS re-reads the state: a fore
 A SIGKILL at any step loses at most the bytes not yet in a committed segment: a stored
 but unlisted segment is invisible (and deleted by the finisher), a state is replaced
 whole or not at all.
+
+Over ~400 lines: cutting, table compaction, the cap and the CAS all change one in-memory
+view of the state (and the ETags of what this writer created, which a drop must delete),
+and splitting them would pass that view between modules on every step.
 """
 
 from __future__ import annotations
