@@ -204,3 +204,11 @@ def test_a_quiet_command_dies_with_its_killed_supervisor(tmp_path: Path) -> None
     time.sleep(0.5)
     os.kill(int(str(started["supervisor_pid"])), signal.SIGKILL)
     _wait_dead(int(str(started["command_pid"])), timeout=10)
+
+
+def test_a_background_command_that_cannot_start_says_so(tmp_path: Path) -> None:
+    """`run --background -- no-such-command` exits 127 like `run`, printing the id and the reason."""
+    env = child_env({"S3SPILL_STORE": (tmp_path / "s").as_uri(), "S3SPILL_SESSION": SESSION})
+    proc = _cli(env, "run", "--background", "--", "no-such-command-s3spill")
+    assert proc.returncode == 127, proc.stderr
+    assert proc.stdout.startswith("live:") and "cannot start no-such-command-s3spill" in proc.stdout

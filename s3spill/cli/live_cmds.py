@@ -18,6 +18,7 @@ import time
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.errors import StoreUnavailable
+from s3spill.store.base import ObjectStore
 
 #: How long ``run --background`` waits for the supervisor to say READY.
 START_TIMEOUT = 60.0
@@ -62,6 +63,8 @@ def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
         detail = line.removeprefix("ERROR ").strip() or "it exited without saying why"
         raise StoreUnavailable(f"the background run did not start: {detail}")
     _, live_id, pid = line.split()
+    if pid == "0":  # the command could not be started: say so, with its exit status
+        return _not_started(args, store, session, live_id)
     if args.json:
         sys.stdout.write(json.dumps({"source_id": live_id, "supervisor_pid": proc.pid,
                                      "command_pid": int(pid)}) + "\n")
@@ -72,6 +75,27 @@ def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
             f"`s3spill grep {live_id} PATTERN`; `s3spill status {live_id}`, "
             f"`s3spill stop {live_id}`\n")
     return 0
+
+
+def _not_started(args: argparse.Namespace, store: ObjectStore, session: str, live_id: str) -> int:
+    """The supervisor stored why the command did not start; print that and its exit status."""
+    from s3spill.artifacts.live_read import LiveReader
+    from s3spill.artifacts.store import ArtifactStore
+
+    arts = ArtifactStore(store, session_id=session)
+    reader = LiveReader(arts)
+    deadline = time.monotonic() + START_TIMEOUT
+    summary = reader.status(live_id)
+    while summary.status == "running" and time.monotonic() < deadline:
+        time.sleep(0.1)
+        summary = reader.status(live_id)
+    why = "".join(ln.text for ln in arts.read_page(live_id, limit=1).lines)
+    code = summary.exit_code if summary.exit_code is not None else 127
+    if args.json:
+        sys.stdout.write(json.dumps({"source_id": live_id, "exit_code": code, "error": why}) + "\n")
+    else:
+        sys.stdout.write(f"{live_id}\n{why}\n")
+    return code
 
 
 def _read_line(proc: subprocess.Popen[bytes], timeout: float) -> str:
