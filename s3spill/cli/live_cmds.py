@@ -18,6 +18,7 @@ import time
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.errors import StoreUnavailable
+from s3spill.spill.supervisor import DROP_ENV
 from s3spill.store.base import ObjectStore
 
 #: How long ``run --background`` waits for the supervisor to say READY.
@@ -53,9 +54,15 @@ def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
         value = getattr(args, knob, None)
         if value is not None:
             argv += [f"--{knob.replace('_', '-')}", str(value)]
+    # glibc gives each thread its own malloc arena and keeps what it frees there: for the
+    # supervisor's reader, pump and upload threads that is tens of MiB of RSS; two arenas
+    # keep it bounded. The command gets the caller's environment as it was.
+    env = dict(os.environ)
+    if "MALLOC_ARENA_MAX" not in env:
+        env.update({"MALLOC_ARENA_MAX": "2", DROP_ENV: "MALLOC_ARENA_MAX"})
     proc = subprocess.Popen(  # noqa: S603 - our own module; the command is the user's
         [*argv, "--", *cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, env=env)
     assert proc.stdout is not None
     line = _read_line(proc, START_TIMEOUT)
     proc.stdout.close()

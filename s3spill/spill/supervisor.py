@@ -25,6 +25,9 @@ from s3spill.leases.journal import LeaseJournal
 from s3spill.spill.live import start_live
 from s3spill.store import open_store
 
+#: Variables the CLI set for the supervisor alone (``MALLOC_ARENA_MAX``), removed again from
+#: the command's environment so that it runs in the caller's environment exactly.
+DROP_ENV = "S3SPILL_SUPERVISOR_ONLY_ENV"
 #: Where the supervisor's own log goes (its stderr is not the CLI's any more); unset: nowhere.
 LOG_ENV = "S3SPILL_SUPERVISOR_LOG"
 
@@ -73,7 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not cmd:
             raise ValueError("no command given")
         store = open_store(args.store)
-        handle = start_live(store, args.session, cmd, args.tool, label=args.label,
+        drop = {DROP_ENV, *filter(None, os.environ.get(DROP_ENV, "").split(","))}
+        env = {k: v for k, v in os.environ.items() if k not in drop}
+        handle = start_live(store, args.session, cmd, args.tool, label=args.label, env=env,
                             config=config_from(args), die_with_parent=True,
                             journal=LeaseJournal(store, args.session, getattr(store, "config", None)))
     except (S3SpillError, ValueError, OSError) as exc:
