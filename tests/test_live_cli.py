@@ -212,3 +212,15 @@ def test_a_background_command_that_cannot_start_says_so(tmp_path: Path) -> None:
     proc = _cli(env, "run", "--background", "--", "no-such-command-s3spill")
     assert proc.returncode == 127, proc.stderr
     assert proc.stdout.startswith("live:") and "cannot start no-such-command-s3spill" in proc.stdout
+
+
+def test_a_background_command_runs_in_the_callers_environment(tmp_path: Path) -> None:
+    """What the supervisor sets for itself (MALLOC_ARENA_MAX) does not reach the command."""
+    env = child_env({"S3SPILL_STORE": (tmp_path / "s").as_uri(), "S3SPILL_SESSION": SESSION,
+                     "MARKER_FROM_CALLER": "yes"})
+    env.pop("MALLOC_ARENA_MAX", None)
+    started = _start(env, "sh", "-c", "env")
+    _wait_dead(int(str(started["supervisor_pid"])))
+    out = _cli(env, "read", str(started["source_id"])).stdout
+    assert "MARKER_FROM_CALLER=yes" in out
+    assert "MALLOC_ARENA_MAX" not in out and "S3SPILL_SUPERVISOR_ONLY_ENV" not in out
