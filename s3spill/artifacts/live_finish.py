@@ -43,10 +43,8 @@ log = get_logger("s3spill.artifacts.live")
 DURING_FINAL_COMMIT = declare("live.during_final_commit",
                               "a live output is stored as an artifact; its state does not name it yet")
 _ATTEMPTS = 20
-#: Parts (and frame workers) in flight while a finished output is copied into its artifact,
-#: and their size (S3's smallest).
+#: Frame workers while a finished output is copied into its artifact.
 FINISH_CONCURRENCY = 1
-FINISH_PART_SIZE = 5 * 1024 * 1024
 
 
 def cas_state(store: ObjectStore, live: keys.LiveId,
@@ -82,14 +80,14 @@ def write_final(store: ObjectStore, state: LiveState,
                 transfer: TransferConfig | None = None) -> ArtifactReference:
     """Stream the committed segments, verified, into an ordinary artifact of their session.
 
-    One part of the smallest size in flight (:data:`FINISH_CONCURRENCY`): the finisher is
-    the supervisor, whose memory must stay bounded whatever the output's size, and the copy
-    is on nobody's path (readers read the segments until the state names the artifact).
+    One frame worker (:data:`FINISH_CONCURRENCY`): the finisher is the supervisor, whose
+    memory must stay bounded whatever the output's size, and the copy is on nobody's path
+    (readers read the segments until the state names the artifact). The upload's parts
+    follow the store's own config (the supervisor opens its store with small ones).
     """
     base = transfer or getattr(store, "config", None) or TransferConfig()
     arts = ArtifactStore(store, base.model_copy(update={
-        "max_concurrency": min(FINISH_CONCURRENCY, base.max_concurrency),
-        "part_size": FINISH_PART_SIZE}))
+        "max_concurrency": min(FINISH_CONCURRENCY, base.max_concurrency)}))
     ref = arts.write_hashed(state.session_hash, iter_committed(store, state, gap_marker=True),
                             state.tool, label=state.label or state.command)
     failpoint(DURING_FINAL_COMMIT)

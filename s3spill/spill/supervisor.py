@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from s3spill.config import LiveConfig
+from s3spill.config import LiveConfig, MiB, TransferConfig
 from s3spill.errors import S3SpillError
 from s3spill.leases.journal import LeaseJournal
 from s3spill.spill.live import start_live
@@ -28,6 +28,11 @@ from s3spill.store import open_store
 #: Variables the CLI set for the supervisor alone (``MALLOC_ARENA_MAX``), removed again from
 #: the command's environment so that it runs in the caller's environment exactly.
 DROP_ENV = "S3SPILL_SUPERVISOR_ONLY_ENV"
+#: The supervisor's store: S3's smallest parts, two in flight. Its segments are small
+#: anyway; only the final copy is multipart, and it is on nobody's path, while the
+#: supervisor's memory must stay bounded (benchmarks/live_bench.py measures it).
+SUPERVISOR_TRANSFER = TransferConfig(multipart_threshold=5 * MiB, part_size=5 * MiB,
+                                     max_concurrency=2)
 #: Where the supervisor's own log goes (its stderr is not the CLI's any more); unset: nowhere.
 LOG_ENV = "S3SPILL_SUPERVISOR_LOG"
 
@@ -75,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if not cmd:
             raise ValueError("no command given")
-        store = open_store(args.store)
+        store = open_store(args.store, config=SUPERVISOR_TRANSFER)
         drop = {DROP_ENV, *filter(None, os.environ.get(DROP_ENV, "").split(","))}
         env = {k: v for k, v in os.environ.items() if k not in drop}
         handle = start_live(store, args.session, cmd, args.tool, label=args.label, env=env,
