@@ -94,17 +94,17 @@ def bench_publish(store: LocalStore, n: int) -> dict[str, float]:
         t0 = time.perf_counter()
         journal.publish_reference(claim, lambda: None, f"tx-{i:06d}")
         samples.append((time.perf_counter() - t0, meter.bytes_written - before))
-        largest = max(largest, journal._manifest_bytes)
+        largest = max(largest, journal.manifest_bytes)
         if (i + 1) % 2000 == 0:
             ms, _ = window(samples, slice(-100, None))
             print(f"  {i + 1} published, last 100 at {ms:.2f} ms each, manifest "
-                  f"{journal._manifest_bytes} bytes", flush=True)
+                  f"{journal.manifest_bytes} bytes", flush=True)
     total = time.perf_counter() - started
     first_ms, first_bytes = window(samples, slice(0, 100))
     last_ms, last_bytes = window(samples, slice(-100, None))
     return {"seconds": total, "first_ms": first_ms, "last_ms": last_ms, "first_bytes": first_bytes,
             "last_bytes": last_bytes, "largest_manifest": largest,
-            "final_manifest": journal._manifest_bytes}
+            "final_manifest": journal.manifest_bytes}
 
 
 def floor(store: ObjectStore) -> float:

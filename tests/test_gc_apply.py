@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from s3spill import keys
-from s3spill.errors import ArtifactCondemned, CleanupRefused, NotFound, StoreUnavailable
+from s3spill.errors import ArtifactCondemned, CleanupRefused, GcRunLocked, NotFound, StoreUnavailable
 from s3spill.gc.apply import apply_cleanup, choose_delete_method
+from s3spill.gc.lock import GcRunLock
 from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
@@ -256,3 +257,35 @@ def test_metered_store_counts_requests_and_halves_its_rate_on_slowdown(local_sto
         meter.head("v1/missing")
     assert meter.slowdowns == 1 and meter._rate == 100.0
     assert meter.requests == {"put_if_absent": 1, "head": 1}
+
+
+def test_library_apply_while_another_run_holds_the_lock_deletes_nothing(
+        store: ObjectStore, tmp_path: Path) -> None:
+    """apply_cleanup takes the scope's run lock itself: another run's live lock is GcRunLocked, no delete."""
+    orphan = put_artifact(store, "s1", b"orphan\n" * 50)
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    holder = GcRunLock(store, "all", "other-run")
+    holder.acquire()
+    try:
+        with pytest.raises(GcRunLocked, match="other-run"):
+            apply_cleanup(store, plan, now=later)
+        assert _exists(store, keys.artifact_key(keys.session_hash("s1"), orphan))
+        assert LeaseJournal(store, "s1").view().condemned == ()
+        # a dry run deletes nothing, so it needs no lock and may overlap
+        assert apply_cleanup(store, plan, now=later, dry_run=True).counts["dry_run"] == 1
+    finally:
+        holder.release()
+    assert apply_cleanup(store, plan, now=later).counts["deleted"] == 1
+    with pytest.raises(NotFound):  # released at the end of the run
+        store.head(keys.gc_lock_key("all"))
+
+
+def test_a_lock_the_caller_holds_is_renewed_and_left_to_the_caller(
+        store: ObjectStore, tmp_path: Path) -> None:
+    """Given lock=held, apply uses it (no second acquire), and the caller still holds it afterwards."""
+    put_artifact(store, "s1", b"orphan\n" * 50)
+    plan = plan_cleanup(store, CleanupScope(), REAL, out=tmp_path / "p", now=later())
+    with GcRunLock(store, "all", "caller") as held:
+        assert apply_cleanup(store, plan, now=later, lock=held).counts["deleted"] == 1
+        assert held.record is not None
+        assert held.renew().run_id == "caller"  # still ours: apply did not release it

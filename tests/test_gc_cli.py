@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import time
 from pathlib import Path
 
 import pytest
 
 from s3spill.cli import main
-from s3spill.cli.gc_cmds import EXIT_REFUSED
+from s3spill.cli.exitcodes import ExitCode
 from s3spill.leases.journal import LeaseJournal
 from s3spill.store.local import LocalStore
 from tests.gc_support import put_artifact
@@ -29,7 +30,7 @@ def test_run_is_a_dry_run_unless_apply(local_store: LocalStore, capsys: pytest.C
     before = sorted(i.key for i in local_store.list(""))
     code, doc = _run(capsys, "--store", local_store.url, "gc", "run", "--all")
     assert code == 0
-    assert doc["plan"]["counts"] == {"retained_recent": 1, "denied": 1}  # type: ignore[index]
+    assert doc["plan"]["counts"] == {"retained_recent": 1, "retained_protocol": 1}  # type: ignore[index]
     assert doc["apply"]["dry_run"] is True  # type: ignore[index]
     assert sorted(i.key for i in local_store.list("")) == before
 
@@ -38,7 +39,7 @@ def test_short_ttl_refused_with_exit_code_4(local_store: LocalStore,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """A TTL under an hour exits 4 (refused) unless --allow-dangerously-short-ttl is given."""
     code = main(["--store", local_store.url, "gc", "plan", "--all", "--orphan-ttl", "10m"])
-    assert code == EXIT_REFUSED
+    assert code == ExitCode.REFUSED
     assert "allow-dangerously-short-ttl" in capsys.readouterr().err
     code, doc = _run(capsys, "--store", local_store.url, "gc", "plan", "--all", "--orphan-ttl", "10m",
                      "--allow-dangerously-short-ttl")
@@ -60,7 +61,7 @@ def test_plan_to_store_then_apply_by_id(local_store: LocalStore, capsys: pytest.
     assert code == 0 and report["counts"] == {"deleted": 1}
     assert [i.key for i in local_store.list("") if "/artifacts/" in i.key] == []
     code = main(["--store", local_store.url, "gc", "apply", str(tmp_path / "missing.jsonl")])
-    assert code == EXIT_REFUSED
+    assert code == ExitCode.REFUSED
 
 
 def test_gc_without_scope_plans_the_directory_session(local_store: LocalStore, tmp_path: Path,
@@ -81,3 +82,47 @@ def test_gc_without_scope_plans_the_directory_session(local_store: LocalStore, t
     monkeypatch.chdir(elsewhere)
     assert main(["--store", local_store.url, "gc", "plan"]) == 0
     assert json.loads(capsys.readouterr().out)["sessions"] == 0
+
+
+def _on_a_terminal(argv: list[str], tmp_path: Path) -> tuple[int, str]:
+    """Run the CLI in a child whose stdout is a pseudo-terminal; what it printed there."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from s3spill.testing import child_env
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "s3spill", *argv], stdout=follower,
+                            stderr=subprocess.DEVNULL, env=child_env(), cwd=tmp_path)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return proc.wait(timeout=60), b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_gc_prints_a_summary_line_on_a_terminal(local_store: LocalStore, tmp_path: Path) -> None:
+    """On a TTY, plan and apply print one line a person reads; --json still prints the JSON report."""
+    put_artifact(local_store, "s1", b"orphan\n")
+    short = ["--orphan-ttl", "1s", "--session-ttl", "1s", "--allow-dangerously-short-ttl"]
+    time.sleep(1.2)
+    plan = tmp_path / "plan.jsonl"
+    code, out = _on_a_terminal(["--store", local_store.url, "gc", "plan", "--session", "s1",
+                                "--out", str(plan), *short], tmp_path)
+    assert code == 0, out
+    assert re.match(r"gc plan: to delete 1 \(\d+ B\); 1 session\(s\), \d+ requests in [\d.]+ s\n", out), out
+    assert f"apply it with: s3spill gc apply {plan}" in out and "{" not in out
+    code, out = _on_a_terminal(["--store", local_store.url, "gc", "apply", str(plan), *short], tmp_path)
+    assert code == 0 and re.match(r"gc apply: deleted 1 \(\d+ B\); 1 session\(s\)", out), out
+    code, out = _on_a_terminal(["--store", local_store.url, "gc", "plan", "--session", "s1", "--json",
+                                *short], tmp_path)
+    assert code == 0 and json.loads(out)["phase"] == "plan"

@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 
 from s3spill import keys
-from s3spill.errors import ArtifactCondemned, NotFound
+from s3spill.errors import ArtifactCondemned, GcRunLocked, NotFound
 from s3spill.gc.apply import apply_cleanup
+from s3spill.gc.lock import GcRunLock
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
 from s3spill.leases.journal import LeaseJournal
+from s3spill.models import utcnow
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3, child_env
 from tests.gc_support import claim_for, later, put_artifact
@@ -35,6 +37,11 @@ def _cli(moto_server: EmbeddedS3, store: S3Store, *args: str,
 
 #: Apply-time policy for the CLI runs: the artifacts are seconds old, not days.
 SHORT = ("--orphan-ttl", "1s", "--session-ttl", "1s", "--allow-dangerously-short-ttl")
+
+
+def _dead_runs_lock_expired(store: S3Store) -> GcRunLock:
+    """The next run, once the killed run's lock has expired: it takes the lock over (fence 2)."""
+    return GcRunLock(store, "all", "next-run", clock=lambda: utcnow() + timedelta(hours=1))
 
 
 def _exists(store: S3Store, key: str) -> bool:
@@ -75,7 +82,11 @@ def test_killed_after_condemnation_next_run_completes(
         journal.publish_reference(claim_for(server_store, "crash", orphans[0]), lambda: None,
                                   transaction_id="tx-too-late")
     fresh = plan_cleanup(server_store, CleanupScope(), REAL, out=tmp_path / "again.jsonl", now=later())
-    report = apply_cleanup(server_store, fresh, now=later)
+    with pytest.raises(GcRunLocked):  # the dead run's lock stands until it expires
+        apply_cleanup(server_store, fresh, now=later)
+    with _dead_runs_lock_expired(server_store) as lock:
+        assert lock.record is not None and lock.record.fence == 2
+        report = apply_cleanup(server_store, fresh, now=later, lock=lock)
     assert report.recovered == {"deleted": 3}
     assert not any(_exists(server_store, keys.artifact_key(shash, n)) for n in orphans)
     assert not any(_exists(server_store, keys.index_key(shash, n)) for n in orphans)
@@ -96,15 +107,16 @@ def test_killed_between_delete_and_deleted_record_next_run_records(
     assert len(LeaseJournal(server_store, "crash").view().condemned) == 3
     fresh = plan_cleanup(server_store, CleanupScope(), REAL, out=tmp_path / "again.jsonl", now=later())
     assert "planned_delete" not in fresh.footer.counts
-    report = apply_cleanup(server_store, fresh, now=later)
+    with _dead_runs_lock_expired(server_store) as lock:
+        report = apply_cleanup(server_store, fresh, now=later, lock=lock)
     assert report.recovered == {"already_missing": 3}
     assert LeaseJournal(server_store, "crash").view().condemned == ()
     assert _exists(server_store, keys.artifact_key(shash, kept))
-    # The original plan, applied late, finds everything already gone.
+    # The original plan, applied late (the lock released by then), finds everything already gone.
     from s3spill.gc.planfile import CleanupPlan
 
     assert apply_cleanup(server_store, CleanupPlan.open(plan_path), now=later).counts == {
-        "already_missing": 3, "retained_referenced": 1, "denied": 1}
+        "already_missing": 3, "retained_referenced": 1, "retained_protocol": 1}
 
 
 def test_gc_racing_four_publishers_never_loses_a_claimed_artifact(

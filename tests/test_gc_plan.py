@@ -115,7 +115,7 @@ def test_plan_round_trips_through_the_store(store: ObjectStore, tmp_path: Path) 
     loaded = load_plan_from_store(store, plan.plan_id, directory=str(tmp_path))
     assert [e.model_dump() for e in loaded.entries()] == [e.model_dump() for e in plan.entries()]
     again = plan_cleanup(store, out=tmp_path / "again.jsonl", now=later())
-    assert {e.object_kind: e.status for e in again.entries()}["gc_plan"] == "denied"
+    assert {e.object_kind: e.status for e in again.entries()}["gc_plan"] == "retained_protocol"
 
 
 def test_concurrent_planning_writes_the_same_plan(store: ObjectStore, tmp_path: Path) -> None:

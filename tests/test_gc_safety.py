@@ -15,7 +15,7 @@ import pytest
 
 from s3spill import keys
 from s3spill.cli import main
-from s3spill.cli.gc_cmds import EXIT_JOURNAL_DOUBT
+from s3spill.cli.exitcodes import ExitCode
 from s3spill.cli.store_cmds import render
 from s3spill.config import TransferConfig
 from s3spill.errors import (
@@ -221,8 +221,8 @@ def test_gc_cli_exits_5_on_journal_doubt(local_store: ObjectStore,
     _publish(local_store, "s1", name, "tx-a")
     mkey = keys.manifest_key(keys.session_hash("s1"))
     local_store.delete_if_match(mkey, local_store.head(mkey).etag)
-    assert main(["--store", local_store.url, "gc", "plan", "--all"]) == EXIT_JOURNAL_DOUBT
-    assert main(["--store", local_store.url, "gc", "run", "--all", "--apply"]) == EXIT_JOURNAL_DOUBT
+    assert main(["--store", local_store.url, "gc", "plan", "--all"]) == ExitCode.JOURNAL_DOUBT
+    assert main(["--store", local_store.url, "gc", "run", "--all", "--apply"]) == ExitCode.JOURNAL_DOUBT
     assert "retained_journal_doubt" in capsys.readouterr().out
     assert _exists(local_store, keys.artifact_key(keys.session_hash("s1"), name))
 

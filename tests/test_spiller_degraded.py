@@ -23,7 +23,10 @@ NOT_SAVED = "could NOT be saved"
 #: these tests show that the Spiller's deadline, not the store giving up, bounds latency.
 SLOW_GIVING_UP = TransferConfig(deadline=30.0, backoff_base=0.05, backoff_max=0.5,
                                 connect_timeout=1.0, read_timeout=5.0)
-
+#: Scheduling slack over the deadline: the failure these tests catch is a wait of the
+#: store's whole retry budget (30 s and more), not a fraction of a second on a loaded
+#: 2-core machine (1.0 s was exceeded by 0.14 s there).
+SLACK = 2.0
 
 def _assert_degraded(result: SpillResult, data: bytes, policy: SpillPolicy) -> None:
     text = result.context_text
@@ -54,7 +57,7 @@ def test_dead_endpoint_degrades_within_the_deadline() -> None:
     spiller = Spiller(store, SESSION, policy)
     result, took = _timed(spiller, data)
     _assert_degraded(result, data, policy)
-    assert took < spiller.sink.deadline_for(len(data)) + 1.0
+    assert took < spiller.sink.deadline_for(len(data)) + SLACK
 
 
 def test_every_request_503_degrades_within_the_deadline(server_store: S3Store) -> None:
@@ -69,7 +72,7 @@ def test_every_request_503_degrades_within_the_deadline(server_store: S3Store) -
     result, took = _timed(spiller, data)
     _assert_degraded(result, data, policy)
     assert faults.fired >= 1
-    assert took < spiller.sink.deadline_for(len(data)) + 1.0
+    assert took < spiller.sink.deadline_for(len(data)) + SLACK
     faults.remove()
     assert list(store.list("")) == []
 
@@ -92,7 +95,7 @@ def test_a_late_artifact_is_never_pointed_to(local_store: LocalStore) -> None:
     spiller = Spiller(store, SESSION, policy)
     result, took = _timed(spiller, data)
     _assert_degraded(result, data, policy)
-    assert took < spiller.sink.deadline_for(len(data)) + 1.0
+    assert took < spiller.sink.deadline_for(len(data)) + SLACK
     landed: list[str] = []
     for _ in range(100):  # the abandoned write is still running; let it land
         landed = [info.key for info in local_store.list("") if "/artifacts/" in info.key

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -31,7 +33,7 @@ from s3spill.artifacts.live_segments import (
     iter_segments,
     read_state,
 )
-from s3spill.artifacts.live_state import LiveState, Span
+from s3spill.artifacts.live_state import LiveSegment, LiveState, Span
 from s3spill.artifacts.paging import Page, build_page
 from s3spill.artifacts.search import Grep, GrepResult, compile_pattern
 from s3spill.config import LiveConfig
@@ -157,6 +159,17 @@ def _runs(state: LiveState) -> list[list[Span]]:
     return runs
 
 
+@dataclass
+class _Start:
+    """Where a live page starts: the first line's bytes, and the segments after them."""
+
+    segs: Iterator[LiveSegment]
+    seg: LiveSegment
+    data: bytearray  #: from the page's first byte to the end of ``seg``
+    w0: int  #: output byte offset of ``data[0]``
+    shift: int  #: newlines in the output before ``data[0]`` (the first line's 0-based number)
+
+
 class LiveReader:
     """Reads of live ids through an :class:`ArtifactStore` (its store, session and caches)."""
 
@@ -199,65 +212,70 @@ class LiveReader:
                                     session_id)
         if max_chars - LIVE_RESERVE < 256:
             raise InvalidRequest(f"max_chars={max_chars} is too small for a page of a live output")
+        start = (self._start_since(state, since) if since is not None
+                 else self._start_offset(state, offset, char_offset))
+        if isinstance(start, int):  # nothing to show from there (yet)
+            return self._wrap(_empty(str(state.live_id), state, start, max_chars), state, start)
+        window, to_end = self._window(state, start, limit, 4 * max_chars + 4 * char_offset + 1024)
+        page = self._render(state, start, window, to_end, limit, char_offset, max_chars)
+        return self._wrap(page, state, page.byte_end)
+
+    def _start_since(self, state: LiveState, since: int) -> _Start | int:
+        """Where a page from byte ``since`` starts (the next kept byte, past a dropped stretch)."""
         spans = state.spans
-        sid = str(state.live_id)
-        store = self.arts.store
-        if since is not None:
-            since = min(since, state.committed_bytes)
-            i = bisect_right([s.byte_start for s in spans], since) - 1
-            if i >= 0 and since >= spans[i].byte_end:
-                i += 1  # in a dropped stretch, or at the very end: the next kept segment
-            i = max(i, 0)
-            if i >= len(spans):
-                return self._wrap(_empty(sid, state, since, max_chars), state, since)
-            at = max(since, spans[i].byte_start)
-            segs = iter_segments(store, state, lambda sp: sp.byte_end <= at)
-            seg = next(segs)
-            first = fetch_segment(store, state, seg)
-            skip = max(0, since - seg.byte_start)
-            w0 = seg.byte_start + skip
-            shift = seg.line_start + first[:skip].count(b"\n")
-            data, r = bytearray(first[skip:]), 0
-        else:
-            total = state.line_count
-            if total == 0:
-                if offset or char_offset:
-                    raise InvalidRequest(f"{sid} has no output yet: only offset=0 can be read")
-                return self._wrap(_empty(sid, state, 0, max_chars), state, 0)
-            if offset >= total and state.status == "running":
-                return self._wrap(_empty(sid, state, state.committed_bytes, max_chars), state,
-                                  state.committed_bytes)
-            if offset >= total:
-                raise InvalidRequest(f"offset {offset} is beyond the end of {sid}: it has"
-                                     f" {total} lines so far (offsets 0-{total - 1})")
-            if offset == 0:
-                if spans[0].byte_start != 0:
-                    raise _dropped(state, "line 1")
-                i = 0
-            else:  # the span, then the segment, holding the offset-th newline
-                i = next((k for k, sp in enumerate(spans) if sp.line_start + sp.newlines >= offset),
-                         len(spans))
-                if i == len(spans) or spans[i].line_start >= offset:
-                    raise _dropped(state, f"line {offset + 1}")
-            segs = iter_segments(store, state, lambda sp: offset > 0 and (
-                sp.line_start + sp.newlines < offset))
-            seg = next(segs)
-            data = bytearray(fetch_segment(store, state, seg))
-            w0, shift, r = seg.byte_start, seg.line_start, offset - seg.line_start
-        start = _nth_newline_end(data, r)
-        del data[:start]  # the window begins at the page's first line
-        w0, shift, r = w0 + start, shift + r, 0
-        need = 4 * max_chars + 4 * char_offset + 1024
-        prev = seg
+        since = min(since, state.committed_bytes)
+        i = bisect_right([s.byte_start for s in spans], since) - 1
+        if i >= 0 and since >= spans[i].byte_end:
+            i += 1  # in a dropped stretch, or at the very end: the next kept segment
+        i = max(i, 0)
+        if i >= len(spans):
+            return since
+        at = max(since, spans[i].byte_start)
+        segs = iter_segments(self.arts.store, state, lambda sp: sp.byte_end <= at)
+        seg = next(segs)
+        first = fetch_segment(self.arts.store, state, seg)
+        skip = max(0, since - seg.byte_start)
+        return _Start(segs, seg, bytearray(first[skip:]), seg.byte_start + skip,
+                      seg.line_start + first[:skip].count(b"\n"))
+
+    def _start_offset(self, state: LiveState, offset: int, char_offset: int) -> _Start | int:
+        """Where the page of line ``offset + 1`` starts: the segment holding the newline before it."""
+        sid, spans, total = str(state.live_id), state.spans, state.line_count
+        if total == 0:
+            if offset or char_offset:
+                raise InvalidRequest(f"{sid} has no output yet: only offset=0 can be read")
+            return 0
+        if offset >= total and state.status == "running":
+            return state.committed_bytes
+        if offset >= total:
+            raise InvalidRequest(f"offset {offset} is beyond the end of {sid}: it has"
+                                 f" {total} lines so far (offsets 0-{total - 1})")
+        if offset == 0 and spans[0].byte_start != 0:
+            raise _dropped(state, "line 1")
+        if offset:
+            i = next((k for k, sp in enumerate(spans) if sp.line_start + sp.newlines >= offset),
+                     len(spans))
+            if i == len(spans) or spans[i].line_start >= offset:
+                raise _dropped(state, f"line {offset + 1}")
+        segs = iter_segments(self.arts.store, state, lambda sp: offset > 0 and (
+            sp.line_start + sp.newlines < offset))
+        seg = next(segs)
+        data = bytearray(fetch_segment(self.arts.store, state, seg))
+        skip = _nth_newline_end(data, offset - seg.line_start)
+        del data[:skip]  # the window begins at the page's first line
+        return _Start(segs, seg, data, seg.byte_start + skip, offset)
+
+    def _window(self, state: LiveState, start: _Start, limit: int, need: int) -> tuple[bytes, bool]:
+        """The bytes one page can use (its lines, at most about ``need`` of them), and whether
+        they reach the end of what is committed."""
+        data, prev = start.data, start.seg
         while data.count(b"\n") < limit + 1 and len(data) < need:
-            nxt = next(segs, None)
+            nxt = next(start.segs, None)
             if nxt is None or nxt.byte_start != prev.byte_end:
                 break
-            data += fetch_segment(store, state, nxt)
+            data += fetch_segment(self.arts.store, state, nxt)
             prev = nxt
         to_end = prev.byte_end == state.committed_bytes
-        # Keep only what one page can use: its lines and at most ``need`` bytes of them
-        # (indexing the window costs a pass over it).
         end = len(data)
         if data.count(b"\n") >= limit + 1:
             end = _nth_newline_end(data, limit + 1)
@@ -271,27 +289,32 @@ class LiveReader:
             if cut:
                 del data[cut:]
             elif not data:
-                raise _dropped(state, f"line {shift + 1}")
-        window = bytes(data)
+                raise _dropped(state, f"line {start.shift + 1}")
+        return bytes(data), to_end
+
+    def _render(self, state: LiveState, start: _Start, window: bytes, to_end: bool, limit: int,
+                char_offset: int, max_chars: int) -> Page:
+        """The window indexed in memory and paged like any artifact, renumbered as the output."""
+        sid, shift = str(state.live_id), start.shift
         stats = build_stats(window, _WINDOW_CHUNK)
         index = stats.to_index(session_hash=state.session_hash, name=state.name,
                                created_at=state.created_at, tool=state.tool, call_id=None,
                                label=None, body_etag="live-window")
         page = build_page(index, lambda k: window[k * _WINDOW_CHUNK:(k + 1) * _WINDOW_CHUNK], sid,
-                          offset=r, limit=limit, char_offset=char_offset,
+                          offset=0, limit=limit, char_offset=char_offset,
                           max_chars=max_chars - LIVE_RESERVE)
-        eof = page.eof and to_end
+        cut_short = page.eof and not to_end  # the window ended, the output did not
         next_line = page.next_offset
-        if page.eof and not to_end:
+        if cut_short:
             next_line = index.line_count - (0 if window.endswith(b"\n") else 1)
-        moved = Page.model_construct(
-            source_id=sid, offset=shift + r, char_offset=char_offset,
+        return Page.model_construct(
+            source_id=sid, offset=shift, char_offset=char_offset,
             total_lines=state.line_count, size_bytes=state.committed_bytes,
             lines=tuple(dataclasses.replace(ln, number=ln.number + shift) for ln in page.lines),
-            eof=eof, next_offset=None if next_line is None else next_line + shift,
-            next_char_offset=page.next_char_offset if not (page.eof and not to_end) else 0,
-            byte_start=w0 + page.byte_start, byte_end=w0 + page.byte_end, max_chars=max_chars)
-        return self._wrap(moved, state, moved.byte_end)
+            eof=page.eof and to_end, next_offset=None if next_line is None else next_line + shift,
+            next_char_offset=0 if cut_short else page.next_char_offset,
+            byte_start=start.w0 + page.byte_start, byte_end=start.w0 + page.byte_end,
+            max_chars=max_chars)
 
     def _wrap(self, page: Page, state: LiveState, next_since: int) -> LivePage:
         fields = {name: getattr(page, name) for name in Page.model_fields}

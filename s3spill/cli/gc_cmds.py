@@ -1,13 +1,15 @@
 """``s3spill gc plan|apply|run``: the garbage collector as a batch job.
 
-Exit codes come from the one table (:mod:`s3spill.cli.exitcodes`): 0 done; 3 done, but
-some planned deletions met a race or a store error and were retained (run again later);
-4 refused (unsafe TTL, a plan that does not verify or belongs to another store, no safe
-delete method); 7 done, but some session's journal is in doubt
-(``retained_journal_doubt``: its manifest is missing or behind its owner slots or
-segments; everything in it was kept, and an operator should look); 2 a usage error or
-failed request. The final report is one JSON
-document on stdout; progress goes to stderr (a bar on a TTY, structured log lines otherwise).
+Exit codes are the one table's (:mod:`s3spill.cli.exitcodes`, which ``--help`` prints);
+the ones gc uses: 0 done; 2 a usage error or failed request; 3 done, but some planned
+deletions met a race or a store error and were retained (run again later); 4 refused
+(unsafe TTL, a plan that does not verify or belongs to another store, no safe delete
+method); 5 a plan or journal failed its digest; 6 the store could not be reached; 7 done,
+but some session's journal is in doubt (everything in it was kept; an operator should
+look); 8 another run holds the scope's lock; 130 interrupted (SIGTERM or Ctrl-C: the
+sessions in flight finish and the report of what was done is still printed). The report
+is one JSON document on stdout off a terminal, one summary line per phase on one;
+progress goes to stderr (a bar on a TTY, structured log lines otherwise).
 """
 
 from __future__ import annotations
@@ -18,23 +20,17 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
-from s3spill.cli.gc_ops import (
-    DecisionReport,
-    Progress,
-    emit_metrics,
-    lock_scope,
-    ops_args,
-    renewing,
-    run_lock,
-    stop_on_sigterm,
-)
+from s3spill.cli.gc_ops import DecisionReport, Progress, emit_metrics, ops_args, stop_on_sigterm
 from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused, ConfigError, GcRunLocked
 from s3spill.gc.apply import apply_cleanup
+from s3spill.gc.lock import scope_of
 from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import CleanupPolicy, CleanupReport, CleanupScope, parse_duration
 from s3spill.gc.plan import plan_cleanup, plan_report
@@ -43,10 +39,6 @@ from s3spill.keys import GC_PLANS, session_hash
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore, StoreCapabilities
 
-EXIT_OK = int(ExitCode.OK)
-EXIT_RACES = int(ExitCode.RETAINED)
-EXIT_REFUSED = int(ExitCode.REFUSED)
-EXIT_JOURNAL_DOUBT = int(ExitCode.JOURNAL_DOUBT)
 log = get_logger("s3spill.cli.gc")
 
 
@@ -158,14 +150,27 @@ def _config(args: argparse.Namespace) -> TransferConfig:
     return TransferConfig()
 
 
-def _print(doc: dict[str, Any], report: DecisionReport) -> None:
-    """The summary: the report's last line, and stdout (compact off a TTY) unless replaced."""
+def _print(doc: dict[str, Any], report: DecisionReport, *, as_json: bool) -> None:
+    """The summary: the report's last line, and stdout unless replaced.
+
+    Scripts and CronJobs read stdout off a terminal: JSON there, always. A person at a
+    terminal gets one line per phase (``--json`` gives them the JSON too).
+    """
     if report.enabled:
         doc = _without_items(doc)  # each decision has its own line in the report
         report.summary(doc)
-    if not report.replaces_stdout:
-        indent = 2 if sys.stdout.isatty() else None
-        sys.stdout.write(json.dumps(doc, indent=indent, sort_keys=True, default=str) + "\n")
+    if report.replaces_stdout:
+        return
+    if as_json or not sys.stdout.isatty():
+        sys.stdout.write(json.dumps(doc, sort_keys=True, default=str) + "\n")
+        return
+    fields = CleanupReport.model_fields
+    for phase in (doc["plan"], doc["apply"]) if "apply" in doc else (doc,):
+        report_only = {k: v for k, v in phase.items() if k in fields}
+        sys.stdout.write(CleanupReport.model_validate(report_only).summary() + "\n")
+    for key, label in (("note", "note"), ("apply_with", "apply it with")):
+        if key in doc:
+            sys.stdout.write(f"{label}: {doc[key]}\n")
 
 
 def _without_items(doc: dict[str, Any]) -> dict[str, Any]:
@@ -177,17 +182,12 @@ def _remove(path: object) -> None:
         os.unlink(str(path))
 
 
-def _exit_code(report: CleanupReport) -> int:
+def _exit_code(report: CleanupReport) -> ExitCode:
     if report.interrupted:
-        return int(ExitCode.INTERRUPTED)
+        return ExitCode.INTERRUPTED
     if report.journal_doubts:
-        return EXIT_JOURNAL_DOUBT
-    return EXIT_RACES if report.races else EXIT_OK
-
-
-def _refused(exc: CleanupRefused) -> int:
-    print(f"s3spill: refused: {exc}", file=sys.stderr)
-    return EXIT_REFUSED
+        return ExitCode.JOURNAL_DOUBT
+    return ExitCode.RETAINED if report.races else ExitCode.OK
 
 
 def _capabilities(args: argparse.Namespace, store: ObjectStore) -> StoreCapabilities:
@@ -203,148 +203,142 @@ def _capabilities(args: argparse.Namespace, store: ObjectStore) -> StoreCapabili
 
 def _apply(args: argparse.Namespace, plan: CleanupPlan, dry_run: bool,
            report: DecisionReport) -> CleanupReport:
-    """Apply under the scope's run lock (when it may delete), stopping cleanly on SIGTERM."""
+    """Apply (the library holds the scope's run lock while it may delete), stopping cleanly on SIGTERM."""
     store = store_from_args(args)
     policy = _policy(args, dry_run=dry_run)  # apply's own policy: the plan's only narrows it
     caps = None if dry_run else _capabilities(args, store)
     progress = Progress("apply", plan.footer.entries)
     try:
-        with run_lock(args, store, plan.header.scope, plan.plan_id, deletes=not dry_run) as lock, \
-                stop_on_sigterm() as stop:
+        with stop_on_sigterm() as stop:
             return apply_cleanup(
                 store, plan, dry_run=dry_run, config=_config(args), capabilities=caps, policy=policy,
                 rate_limit=args.rate_limit, force_unverified_deletes=args.force_unverified_deletes,
-                progress=renewing(progress.update, lock), stop=stop,
+                progress=progress.update, stop=stop, lock_wait=getattr(args, "lock_wait", 0.0),
                 decisions=report.decision if report.enabled else None)
     finally:
         progress.close()
 
 
-def _finish(args: argparse.Namespace, report: DecisionReport, doc: dict[str, Any], code: int, *,
-            phase: str, scope: CleanupScope, started: float) -> int:
-    """Print the summary, publish metrics, close the report; returns the exit code."""
-    _print(doc, report)
-    counts = (doc.get("apply") or doc).get("counts", {})
-    log.info(f"gc.{phase}.done", exit_code=code, counts=counts)
-    metrics_doc = doc.get("apply") or doc
-    emit_metrics(args, phase=phase, scope=lock_scope(scope), doc=metrics_doc, exit_code=code,
-                 duration=time.monotonic() - started)
-    report.close()
+@dataclass
+class _Run:
+    """One gc command as the envelope sees it: its report file, start time, and scope once known."""
+
+    report: DecisionReport
+    started: float
+    scope: CleanupScope | None = None
+
+
+def _enveloped(args: argparse.Namespace, phase: str, body: Callable[[_Run], int]) -> int:
+    """Run one gc command: a refusal or a held lock is an exit code with metrics; the report is closed."""
+    run = _Run(DecisionReport(args.report), time.monotonic())
+    try:
+        return body(run)
+    except GcRunLocked as exc:  # a CleanupRefused too: caught first, it has its own code
+        code = _said("locked", exc, ExitCode.LOCKED)
+    except CleanupRefused as exc:
+        code = _said("refused", exc, ExitCode.REFUSED)
+    finally:
+        run.report.close()  # idempotent: a finished body closed it already
+    emit_metrics(args, phase=phase, scope=scope_of(run.scope or CleanupScope()), doc=None,
+                 exit_code=code, duration=time.monotonic() - run.started)
     return code
 
 
-def _failed(args: argparse.Namespace, report: DecisionReport, code: int, *, phase: str,
-            scope: CleanupScope | None, started: float) -> int:
-    emit_metrics(args, phase=phase, scope=lock_scope(scope or CleanupScope()), doc=None,
-                 exit_code=code, duration=time.monotonic() - started)
-    report.close()
+def _said(what: str, exc: Exception, code: ExitCode) -> int:
+    print(f"s3spill: {what}: {exc}", file=sys.stderr)
+    return code
+
+
+def _finish(args: argparse.Namespace, run: _Run, doc: dict[str, Any], code: int, *, phase: str) -> int:
+    """Print the summary, publish metrics, close the report; returns the exit code."""
+    _print(doc, run.report, as_json=args.json)
+    counts = (doc.get("apply") or doc).get("counts", {})
+    log.info(f"gc.{phase}.done", exit_code=code, counts=counts)
+    metrics_doc = doc.get("apply") or doc
+    assert run.scope is not None
+    emit_metrics(args, phase=phase, scope=scope_of(run.scope), doc=metrics_doc, exit_code=code,
+                 duration=time.monotonic() - run.started)
+    run.report.close()
     return code
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    report = DecisionReport(args.report)
-    started = time.monotonic()
-    scope: CleanupScope | None = None
+    return _enveloped(args, "plan", lambda run: _plan(args, run))
+
+
+def _plan(args: argparse.Namespace, run: _Run) -> int:
+    run.scope = scope = _scope(args)
+    policy = _policy(args, dry_run=True)
+    store = store_from_args(args)
+    to_store = args.out == "store"
+    meter = MeteredStore(store)
+    progress = Progress("plan", None)
     try:
-        scope = _scope(args)
-        policy = _policy(args, dry_run=True)
-        store = store_from_args(args)
-        to_store = args.out == "store"
-        meter = MeteredStore(store)
-        progress = Progress("plan", None)
-        try:
-            plan = plan_cleanup(meter, scope, policy,
-                                out=None if to_store or not args.out else args.out,
-                                config=_config(args), progress=progress.update)
-        finally:
-            progress.close()
-        report.plan_decisions(plan)
-        doc = plan_report(plan, time.monotonic() - started, dict(meter.requests),
-                          sessions=plan.sessions or 0).model_dump(mode="json")
-        doc["plan_path"] = str(plan.path)
-        if to_store:
-            doc["plan_key"] = save_plan_to_store(store, plan)
-            doc["apply_with"] = f"s3spill gc apply store:{plan.plan_id}"
-            os.unlink(plan.path)  # the stored copy is the plan; the local one was scaffolding
-            doc["plan_path"] = None
-        else:
-            doc["apply_with"] = f"s3spill gc apply {plan.path}"
-            if not args.out:
-                doc["note"] = ("the plan file is in the temporary directory and yours to delete "
-                               "once applied (or pass --out FILE or --out store)")
-        code = EXIT_JOURNAL_DOUBT if plan.footer.counts.get("retained_journal_doubt") else EXIT_OK
-        return _finish(args, report, doc, code, phase="plan", scope=scope, started=started)
-    except CleanupRefused as exc:
-        return _failed(args, report, _refused(exc), phase="plan", scope=scope, started=started)
-    except BaseException:
-        report.close()
-        raise
+        plan = plan_cleanup(meter, scope, policy, out=None if to_store or not args.out else args.out,
+                            config=_config(args), progress=progress.update)
+    finally:
+        progress.close()
+    run.report.plan_decisions(plan)
+    doc = plan_report(plan, time.monotonic() - run.started, dict(meter.requests),
+                      sessions=plan.sessions or 0).model_dump(mode="json")
+    doc["plan_path"] = str(plan.path)
+    if to_store:
+        doc["plan_key"] = save_plan_to_store(store, plan)
+        doc["apply_with"] = f"s3spill gc apply store:{plan.plan_id}"
+        os.unlink(plan.path)  # the stored copy is the plan; the local one was scaffolding
+        doc["plan_path"] = None
+    else:
+        doc["apply_with"] = f"s3spill gc apply {plan.path}"
+        if not args.out:
+            doc["note"] = ("the plan file is in the temporary directory and yours to delete "
+                           "once applied (or pass --out FILE or --out store)")
+    code = ExitCode.JOURNAL_DOUBT if plan.footer.counts.get("retained_journal_doubt") else ExitCode.OK
+    return _finish(args, run, doc, code, phase="plan")
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    report = DecisionReport(args.report)
-    started = time.monotonic()
-    scope: CleanupScope | None = None
+    return _enveloped(args, "apply", lambda run: _apply_plan(args, run))
+
+
+def _apply_plan(args: argparse.Namespace, run: _Run) -> int:
+    downloaded = args.plan.startswith("store:")
+    if downloaded:
+        plan = load_plan_from_store(store_from_args(args), args.plan[len("store:"):])
+    else:
+        plan = CleanupPlan.open(args.plan)
+    run.scope = plan.header.scope
     try:
-        downloaded = args.plan.startswith("store:")
-        if downloaded:
-            plan = load_plan_from_store(store_from_args(args), args.plan[len("store:"):])
-        else:
-            plan = CleanupPlan.open(args.plan)
-        scope = plan.header.scope
-        try:
-            result = _apply(args, plan, args.dry_run, report)
-        finally:
-            if downloaded:  # our temporary copy of the stored plan
-                _remove(plan.path)
-        return _finish(args, report, result.model_dump(mode="json"), _exit_code(result), phase="apply",
-                       scope=scope, started=started)
-    except GcRunLocked as exc:
-        return _failed(args, report, _locked(exc), phase="apply", scope=scope, started=started)
-    except CleanupRefused as exc:
-        return _failed(args, report, _refused(exc), phase="apply", scope=scope, started=started)
-    except BaseException:
-        report.close()
-        raise
+        result = _apply(args, plan, args.dry_run, run.report)
+    finally:
+        if downloaded:  # our temporary copy of the stored plan
+            _remove(plan.path)
+    return _finish(args, run, result.model_dump(mode="json"), _exit_code(result), phase="apply")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    report = DecisionReport(args.report)
-    started = time.monotonic()
-    scope: CleanupScope | None = None
+    return _enveloped(args, "apply", lambda run: _plan_and_apply(args, run))
+
+
+def _plan_and_apply(args: argparse.Namespace, run: _Run) -> int:
+    run.scope = scope = _scope(args)
+    policy = _policy(args, dry_run=not args.apply)
+    meter = MeteredStore(store_from_args(args))
+    progress = Progress("plan", None)
     try:
-        scope = _scope(args)
-        policy = _policy(args, dry_run=not args.apply)
-        store = store_from_args(args)
-        meter = MeteredStore(store)
-        progress = Progress("plan", None)
-        try:
-            plan = plan_cleanup(meter, scope, policy, out=args.out, config=_config(args),
-                                progress=progress.update)
-        finally:
-            progress.close()
-        try:
-            report.plan_decisions(plan)
-            planned = plan_report(plan, time.monotonic() - started, dict(meter.requests),
-                                  sessions=plan.sessions or 0)
-            result = _apply(args, plan, not args.apply, report)
-        finally:
-            if not args.out:  # a plan nobody asked to keep does not outlive the run
-                _remove(plan.path)
-        doc = {"plan": planned.model_dump(mode="json") | {
-                   "plan_path": str(plan.path), "plan_kept": bool(args.out)},
-               "apply": result.model_dump(mode="json")}
-        code = EXIT_JOURNAL_DOUBT if planned.counts.get("retained_journal_doubt") else _exit_code(result)
-        return _finish(args, report, doc, code, phase="apply", scope=scope, started=started)
-    except GcRunLocked as exc:
-        return _failed(args, report, _locked(exc), phase="apply", scope=scope, started=started)
-    except CleanupRefused as exc:
-        return _failed(args, report, _refused(exc), phase="apply", scope=scope, started=started)
-    except BaseException:
-        report.close()
-        raise
-
-
-def _locked(exc: GcRunLocked) -> int:
-    print(f"s3spill: locked: {exc}", file=sys.stderr)
-    return int(ExitCode.LOCKED)
+        plan = plan_cleanup(meter, scope, policy, out=args.out, config=_config(args),
+                            progress=progress.update)
+    finally:
+        progress.close()
+    try:
+        run.report.plan_decisions(plan)
+        planned = plan_report(plan, time.monotonic() - run.started, dict(meter.requests),
+                              sessions=plan.sessions or 0)
+        result = _apply(args, plan, not args.apply, run.report)
+    finally:
+        if not args.out:  # a plan nobody asked to keep does not outlive the run
+            _remove(plan.path)
+    doc = {"plan": planned.model_dump(mode="json") | {
+               "plan_path": str(plan.path), "plan_kept": bool(args.out)},
+           "apply": result.model_dump(mode="json")}
+    code = ExitCode.JOURNAL_DOUBT if planned.counts.get("retained_journal_doubt") else _exit_code(result)
+    return _finish(args, run, doc, code, phase="apply")

@@ -11,8 +11,8 @@ these are the batch-job concerns of a CronJob, not of GC itself:
   every 5 % (apply) or every 25 sessions (plan, whose total is unknown while it lists);
 * ``--metrics-textfile`` / ``--pushgateway``: :mod:`s3spill.gc.prometheus`, written even when
   the run fails, with its exit code;
-* the run lock (:mod:`s3spill.gc.lock`) around anything that deletes, so two overlapping
-  runs of the same scope do not race each other;
+* ``--lock-wait``: how long ``apply_cleanup`` waits for the scope's run lock (the library
+  takes, renews and releases it: :mod:`s3spill.gc.lock`);
 * SIGTERM (a pod being stopped) stops starting new sessions and lets the run finish the
   ones in flight, so the report still says exactly what was done.
 """
@@ -26,20 +26,20 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from types import FrameType
 from typing import IO, Any
 
-from s3spill.gc.lock import GcRunLock, scope_name
-from s3spill.gc.models import CleanupScope
 from s3spill.gc.planfile import CleanupPlan
 from s3spill.log import get_logger
-from s3spill.store.base import ObjectStore
 
 log = get_logger("s3spill.cli.gc")
 
 
 def ops_args(p: argparse.ArgumentParser, *, deletes: bool) -> None:
+    p.add_argument("--json", action="store_true",
+                   help="print the JSON report on a terminal too (off a terminal it is always JSON; "
+                   "on one, the default is a summary line)")
     p.add_argument("--report", metavar="FILE",
                    help="also write a JSON Lines report: one line per decision (with the object's "
                    "key), then one summary line; '-' writes it to stdout instead of the JSON summary")
@@ -159,27 +159,6 @@ def emit_metrics(args: argparse.Namespace, *, phase: str, scope: str, doc: dict[
         log.warning("gc.metrics_failed", error=f"{type(exc).__name__}: {exc}"[:300])
 
 
-def lock_scope(scope: CleanupScope) -> str:
-    if scope.session_hash is not None:
-        return scope_name(session_hash=scope.session_hash)
-    if scope.shard_count > 1:
-        return scope_name(shard=(scope.shard_index, scope.shard_count))
-    return scope_name()
-
-
-@contextlib.contextmanager
-def run_lock(args: argparse.Namespace, store: ObjectStore, scope: CleanupScope, run_id: str,
-             *, deletes: bool) -> Iterator[GcRunLock | None]:
-    """Hold the scope's lock while a run may delete; a dry run takes no lock."""
-    if not deletes:
-        yield None
-        return
-    lock = GcRunLock(store, lock_scope(scope), run_id, wait=getattr(args, "lock_wait", 0.0),
-                     poll=min(5.0, max(0.2, getattr(args, "lock_wait", 0.0) / 10)))
-    with lock:
-        yield lock
-
-
 @contextlib.contextmanager
 def stop_on_sigterm() -> Iterator[threading.Event]:
     """SIGTERM sets the event the apply loop checks; the previous handler is restored after."""
@@ -197,15 +176,3 @@ def stop_on_sigterm() -> Iterator[threading.Event]:
         yield stop
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def renewing(progress: Callable[[int], None], lock: GcRunLock | None) -> Callable[[int], None]:
-    """Progress that also renews the run lock (a lost lock stops the run: fencing)."""
-    if lock is None:
-        return progress
-
-    def update(done: int) -> None:
-        lock.renew_if_due()
-        progress(done)
-
-    return update

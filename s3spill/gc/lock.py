@@ -40,11 +40,12 @@ from s3spill.errors import (
     PreconditionFailed,
     UnsupportedOperation,
 )
+from s3spill.gc.models import CleanupScope
 from s3spill.log import get_logger
 from s3spill.models import Record, utcnow
 from s3spill.store.base import ObjectStore
 
-__all__ = ["GcRunLock", "LockRecord", "scope_name"]
+__all__ = ["GcRunLock", "LockRecord", "scope_name", "scope_of"]
 
 log = get_logger("s3spill.gc.lock")
 
@@ -79,6 +80,12 @@ class GcRunLock:
         self.holder = (holder or f"{socket.gethostname()}:{secrets.token_hex(3)}")[:200]
         self.record: LockRecord | None = None
         self._etag: str | None = None
+
+    @classmethod
+    def for_scope(cls, store: ObjectStore, scope: CleanupScope, run_id: str, *,
+                  wait: float = 0.0) -> GcRunLock:
+        """The lock of a plan's scope, polling about ten times while it waits (at most every 5 s)."""
+        return cls(store, scope_of(scope), run_id, wait=wait, poll=min(5.0, max(0.2, wait / 10)))
 
     # -- acquire / renew / release ---------------------------------------------------
 
@@ -204,3 +211,12 @@ def scope_name(*, session_hash: str | None = None, shard: tuple[int, int] | None
         return f"shard-{shard[0]}-of-{shard[1]}"
     return "all"
 
+
+
+def scope_of(scope: CleanupScope) -> str:
+    """The lock scope of a plan's :class:`CleanupScope` (one session, one shard, or everything)."""
+    if scope.session_hash is not None:
+        return scope_name(session_hash=scope.session_hash)
+    if scope.shard_count > 1:
+        return scope_name(shard=(scope.shard_index, scope.shard_count))
+    return scope_name()

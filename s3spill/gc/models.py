@@ -33,6 +33,9 @@ PlanStatus = Literal[
     "retained_recent",
     "retained_limit",
     "retained_unknown",
+    "retained_protocol",
+    # Plans written before ``retained_protocol`` used ``denied`` for protocol objects; they
+    # still load and apply (as kept), and apply's refusal of a forged entry is ``denied``.
     "denied",
     "retained_corrupt",
     "retained_unverifiable",
@@ -41,7 +44,8 @@ PlanStatus = Literal[
     "planned_delete",
 ]
 PLAN_STATUSES: tuple[PlanStatus, ...] = (
-    "retained_referenced", "retained_recent", "retained_limit", "retained_unknown", "denied",
+    "retained_referenced", "retained_recent", "retained_limit", "retained_unknown", "retained_protocol",
+    "denied",
     "retained_corrupt", "retained_unverifiable", "retained_journal_doubt", "missing_referenced",
     "planned_delete",
 )
@@ -56,6 +60,7 @@ ApplyOutcome = Literal[
     "retained_journal_doubt",
     "retained_limit",
     "retained_error",
+    "retained_protocol",
     "denied",
     "dry_run",
 ]
@@ -267,7 +272,8 @@ _SUMMARY_LABELS = {
     "race_detected": "kept (changed since the plan)",
     "retained_error": "kept (store error)",
     "missing_referenced": "referenced but missing",
-    "denied": "never deleted (protocol objects, off-layout entries)",
+    "retained_protocol": "protocol objects kept",
+    "denied": "plan entries refused",
 }
 
 

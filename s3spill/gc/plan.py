@@ -10,7 +10,7 @@ to a JSON Lines file. Memory is bounded by the largest session, not the store.
 Every object gets exactly one status (see :mod:`s3spill.gc.models`). Only artifacts
 and their ``.idx`` sidecars can ever be ``planned_delete``; journal manifests and
 segments, owner slots and tombstones, and stored plans are protocol state GC never
-deletes (``denied``), which keeps every create-if-absent slot closed forever.
+deletes (``retained_protocol``), which keeps every create-if-absent slot closed forever.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from s3spill.gc.models import (
     PlanStatus,
 )
 from s3spill.gc.planfile import CleanupPlan, PlanEntry, PlanHeader, PlanWriter
-from s3spill.keys import OWNER, SESSIONS, parse_key, session_prefix
+from s3spill.keys import OWNER, SESSIONS, ParsedKey, parse_key, session_prefix
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore
@@ -93,6 +93,16 @@ class _SessionGroup:
     artifacts: dict[str, ObjectInfo] = field(default_factory=dict)
     indexes: dict[str, ObjectInfo] = field(default_factory=dict)
     protocol: list[tuple[ObjectKind, ObjectInfo]] = field(default_factory=list)
+
+    def add(self, parsed: ParsedKey, info: ObjectInfo) -> None:
+        if parsed.kind == "artifact":
+            self.artifacts[str(parsed.name)] = info
+        elif parsed.kind == "index":
+            self.indexes[str(parsed.name)] = info
+        else:
+            kind: dict[str, ObjectKind] = {"manifest": "manifest", "live_state": "live",
+                                           "live_segment": "live", "live_table": "live"}
+            self.protocol.append((kind.get(parsed.kind, "segment"), info))
 
 
 class _Planner:
@@ -184,10 +194,10 @@ class _Planner:
         """An object outside any session group: an owner slot, a stored plan, or unknown."""
         parsed = parse_key(info.key)
         if parsed.kind == "owner":
-            self._emit("denied", "owner", info, shash=parsed.session_hash,
+            self._emit("retained_protocol", "owner", info, shash=parsed.session_hash,
                        reason="owner publication slot or tombstone: never deleted by GC")
         elif parsed.kind == "gc_plan":
-            self._emit("denied", "gc_plan", info, shash=None, reason="stored cleanup plan")
+            self._emit("retained_protocol", "gc_plan", info, shash=None, reason="stored cleanup plan")
         else:
             self._emit("retained_unknown", "unknown", info, shash=_session_of_key(info.key),
                        reason="not an s3spill key (off-layout)")
@@ -195,7 +205,8 @@ class _Planner:
     def session(self, group: _SessionGroup) -> None:
         shash = group.shash
         for kind, info in group.protocol:
-            self._emit("denied", kind, info, shash=shash, reason=_LIVE_REASON if kind == "live"
+            self._emit("retained_protocol", kind, info, shash=shash,
+                       reason=_LIVE_REASON if kind == "live"
                        else "protocol object: GC never deletes journal or owner state")
         try:
             facts = self.facts_reader(self.store, shash, lambda: self.now)
@@ -306,6 +317,18 @@ class _Planner:
                    reason="sidecar without its artifact, older than orphan_ttl", snapshot=snapshot_of(info))
 
 
+def _placement(parsed: ParsedKey, shash: str | None, scope: CleanupScope) -> str:
+    """``group`` (a session's object), ``loose`` (reported alone) or ``skip`` (outside the scope)."""
+    if parsed.kind == "owner":
+        # Owner slots live outside the session prefix; they are reported, never grouped.
+        return "loose" if shash and scope.covers_session(shash) else "skip"
+    if shash is None:
+        return "loose" if scope.covers_sessionless() else "skip"
+    if not scope.covers_session(shash):
+        return "skip"
+    return "loose" if parsed.kind == "unknown" else "group"
+
+
 def _grouped(store: ObjectStore, scope: CleanupScope) -> Iterator[_SessionGroup | ObjectInfo]:
     """Yield session groups (contiguous in the listing) and session-less objects."""
     prefix = session_prefix(scope.session_hash) if scope.session_hash else ""
@@ -314,19 +337,10 @@ def _grouped(store: ObjectStore, scope: CleanupScope) -> Iterator[_SessionGroup 
     for info in store.list(prefix):
         parsed = parse_key(info.key)
         shash = parsed.session_hash if parsed.kind != "unknown" else _session_of_key(info.key)
-        if parsed.kind == "owner":
-            # Owner slots live outside the session prefix; they are reported, never grouped.
-            if shash and scope.covers_session(shash):
-                yield info
-            continue
-        if shash is None:
-            if scope.covers_sessionless():
-                yield info
-            continue
-        if not scope.covers_session(shash):
-            continue
-        if parsed.kind == "unknown":
+        placement = _placement(parsed, shash, scope)
+        if placement == "loose":
             yield info
+        if placement != "group" or shash is None:
             continue
         if current is None or current.shash != shash:
             if current is not None:
@@ -335,14 +349,7 @@ def _grouped(store: ObjectStore, scope: CleanupScope) -> Iterator[_SessionGroup 
             if shash in done:
                 raise CleanupRefused("the store's listing is not grouped by session; refusing to plan")
             current = _SessionGroup(shash)
-        if parsed.kind == "artifact":
-            current.artifacts[str(parsed.name)] = info
-        elif parsed.kind == "index":
-            current.indexes[str(parsed.name)] = info
-        else:
-            kind: dict[str, ObjectKind] = {"manifest": "manifest", "live_state": "live",
-                                           "live_segment": "live", "live_table": "live"}
-            current.protocol.append((kind.get(parsed.kind, "segment"), info))
+        current.add(parsed, info)
     if current is not None:
         yield current
 
@@ -373,17 +380,35 @@ def plan_cleanup(
     scope = scope or CleanupScope()
     policy = policy or CleanupPolicy()
     now = now or datetime.now(UTC)
-    if out is None:
-        fd, name = tempfile.mkstemp(prefix="s3spill-plan-", suffix=".jsonl")
-        os.close(fd)
-        out = name
     header = PlanHeader(
         plan_id=f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(6)}", created_at=now,
         store_url=store.url, scope=scope, policy=policy,
     )
-    writer = PlanWriter(Path(out), header)
+    writer = PlanWriter(Path(out) if out is not None else _private_plan_file(), header)
     planner = _Planner(store, scope, policy, writer, now, facts_reader)
     started = time.monotonic()
+    try:
+        _plan_in_order(store, scope, planner, workers, progress)
+    except BaseException:
+        writer.abort()
+        raise
+    plan = writer.close()
+    plan.sessions = planner.sessions
+    log.info("gc.plan", plan_id=header.plan_id, sessions=planner.sessions, entries=writer.entries,
+             planned=planner.planned, heads=planner.heads,
+             duration=round(time.monotonic() - started, 3))
+    return plan
+
+
+def _private_plan_file() -> Path:
+    fd, name = tempfile.mkstemp(prefix="s3spill-plan-", suffix=".jsonl")
+    os.close(fd)
+    return Path(name)
+
+
+def _plan_in_order(store: ObjectStore, scope: CleanupScope, planner: _Planner, workers: int,
+                   progress: Callable[[int], None] | None) -> None:
+    """Sessions planned on ``workers`` threads with a bounded look-ahead, written in listing order."""
     window: deque[Future[list[PlanEntry]] | list[PlanEntry]] = deque()
 
     planned_sessions = 0
@@ -399,30 +424,20 @@ def plan_cleanup(
                 if progress:
                     progress(planned_sessions)
 
-    try:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="s3spill-gc-plan") as pool:
-            try:
-                for item in _grouped(store, scope):
-                    if isinstance(item, _SessionGroup):
-                        window.append(pool.submit(planner.run_session, item))
-                    else:
-                        window.append(planner.run_loose(item))
-                    drain(2 * workers)
-                drain(0)
-            except BaseException:
-                for pending in window:
-                    if isinstance(pending, Future):
-                        pending.cancel()
-                raise
-    except BaseException:
-        writer.abort()
-        raise
-    plan = writer.close()
-    plan.sessions = planner.sessions
-    log.info("gc.plan", plan_id=header.plan_id, sessions=planner.sessions, entries=writer.entries,
-             planned=planner.planned, heads=planner.heads,
-             duration=round(time.monotonic() - started, 3))
-    return plan
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="s3spill-gc-plan") as pool:
+        try:
+            for item in _grouped(store, scope):
+                if isinstance(item, _SessionGroup):
+                    window.append(pool.submit(planner.run_session, item))
+                else:
+                    window.append(planner.run_loose(item))
+                drain(2 * workers)
+            drain(0)
+        except BaseException:
+            for pending in window:
+                if isinstance(pending, Future):
+                    pending.cancel()
+            raise
 
 
 def plan_report(plan: CleanupPlan, duration: float = 0.0, requests: dict[str, int] | None = None,

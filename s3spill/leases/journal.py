@@ -36,15 +36,15 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from s3spill import keys
 from s3spill.config import TransferConfig
 from s3spill.errors import (
     ArtifactCondemned,
     ArtifactPublicationRejected,
+    ConfigError,
     DanglingReference,
     NotFound,
     SourceIdError,
@@ -52,7 +52,14 @@ from s3spill.errors import (
 )
 from s3spill.failpoints import declare, failpoint
 from s3spill.keys import SourceId
-from s3spill.leases.cas import Built, JournalStats, ManifestCas, Write
+from s3spill.leases.cas import ManifestCandidate, ManifestCas, PlannedAppend
+from s3spill.leases.chain import JournalStats, ManifestReader, scan_orphan_segments
+from s3spill.leases.condemnation import (
+    CondemnItem,
+    CondemnVerdict,
+    condemnation_planner,
+    finish_planner,
+)
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.leases.records import (
     GENESIS_HASH,
@@ -69,38 +76,18 @@ from s3spill.leases.reports import (
     JournalView,
     TransitionResult,
     VerifyReport,
-    scan_orphan_segments,
 )
 from s3spill.models import ArtifactRetentionClaim, utcnow
 from s3spill.store.base import ObjectStore
 from s3spill.store.commit import content_info
 
-__all__ = ["AggregatedClaim", "JournalStats", "JournalView", "LeaseJournal", "TransitionResult",
-           "VerifyReport", "new_transaction_id"]
+__all__ = ["AggregatedClaim", "CondemnItem", "CondemnVerdict", "JournalStats", "JournalView", "LeaseJournal",
+           "TransitionResult", "VerifyReport", "new_transaction_id"]
 
 FP_AFTER_PREPARED = declare("journal.after_prepared", "PREPARED durable; publisher not called yet")
 FP_BEFORE_COMMITTED = declare("journal.before_committed", "publisher returned; COMMITTED not appended")
 FP_AFTER_COMMITTED = declare("journal.after_committed", "COMMITTED durable; publish_reference not returned")
 FP_AFTER_REMOVER = declare("journal.after_remover", "remover succeeded; RELEASED not appended")
-
-
-@dataclass(frozen=True)
-class CondemnItem:
-    """An artifact GC wants to fence, and the snapshot (ETag, size, version) it validated."""
-
-    source_id: str
-    sha256: str
-    etag: str | None = None
-    size: int | None = None
-    version_id: str | None = None
-
-
-#: What the journal answered to one condemnation, decided inside its compare-and-swap:
-#: ``condemned`` (fenced: no claim may land on it now), ``claimed`` (a pending or
-#: unexpired claim protects it: a prepare won the race), ``active`` (the session was
-#: active within the TTL: nothing condemned), ``deleted`` (already recorded deleted),
-#: ``held`` (another run holds the condemnation and did not hand it over).
-CondemnVerdict = Literal["condemned", "claimed", "active", "deleted", "held"]
 
 
 def new_transaction_id() -> str:
@@ -114,38 +101,65 @@ def check_transaction_id(txid: str) -> str:
     return txid
 
 
-class LeaseJournal(ManifestCas):
+class LeaseJournal:
     """Retention leases of one session, recorded as a hash-chained journal in the store.
 
     Use :meth:`publish_reference` / :meth:`remove_reference` for the memory protocol,
     :mod:`s3spill.leases.reconcile` for pending transactions, :meth:`touch` for session
     liveness, and :meth:`condemn_batch` / :meth:`finish_condemnations`
     from GC. Every read verifies what it reads: the first one in a process folds the
-    whole history (segments included), later ones only what is new.
+    whole history (segments included), later ones only what is new. It decides what to
+    append; the verified reads are a :class:`~s3spill.leases.chain.ManifestReader`'s and
+    the conditional writes a :class:`~s3spill.leases.cas.ManifestCas`'s.
     """
 
     def __init__(
         self, store: ObjectStore, session_id: str | None = None, config: TransferConfig | None = None,
         *, session_hash: str | None = None, clock: Callable[[], datetime] = utcnow,
     ) -> None:
-        super().__init__(store, session_id, config, session_hash=session_hash, clock=clock)
+        if (session_id is None) == (session_hash is None):
+            raise ConfigError("give exactly one of session_id and session_hash")
+        self.store = store
+        self.session_id = session_id
+        self.session_hash = (keys.session_hash(session_id) if session_id is not None
+                             else keys.check_session_hash(str(session_hash)))
+        self.config = config or TransferConfig()
+        self.clock = clock
+        self.stats = JournalStats()
+        self._chain = ManifestReader(store, self.session_hash, self.stats)
+        self._cas = ManifestCas(self._chain, self.config, clock)
+        self.key = self._chain.key
         self._last_active_seen: datetime | None = None
+
+    @property
+    def generation(self) -> int:
+        """The manifest generation this process last verified (0: none yet)."""
+        return self._chain.generation
+
+    @property
+    def manifest_bytes(self) -> int:
+        """The size of the manifest this process last read or wrote (what every write costs)."""
+        return self._chain.manifest_bytes
+
+    def refresh(self) -> JournalFold:
+        """Read and verify the current manifest (incrementally); the verified fold."""
+        return self._chain.refresh()
 
     # -- reading -------------------------------------------------------------------------
 
     def view(self) -> JournalView:
         """The current claim view, verified."""
         fold = self.refresh()
-        m = self._manifest
+        m = self._chain.manifest
         return JournalView(
-            session_hash=self.session_hash, exists=m is not None, generation=self._generation,
-            journal_id=self._journal_id, last_active=m.last_active if m else None,
+            session_hash=self.session_hash, exists=m is not None, generation=self._chain.generation,
+            journal_id=self._chain.journal_id, last_active=m.last_active if m else None,
             next_sequence=fold.next_sequence, head_hash=fold.head_hash,
             transactions=tuple(fold.live_views().values()),
             pending_transaction_ids=tuple(fold.pending_ids()),
             condemned=tuple(fold.condemned_view().values()),
             segments=m.segment_count if m else 0, recent_records=len(m.records) if m else 0,
-            manifest_bytes=self._manifest_bytes if m else 0,
+            manifest_bytes=self._chain.manifest_bytes if m else 0,
             known_transaction_ids=frozenset(fold.txs),
         )
 
@@ -157,12 +171,12 @@ class LeaseJournal(ManifestCas):
     def prepared_sequence(self, transaction_id: str) -> int | None:
         """The PREPARED sequence of a transaction as this process last verified or wrote
         it (no request); stored in owner slots so a rolled-back manifest is visible."""
-        tx = self._fold.txs.get(transaction_id) if self._fold is not None else None
+        tx = self._chain.fold.txs.get(transaction_id) if self._chain.fold is not None else None
         return tx.prepared_sequence if tx is not None else None
 
     def recent_records(self) -> list[dict[str, Any]]:
         self.refresh()
-        return list(self._manifest.records) if self._manifest else []
+        return list(self._chain.manifest.records) if self._chain.manifest else []
 
     def claims(self) -> list[AggregatedClaim]:
         """Live and pending claims aggregated per artifact (source id + full digest)."""
@@ -170,7 +184,7 @@ class LeaseJournal(ManifestCas):
 
     def recover(self) -> JournalView:
         """Forget what this process verified and fold manifest + segments from scratch."""
-        self._reset()
+        self._chain.reset()
         return self.view()
 
     def verify(self) -> VerifyReport:
@@ -179,22 +193,22 @@ class LeaseJournal(ManifestCas):
         rolled-back manifest is ``manifest_missing`` / ``rollback``), then classify
         segments the manifest does not reference (harmless, but reported)."""
         started = time.monotonic()
-        self._reset()
+        self._chain.reset()
         fold = self.refresh()
-        m = self._manifest
+        m = self._chain.manifest
         doubts = read_history_evidence(self.store, self.session_hash).doubts(
             exists=m is not None, next_sequence=fold.next_sequence, known_transactions=set(fold.txs))
         if doubts:
             raise corrupt(self.session_hash, "rollback" if m is not None else "manifest_missing",
                           "; ".join(doubts))
-        orphans = scan_orphan_segments(self.store, self.session_hash, m, fold, self._segment_keys,
-                                       self._merged_ranges)
+        orphans = scan_orphan_segments(self.store, self.session_hash, m, fold, self._chain.segment_keys,
+                                       self._chain.merged_ranges)
         return VerifyReport(
-            session_hash=self.session_hash, exists=m is not None, generation=self._generation,
+            session_hash=self.session_hash, exists=m is not None, generation=self._chain.generation,
             records=fold.next_sequence, segments=m.segment_count if m else 0,
             transactions=len(fold.txs), live=len(fold.live), pending=len(fold.pending_ids()),
             condemned=len(fold.condemned_view()), head_hash=fold.head_hash,
-            manifest_bytes=self._manifest_bytes if m else 0,
+            manifest_bytes=self._chain.manifest_bytes if m else 0,
             orphan_segments=tuple(orphans), seconds=round(time.monotonic() - started, 4),
         )
 
@@ -229,39 +243,39 @@ class LeaseJournal(ManifestCas):
         raw_claim = claim_json(claim)
         intent = intent_hash(raw_claim)
 
-        def plan(manifest: JournalManifest | None, fold: JournalFold) -> Write | TransitionResult:
+        def plan(manifest: JournalManifest | None, fold: JournalFold) -> PlannedAppend | TransitionResult:
             existing = fold.txs.get(txid)
             if existing is not None:
                 if existing.intent_sha256 != intent:
                     raise TransactionStateError(f"transaction {txid} already names another claim")
-                return self._noop(f"already_{existing.state.lower()}", existing.state, txid=txid)
+                return self._cas.noop(f"already_{existing.state.lower()}", existing.state, txid=txid)
             art = fold.artifacts.get(claim.source_id)
             if art is not None and art.state in ("CONDEMNED", "DELETED"):
                 raise ArtifactCondemned(f"artifact {sid} is {art.state.lower()} by GC plan {art.plan_id}")
             self._check_artifact(sid, claim.sha256)
-            return Write([{"event": "PREPARED", "transaction_id": txid, "claim": claim,
+            return PlannedAppend([{"event": "PREPARED", "transaction_id": txid, "claim": claim,
                             "intent_sha256": intent}], "prepared", "PREPARED", transaction_id=txid)
 
-        return self._mutate(plan)
+        return self._cas.mutate(plan)
 
     def _transition(self, txid: str, event: str, allowed_from: str,
                     noop_states: dict[str, str], reason: str | None = None) -> TransitionResult:
         check_transaction_id(txid)
 
-        def plan(manifest: JournalManifest | None, fold: JournalFold) -> Write | TransitionResult:
+        def plan(manifest: JournalManifest | None, fold: JournalFold) -> PlannedAppend | TransitionResult:
             tx = fold.txs.get(txid)
             if tx is None:
                 raise TransactionStateError(f"unknown transaction {txid}")
             if tx.state in noop_states:
-                return self._noop(noop_states[tx.state], tx.state, txid=txid)
+                return self._cas.noop(noop_states[tx.state], tx.state, txid=txid)
             if tx.state != allowed_from:
                 raise TransactionStateError(f"cannot append {event} to transaction {txid}: it is {tx.state}")
             spec: dict[str, Any] = {"event": event, "transaction_id": txid, "intent_sha256": tx.intent_sha256}
             if reason:
                 spec["reason"] = reason
-            return Write([spec], event.lower(), event, transaction_id=txid)
+            return PlannedAppend([spec], event.lower(), event, transaction_id=txid)
 
-        return self._mutate(plan)
+        return self._cas.mutate(plan)
 
     def commit(self, transaction_id: str) -> TransitionResult:
         """PREPARED → COMMITTED (the reference is confirmed durable). Idempotent."""
@@ -315,15 +329,13 @@ class LeaseJournal(ManifestCas):
         if tx is None:
             raise TransactionStateError(f"unknown transaction {transaction_id}")
         if tx.state == "RELEASED":
-            return self._noop("already_released", "RELEASED", txid=transaction_id)
+            return self._cas.noop("already_released", "RELEASED", txid=transaction_id)
         if tx.state != "COMMITTED":
             raise TransactionStateError(f"cannot remove the reference of {transaction_id}: it is {tx.state}"
                                         + ("; reconcile it first" if tx.state == "PREPARED" else ""))
         remover()
         failpoint(FP_AFTER_REMOVER)
         return self.release(transaction_id)
-
-    # -- GC's fence ----------------------------------------------------------------------
 
     # -- GC's batched fence (one CAS for many artifacts of the session) ------------------
 
@@ -344,49 +356,9 @@ class LeaseJournal(ManifestCas):
         for item in items:
             if SourceId.parse(item.source_id).session_hash != self.session_hash:
                 raise SourceIdError(f"source id {item.source_id} does not belong to this session")
-        handover = dict(takeover or {})
         verdicts: dict[str, CondemnVerdict] = {}
-
-        def plan(manifest: JournalManifest | None, fold: JournalFold) -> Write | TransitionResult:
-            verdicts.clear()
-            at = self.clock()
-            last = manifest.last_active if manifest is not None else None
-            if active_within is not None and last is not None and at - last < active_within:
-                verdicts.update({item.source_id: "active" for item in items})
-                return self._noop("session_active", None)
-            specs: list[dict[str, Any]] = []
-            for item in items:
-                source_id, sha256 = item.source_id, item.sha256
-                art = fold.artifacts.get(source_id)
-                previous = handover.get(source_id)
-                if art is not None and art.state == "DELETED":
-                    verdicts[source_id] = "deleted"
-                    continue
-                if art is not None and art.state == "CONDEMNED":
-                    if art.plan_id == plan_id:
-                        verdicts[source_id] = "condemned"
-                        continue
-                    if art.plan_id != previous or art.sha256 != sha256:
-                        verdicts[source_id] = "held"
-                        continue
-                elif previous is not None:
-                    verdicts[source_id] = "held"  # the leftover was finished or lifted meanwhile
-                    continue
-                if fold.protecting(source_id, at):
-                    verdicts[source_id] = "claimed"
-                    continue
-                if previous is not None:
-                    specs.append({"event": "LIFTED", "source_id": source_id, "sha256": sha256,
-                                  "plan_id": previous, "reason": f"taken over by {plan_id}"[:200]})
-                specs.append({"event": "CONDEMNED", "source_id": source_id, "sha256": sha256,
-                              "plan_id": plan_id, "etag": item.etag, "size": item.size,
-                              "version_id": item.version_id})
-                verdicts[source_id] = "condemned"
-            if not specs:
-                return self._noop("nothing_to_condemn", None)
-            return Write(specs, "condemned", "CONDEMNED")
-
-        self._mutate(plan)
+        self._cas.mutate(condemnation_planner(self._cas, items, plan_id, verdicts, clock=self.clock,
+                                              active_within=active_within, takeover=takeover))
         return dict(verdicts)
 
     def finish_condemnations(self, deleted: Sequence[str], lifted: Sequence[str], plan_id: str, *,
@@ -398,29 +370,7 @@ class LeaseJournal(ManifestCas):
         run) says ``not_condemned`` and is left alone.
         """
         results: dict[str, str] = {}
-
-        def plan(manifest: JournalManifest | None, fold: JournalFold) -> Write | TransitionResult:
-            results.clear()
-            specs: list[dict[str, Any]] = []
-            for event, source_ids in (("DELETED", deleted), ("LIFTED", lifted)):
-                for source_id in source_ids:
-                    art = fold.artifacts.get(source_id)
-                    if art is not None and art.plan_id == plan_id and art.state == event:
-                        results[source_id] = f"already_{event.lower()}"
-                    elif art is None or art.state != "CONDEMNED" or art.plan_id != plan_id:
-                        results[source_id] = "not_condemned"
-                    else:
-                        spec: dict[str, Any] = {"event": event, "source_id": source_id,
-                                                "sha256": art.sha256, "plan_id": plan_id}
-                        if event == "LIFTED":
-                            spec["reason"] = reason[:200]
-                        specs.append(spec)
-                        results[source_id] = event.lower()
-            if not specs:
-                return self._noop("nothing_to_finish", None)
-            return Write(specs, "finished", None)
-
-        self._mutate(plan)
+        self._cas.mutate(finish_planner(self._cas, deleted, lifted, plan_id, results, reason=reason))
         return dict(results)
 
     # -- liveness ------------------------------------------------------------------------
@@ -437,7 +387,8 @@ class LeaseJournal(ManifestCas):
         if self._last_active_seen is not None and now - self._last_active_seen < interval:
             return False
 
-        def build(manifest: JournalManifest | None, fold: JournalFold | None) -> Built | TransitionResult:
+        def build(manifest: JournalManifest | None,
+                  fold: JournalFold | None) -> ManifestCandidate | TransitionResult:
             if manifest is not None and manifest.last_active is not None \
                     and now - manifest.last_active < interval:
                 self._last_active_seen = manifest.last_active
@@ -451,9 +402,9 @@ class LeaseJournal(ManifestCas):
                 new = manifest.model_copy(update={"generation": manifest.generation + 1,
                                                   "write_id": secrets.token_hex(16),
                                                   "updated_at": now, "last_active": now})
-            return Built(new, None, TransitionResult("touched", None, True, new.generation))
+            return ManifestCandidate(new, None, TransitionResult("touched", None, True, new.generation))
 
-        result = self._cas(build, verify=False)
+        result = self._cas.swap(build, verify=False)
         if result.changed:
             self._last_active_seen = now
         return result.changed

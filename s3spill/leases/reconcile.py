@@ -33,6 +33,7 @@ from s3spill.errors import JournalContention, StoreUnavailable, TransactionState
 from s3spill.failpoints import declare, failpoint
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import ArtifactReferenceOwner, OwnerObservation
+from s3spill.leases.records import TxView
 from s3spill.leases.reports import TransitionResult
 from s3spill.log import get_logger
 
@@ -82,21 +83,33 @@ def reconcile_reference(journal: LeaseJournal, owner: ArtifactReferenceOwner,
     if tx.state in ("ABORTED", "RELEASED"):
         return _report(transaction_id, None, f"already_{tx.state.lower()}", tx.state, "terminal",
                        journal, None)
-    try:
-        obs = owner.observe(tx)
-    except Exception as exc:  # noqa: BLE001 - the owner is foreign code: any failure is "unknown"
-        log.warning("reconcile.observe_failed", transaction_id=transaction_id, error=type(exc).__name__)
-        obs = OwnerObservation(transaction_id, "unknown")
+    obs = _observe(owner, tx, transaction_id)
     failpoint(FP_AFTER_OBSERVE)
-
     if tx.state == "COMMITTED":
         if obs.status == "removed":
-            r = journal.release(transaction_id)
-            return _report(transaction_id, r, "released" if r.changed else r.outcome, "RELEASED",
-                           "owner_removed", journal, obs)
+            return _released(journal, transaction_id, obs)
         return _report(transaction_id, None, "already_committed", "COMMITTED", f"owner_{obs.status}",
                        journal, obs)
+    return _settle_prepared(journal, owner, tx, transaction_id, obs)
 
+
+def _observe(owner: ArtifactReferenceOwner, tx: TxView, transaction_id: str) -> OwnerObservation:
+    try:
+        return owner.observe(tx)
+    except Exception as exc:  # noqa: BLE001 - the owner is foreign code: any failure is "unknown"
+        log.warning("reconcile.observe_failed", transaction_id=transaction_id, error=type(exc).__name__)
+        return OwnerObservation(transaction_id, "unknown")
+
+
+def _released(journal: LeaseJournal, transaction_id: str, obs: OwnerObservation) -> ReconciliationReport:
+    r = journal.release(transaction_id)
+    return _report(transaction_id, r, "released" if r.changed else r.outcome, "RELEASED",
+                   "owner_removed", journal, obs)
+
+
+def _settle_prepared(journal: LeaseJournal, owner: ArtifactReferenceOwner, tx: TxView,
+                     transaction_id: str, obs: OwnerObservation) -> ReconciliationReport:
+    """A PREPARED transaction: commit what the owner published, abort only a sealed absence."""
     if obs.status == "published":
         if not obs.matches(tx.claim):
             return _report(transaction_id, None, "pending_conflict", "PREPARED", "identity_mismatch",
@@ -111,9 +124,13 @@ def reconcile_reference(journal: LeaseJournal, owner: ArtifactReferenceOwner,
             return _report(transaction_id, None, "pending_conflict", "PREPARED", "identity_mismatch",
                            journal, obs)
         journal.commit(transaction_id)
-        r = journal.release(transaction_id)
-        return _report(transaction_id, r, "released" if r.changed else r.outcome, "RELEASED",
-                       "owner_removed", journal, obs)
+        return _released(journal, transaction_id, obs)
+    return _seal_and_abort(journal, owner, tx, transaction_id, obs)
+
+
+def _seal_and_abort(journal: LeaseJournal, owner: ArtifactReferenceOwner, tx: TxView,
+                    transaction_id: str, obs: OwnerObservation) -> ReconciliationReport:
+    """ABORTED only once the owner's absence is sealed (or was already): nothing can be published later."""
     reason = "sealed_absence"
     if obs.status == "absent":
         try:

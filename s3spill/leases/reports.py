@@ -2,32 +2,20 @@
 
 None of these carry keys, paths or reference content — only transaction ids, source
 ids, digests, states and generations — so they can go to logs, JSON reports and the
-CLI as they are. The verify report's orphan-segment scan (:func:`scan_orphan_segments`)
-is the one part that reads the store: it lists and reads the session's segment objects
-the verified history does not reference.
+CLI as they are. Pure: the verify report's orphan-segment scan, which reads the store,
+is :func:`s3spill.leases.chain.scan_orphan_segments`.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
-
-from s3spill import keys
-from s3spill.errors import NotFound
 from s3spill.leases.records import (
     CondemnationView,
-    JournalFold,
-    JournalManifest,
-    JournalSegment,
     TxView,
-    compute_record_hash,
 )
-from s3spill.store.base import ObjectStore
 
 
 def _jsonable(obj: Any) -> Any:
@@ -159,50 +147,3 @@ class VerifyReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _segment_range(key: str) -> tuple[int, int] | None:
-    leaf = key.rsplit("/", 1)[-1].removesuffix(".json")
-    parts = leaf.split("-")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        return None
-
-
-def scan_orphan_segments(store: ObjectStore, shash: str, manifest: JournalManifest | None,
-                         fold: JournalFold, referenced: set[str],
-                         merged: list[tuple[int, int]]) -> Iterator[OrphanSegment]:
-    """Classify segment objects the verified history does not reference (``referenced``:
-    their keys). Never raises on them: recovery uses only referenced segments, so an
-    orphan cannot change the view. One inside the range of a referenced merged segment
-    (``merged``) is ``superseded`` — its records were verified there — and is not read."""
-    prefix = keys.session_prefix(shash) + "journal/segments/"
-    for info in store.list(prefix):
-        if info.key in referenced:
-            continue
-        span = _segment_range(info.key) or (-1, -1)
-        if any(first <= span[0] and span[1] <= last for first, last in merged):
-            yield OrphanSegment(span[0], span[1], "superseded")
-            continue
-        yield OrphanSegment(span[0], span[1], _classify(store, info.key, manifest, fold))
-
-
-def _classify(store: ObjectStore, key: str, manifest: JournalManifest | None, fold: JournalFold) -> str:
-    try:
-        body = store.get(key)
-        segment = JournalSegment.model_validate_json(body)
-    except (NotFound, ValidationError, ValueError):
-        return "conflicting"
-    if manifest is None or segment.journal_id != manifest.journal_id:
-        return "other_incarnation"
-    name_digest = key.rsplit("-", 1)[-1].removesuffix(".json")
-    if not hashlib.sha256(body).hexdigest().startswith(name_digest):
-        return "conflicting"
-    for raw in segment.records:
-        seq = raw.get("sequence")
-        if not isinstance(seq, int) or not 0 <= seq < fold.next_sequence:
-            return "conflicting"
-        if compute_record_hash(raw) != fold.hashes[seq]:
-            return "conflicting"
-    return "consistent"

@@ -28,7 +28,7 @@ from s3spill.store.s3.ops import S3Ops
 log = get_logger("s3spill.store.s3")
 
 
-def read_object(ops: S3Ops, key: str, full: str, byte_range: ByteRange | None,
+def read_object(ops: S3Ops, key: str, full: str, byte_range: ByteRange | None,  # noqa: C901 - one resume loop
                 chunk_size: int) -> Iterator[bytes]:
     """Yield the bytes of ``full`` (or a range of it), resuming after broken connections."""
     started = time.monotonic()

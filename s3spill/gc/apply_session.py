@@ -1,0 +1,375 @@
+"""One session of ``apply_cleanup``: read its journal, refuse on doubt, admit each entry, fence, delete.
+
+Split from :mod:`s3spill.gc.apply` (which runs the plan: policy, run lock, thread pool,
+report) because this is where the per-session decisions live, each in its own step:
+reading the facts (journal + the history outside it), spotting doubt (everything is
+retained), adopting condemnations an interrupted run left behind, admitting each plan
+line on fresh facts, and then one condemnation CAS followed by the conditional deletes
+(:mod:`s3spill.gc.delete`) and one ``DELETED``/``LIFTED`` CAS.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from s3spill import failpoints, keys
+from s3spill.errors import InvalidKey, JournalError, NotFound, S3SpillError, StoreError
+from s3spill.gc.delete import ConditionalDeleter
+from s3spill.gc.fence import CondemnFact, GcLedger, LedgerFactory, SessionFacts, journal_doubts
+from s3spill.gc.metered_store import MeteredStore
+from s3spill.gc.models import (
+    ApplyItem,
+    ApplyOutcome,
+    CleanupPolicy,
+    DeleteMethod,
+    ObjectSnapshot,
+)
+from s3spill.gc.plan import object_created
+from s3spill.gc.planfile import PlanEntry
+from s3spill.leases.evidence import HistoryEvidence, read_history_evidence
+from s3spill.log import get_logger
+from s3spill.store.base import ObjectInfo
+
+__all__ = ["FP_AFTER_CONDEMN", "FP_AFTER_DELETE", "SessionApplier", "Tally"]
+
+log = get_logger("s3spill.gc")
+
+FP_AFTER_CONDEMN = failpoints.declare(
+    "gc.after_condemn", "CONDEMNED is durable; nothing deleted yet")
+FP_AFTER_DELETE = failpoints.declare(
+    "gc.after_delete", "artifacts deleted; DELETED not yet appended")
+
+
+@dataclass
+class Tally:
+    max_items: int
+    counts: Counter[str] = field(default_factory=Counter)
+    bytes: Counter[str] = field(default_factory=Counter)
+    items: list[ApplyItem] = field(default_factory=list)
+    truncated: bool = False
+    recovered: Counter[str] = field(default_factory=Counter)
+    sessions: int = 0
+    deletions: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Receives every decision (one dict per object) for the JSON Lines report.
+    sink: Callable[[dict[str, Any]], None] | None = None
+
+    def add(self, outcome: ApplyOutcome | str, entry: PlanEntry, reason: str = "") -> None:
+        with self.lock:
+            self.counts[outcome] += 1
+            self.bytes[outcome] += entry.size
+            if self.sink is not None:
+                self.sink({"kind": "gc_decision", "phase": "apply", "outcome": outcome,
+                           "planned": entry.status, "object_kind": entry.object_kind,
+                           "key": entry.key, "session_hash": entry.session_hash,
+                           "size": entry.size, "reason": (reason or entry.reason)[:300]})
+            if entry.status != "planned_delete":
+                return
+            if outcome != "deleted" or len(self.items) < self.max_items:
+                if len(self.items) < self.max_items * 2:
+                    self.items.append(ApplyItem(
+                        outcome=outcome, session_hash=entry.session_hash,
+                        name=entry.name, object_kind=entry.object_kind, size=entry.size,
+                        reason=reason[:300]))
+                else:
+                    self.truncated = True
+            else:
+                self.truncated = True
+
+
+class SessionApplier:
+    """One session at a time: read its facts, refuse on doubt, admit each entry, condemn and delete."""
+
+    def __init__(self, store: MeteredStore, policy: CleanupPolicy, method: DeleteMethod,
+                 ledger_factory: LedgerFactory, run_id: str, now: Callable[[], datetime],
+                 tally: Tally, dry_run: bool) -> None:
+        self.store = store
+        self.policy = policy
+        self.method = method
+        self.ledger_factory = ledger_factory
+        self.run_id = run_id
+        self.now = now
+        self.tally = tally
+        self.dry_run = dry_run
+        self.deleter = ConditionalDeleter(store, method, self._take_deletion_slot, policy.max_deletions)
+
+    @property
+    def active_within(self) -> timedelta:
+        return max(self.policy.session_ttl, self.policy.orphan_ttl)
+
+    # -- one session ---------------------------------------------------------------------
+
+    def session(self, shash: str, entries: list[PlanEntry]) -> None:
+        planned = self._planned(entries)
+        if not planned and not any(e.object_kind == "manifest" for e in entries):
+            return  # owner slots or stray keys only: no journal to finish, nothing to delete
+        with self.tally.lock:
+            self.tally.sessions += 1
+        if self.dry_run:
+            for e in planned:
+                self.tally.add("dry_run", e, "dry run: nothing deleted")
+            return
+        read = self._read_facts(shash, planned)
+        if read is None or self._in_doubt(shash, planned, *read[1:]):
+            return
+        ledger, facts, evidence = read
+        published = evidence.published_names()
+        work = _leftover_condemnations(shash, facts, published)
+        for e in planned:
+            self._admit(shash, e, facts, published, work)
+        if work:
+            self._condemn_and_delete(ledger, shash, list(work.values()), facts)
+
+    def _planned(self, entries: list[PlanEntry]) -> list[PlanEntry]:
+        """The entries the plan wants deleted; every other one is tallied as the plan decided it."""
+        for e in entries:
+            if e.status != "planned_delete":
+                self.tally.add(e.status, e)
+        return [e for e in entries if e.status == "planned_delete"]
+
+    def _read_facts(self, shash: str, planned: list[PlanEntry]
+                    ) -> tuple[GcLedger, SessionFacts, HistoryEvidence] | None:
+        """The journal's facts and the history outside it; ``None`` (all retained) if unreadable."""
+        try:
+            ledger = self.ledger_factory(self.store, shash, self.now)
+            return ledger, ledger.facts(), read_history_evidence(self.store, shash)
+        except (S3SpillError, ValueError) as exc:
+            for e in planned:
+                self.tally.add("retained_unverifiable", e, f"journal unusable: {type(exc).__name__}")
+            return None
+
+    def _in_doubt(self, shash: str, planned: list[PlanEntry], facts: SessionFacts,
+                  evidence: HistoryEvidence) -> bool:
+        """True (and everything retained) when the journal may not be the session's whole history."""
+        doubts = journal_doubts(facts, evidence)
+        if not facts.exists and not doubts:
+            young = [e for e in planned if self._fresh_younger_than_session_ttl(shash, e)]
+            if young:
+                doubts.append(f"manifest missing while {len(young)} artifact(s) are younger than "
+                              "session_ttl")
+        if not doubts:
+            return False
+        log.warning("gc.apply.JOURNAL_DOUBT", session_hash=shash, reasons=doubts)
+        reason = "journal in doubt: " + "; ".join(doubts)
+        for e in planned:
+            self.tally.add("retained_journal_doubt", e, reason)
+        return True
+
+    def _admit(self, shash: str, e: PlanEntry, facts: SessionFacts, published: dict[str, set[str]],
+               work: dict[str, _Work]) -> None:
+        """Decide one planned deletion on fresh facts: tally a refusal, or add it to ``work``."""
+        assert e.snapshot is not None and e.name is not None
+        refused = _refusal(shash, e, published)
+        if refused is not None:
+            self.tally.add(refused[0], e, refused[1])
+            return
+        if e.object_kind == "index":
+            if facts.claims.get(e.name):
+                self.tally.add("retained_referenced", e, "a claim names its artifact")
+            else:
+                self._orphan_index(shash, e, facts)
+            return
+        protected = None if e.name in work else self._protected(facts, e.name)
+        if protected:
+            self.tally.add(protected[0], e, protected[1])
+            return
+        assert e.snapshot.sha256 is not None
+        fact = CondemnFact(name=e.name, sha256=e.snapshot.sha256, run_id=self.run_id,
+                           etag=e.snapshot.etag, size=e.snapshot.size, version_id=e.snapshot.version_id)
+        previous = work.get(e.name)
+        if previous is not None and previous.fact.sha256 != fact.sha256:
+            self.tally.add("race_detected", e, "condemned earlier with another digest")
+            return
+        work[e.name] = _Work(e.name, fact, e.index_snapshot, e,
+                             takeover=previous.takeover if previous else None)
+
+    def _protected(self, facts: SessionFacts, name: str) -> tuple[ApplyOutcome, str] | None:
+        if facts.claims.get(name):
+            return "retained_referenced", "a claim appeared after the plan"
+        if facts.last_active is not None and self.now() - facts.last_active < self.active_within:
+            return "retained_recent", "session active since the plan"
+        return None
+
+    def _fresh_younger_than_session_ttl(self, shash: str, e: PlanEntry) -> bool:
+        """Judged on a fresh HEAD, never on the plan's snapshot (which could be edited)."""
+        assert e.name is not None
+        if e.object_kind not in ("artifact", "index") or not _layout_ok(shash, e.name):
+            return False
+        key = (keys.artifact_key(shash, e.name) if e.object_kind == "artifact"
+               else keys.index_key(shash, e.name))
+        try:
+            head = self.store.head(key)
+        except NotFound:
+            return False
+        except StoreError:
+            return True  # cannot tell: doubt
+        return self.now() - object_created(e.name, head) < self.policy.session_ttl
+
+    def _young(self, facts: SessionFacts, name: str) -> Callable[[ObjectInfo], str | None]:
+        """The plan's age rule, re-applied at apply time under the apply-time policy."""
+
+        def check(head: ObjectInfo) -> str | None:
+            now = self.now()
+            ref = object_created(name, head)
+            if facts.last_active is not None:
+                if now - facts.last_active < self.policy.session_ttl:
+                    return "session active within session_ttl"
+                ref = max(ref, facts.last_active)
+            for claim in facts.expired_claims.get(name, ()):
+                if claim.retain_until is not None:
+                    ref = max(ref, claim.retain_until)
+            if now - ref < self.policy.orphan_ttl:
+                return "younger than orphan_ttl (apply-time policy)"
+            return None
+
+        return check
+
+    def _take_deletion_slot(self) -> bool:
+        """Count one deletion against ``max_deletions`` (enforced here too: a plan can't widen it)."""
+        limit = self.policy.max_deletions
+        with self.tally.lock:
+            if limit is not None and self.tally.deletions >= limit:
+                return False
+            self.tally.deletions += 1
+            return True
+
+    def _orphan_index(self, shash: str, e: PlanEntry, facts: SessionFacts) -> None:
+        """A sidecar whose artifact is gone: no claim can land on it, so no fence is needed.
+
+        An index goes only with or after its body: while the artifact exists, a plan line
+        asking for its sidecar alone (an edited plan) is refused, or its reads would fail.
+        """
+        assert e.snapshot is not None and e.name is not None
+        try:
+            self.store.head(keys.artifact_key(shash, e.name))
+            self.tally.add("denied", e, "its artifact exists: an index is deleted only with its body")
+            return
+        except NotFound:
+            pass
+        except StoreError as exc:
+            self.tally.add("retained_error", e, f"HEAD of its artifact failed: {type(exc).__name__}")
+            return
+        outcome, reason, _ = self.deleter.revalidate_and_delete(e.snapshot, e.snapshot.key,
+                                                                self._young(facts, e.name))
+        self.tally.add(outcome, e, reason)
+
+    # -- the fence, then the deletions ---------------------------------------------------
+
+    def _record(self, w: _Work, outcome: ApplyOutcome, reason: str) -> None:
+        if w.entry is not None:
+            self.tally.add(outcome, w.entry, reason)
+        if w.takeover is not None:
+            with self.tally.lock:
+                self.tally.recovered[outcome] += 1
+
+    def _condemn_and_delete(self, ledger: GcLedger, shash: str, work: list[_Work],
+                            facts: SessionFacts) -> None:
+        takeover = {w.name: w.takeover for w in work if w.takeover is not None}
+        try:
+            verdicts = ledger.condemn([w.fact for w in work], run_id=self.run_id,
+                                      active_within=self.active_within, takeover=takeover)
+        except (JournalError, StoreError) as exc:
+            # Whether the CAS landed is unknown: the next run finds any condemnation and resolves it.
+            for w in work:
+                self._record(w, "retained_error", f"condemnation failed: {type(exc).__name__}")
+            return
+        failpoints.failpoint(FP_AFTER_CONDEMN)
+        gone: list[str] = []
+        lift: list[str] = []
+        # One directory fsync per batch on the local store; durable before DELETED is recorded.
+        with self.store.deferred_sync():
+            for w in work:
+                verdict = verdicts.get(w.name)
+                if verdict != "condemned":
+                    self._record(w, *_NOT_CONDEMNED.get(verdict, ("retained_error",
+                                                                  f"journal answered {verdict!r}")))
+                    continue
+                self._delete_condemned(shash, w, facts, gone, lift)
+        failpoints.failpoint(FP_AFTER_DELETE)
+        try:
+            ledger.finish(gone, lift, run_id=self.run_id, reason="race_detected")
+        except (JournalError, StoreError) as exc:
+            # Harmless: the condemnations stand and the next run finishes or lifts them.
+            log.warning("gc.apply.finish_deferred", session_hash=shash, error=type(exc).__name__)
+
+    def _delete_condemned(self, shash: str, w: _Work, facts: SessionFacts, gone: list[str],
+                          lift: list[str]) -> None:
+        """Revalidate and delete one fenced artifact; say whether to finish, lift or keep it condemned."""
+        key = keys.artifact_key(shash, w.name)
+        outcome, reason, attempted = self.deleter.revalidate_and_delete(w.fact, key,
+                                                                        self._young(facts, w.name))
+        if outcome in ("deleted", "already_missing"):
+            gone.append(w.name)
+            self.deleter.delete_index(w.index if w.index is not None
+                                      else self.deleter.index_snapshot(shash, w.name))
+        elif outcome == "race_detected" or not attempted:
+            lift.append(w.name)
+        # else: the delete's outcome is unknown — stay condemned; the next run resolves it.
+        self._record(w, outcome, reason)
+
+
+#: What each journal verdict other than ``condemned`` means for the artifact (it stays).
+_NOT_CONDEMNED: dict[str | None, tuple[ApplyOutcome, str]] = {
+    "claimed": ("retained_referenced", "a claim landed before the condemnation"),
+    "active": ("retained_recent", "session became active before the condemnation"),
+    "deleted": ("already_missing", "journal records it deleted"),
+}
+
+
+@dataclass(frozen=True)
+class _Work:
+    """One artifact this run condemns: what it must still be, its sidecar, its plan line."""
+
+    name: str
+    fact: CondemnFact
+    index: ObjectSnapshot | None
+    entry: PlanEntry | None
+    #: The run whose leftover condemnation this run adopts (``None``: a fresh one).
+    takeover: str | None = None
+
+
+def _layout_ok(shash: str, name: str) -> bool:
+    try:
+        keys.artifact_key(shash, name)
+        return True
+    except InvalidKey:
+        return False
+
+
+def _entry_layout_ok(shash: str, e: PlanEntry) -> bool:
+    """Never trust a plan's key: it must be exactly what the layout derives."""
+    assert e.snapshot is not None and e.name is not None
+    if not _layout_ok(shash, e.name):
+        return False
+    expected = (keys.artifact_key(shash, e.name) if e.object_kind == "artifact"
+                else keys.index_key(shash, e.name))
+    if e.snapshot.key != expected:
+        return False
+    return e.index_snapshot is None or e.index_snapshot.key == keys.index_key(shash, e.name)
+
+
+def _leftover_condemnations(shash: str, facts: SessionFacts,
+                            published: dict[str, set[str]]) -> dict[str, _Work]:
+    """Condemnations an interrupted (or concurrent) run left behind: adopted, to be finished."""
+    work: dict[str, _Work] = {}
+    for name, cf in sorted(facts.condemned.items()):
+        if not _layout_ok(shash, name) or name in published:
+            continue  # a published slot outranks a leftover condemnation: never delete it
+        work[name] = _Work(name, cf, None, None, takeover=cf.run_id)
+    return work
+
+
+def _refusal(shash: str, e: PlanEntry, published: dict[str, set[str]]) -> tuple[ApplyOutcome, str] | None:
+    """Why a plan line may not be acted on at all, whatever the journal says, or ``None``."""
+    if e.object_kind not in ("artifact", "index"):
+        return "denied", f"a plan may only delete artifacts and sidecars, not {e.object_kind}"
+    if not _entry_layout_ok(shash, e):
+        return "denied", "plan entry's key is not an artifact key of this store"
+    if e.name in published:
+        return "retained_referenced", "an owner slot holds a published reference"
+    return None

@@ -1,0 +1,159 @@
+"""Deleting one object GC condemned: revalidate it against the plan's snapshot, then delete conditionally.
+
+Kept apart from :mod:`s3spill.gc.apply` (which decides *what* may go, session by session)
+because this is the one place that talks DELETE to the store: which delete the store can
+be trusted with, what "still the same object" means, and the three outcomes of a delete
+(gone, refused, unknown) that decide whether a condemnation is finished, lifted or kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from s3spill import keys
+from s3spill.errors import (
+    CleanupRefused,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+    UnsupportedOperation,
+)
+from s3spill.gc.fence import CondemnFact
+from s3spill.gc.metered_store import MeteredStore
+from s3spill.gc.models import ApplyOutcome, DeleteMethod, ObjectSnapshot
+from s3spill.log import get_logger
+from s3spill.store.base import ObjectInfo, StoreCapabilities
+from s3spill.store.commit import defers_digest
+
+__all__ = ["ConditionalDeleter", "choose_delete_method", "snapshot_mismatch"]
+
+log = get_logger("s3spill.gc")
+
+#: Re-judges an object's age on its fresh HEAD: why it must stay, or ``None``.
+AgeCheck = Callable[[ObjectInfo], "str | None"]
+
+
+def choose_delete_method(caps: StoreCapabilities, *, force_unverified: bool = False) -> DeleteMethod:
+    """The safest delete this store honours; refuse when none can be trusted.
+
+    ``If-Match`` deletes first (AWS S3); else a version-pinned delete on a versioned
+    bucket (MinIO ignores conditional deletes but deletes exactly one version);
+    batched conditional DeleteObjects is not used yet. With neither, a replaced
+    object could be deleted, so apply refuses unless ``force_unverified``.
+    """
+    if caps.conditional_delete:
+        return "if_match"
+    if caps.versioning and caps.versioned_delete:
+        return "version_pinned"
+    if force_unverified:
+        log.warning("gc.apply.UNVERIFIED_DELETES", reason="store honours neither conditional nor "
+                    "versioned deletes; an object replaced between HEAD and DELETE would be lost")
+        return "unconditional"
+    raise CleanupRefused(
+        "the store honours neither conditional deletes (If-Match on DeleteObject) nor "
+        "version-pinned deletes (bucket versioning is off): a replaced artifact could be deleted. "
+        "Enable bucket versioning, or pass --force-unverified-deletes if you accept that risk"
+    )
+
+
+def snapshot_mismatch(snap: ObjectSnapshot | CondemnFact, head: ObjectInfo,
+                      method: DeleteMethod) -> str | None:
+    """Why ``head`` is not the object the snapshot describes, or ``None``."""
+    if snap.etag is not None and head.etag != snap.etag:
+        return "ETag changed"
+    if snap.size is not None and head.size != snap.size:
+        return "size changed"
+    # A body that keeps its digest in its commit record (s3spill.store.commit) reports none
+    # itself; the ETag compared above pins it to the body whose digest the plan read.
+    if snap.sha256 is not None and not defers_digest(head) and head.sha256 != snap.sha256:
+        return "SHA-256 changed"
+    if method == "version_pinned" and snap.version_id and head.version_id != snap.version_id:
+        return "version changed"
+    return None
+
+
+class ConditionalDeleter:
+    """HEAD, compare, re-judge, delete with the chosen method; each deletion takes a slot first.
+
+    ``take_slot`` counts one deletion against ``max_deletions`` (shared by the run's threads)
+    and answers False once the limit is reached.
+    """
+
+    def __init__(self, store: MeteredStore, method: DeleteMethod, take_slot: Callable[[], bool],
+                 max_deletions: int | None) -> None:
+        self.store = store
+        self.method = method
+        self.take_slot = take_slot
+        self.max_deletions = max_deletions
+
+    def delete(self, key: str, etag: str, version_id: str | None) -> None:
+        if self.method == "version_pinned":
+            if not version_id:
+                raise PreconditionFailed("no version id to pin the delete to", key=key)
+            self.store.delete_version(key, version_id)
+        elif self.method == "unconditional":
+            # The operator accepted the risk: a store that refuses If-Match on DELETE (501)
+            # or ignores it must get a plain delete, or "force" would delete nothing.
+            self.store.delete_unconditional(key)
+        else:
+            self.store.delete_if_match(key, etag)
+
+    def delete_index(self, entry_index: ObjectSnapshot | None) -> None:
+        """Best effort: a sidecar left behind is an orphan index the next plan deletes."""
+        if entry_index is None:
+            return
+        try:
+            version = entry_index.version_id
+            if self.method == "version_pinned" and not version:
+                head = self.store.head(entry_index.key)
+                if head.etag != entry_index.etag:
+                    return
+                version = head.version_id
+            self.delete(entry_index.key, entry_index.etag, version)
+        except StoreError as exc:
+            log.info("gc.apply.index_left", error=type(exc).__name__)
+
+    def index_snapshot(self, shash: str, name: str) -> ObjectSnapshot | None:
+        """The sidecar as it is now (a leftover condemnation has no plan line to name it)."""
+        key = keys.index_key(shash, name)
+        try:
+            head = self.store.head(key)
+        except StoreError:
+            return None
+        return ObjectSnapshot(key=key, etag=head.etag, version_id=head.version_id, size=head.size,
+                              last_modified=head.last_modified)
+
+    def revalidate_and_delete(self, snap: ObjectSnapshot | CondemnFact, key: str,
+                              young: AgeCheck | None = None) -> tuple[ApplyOutcome, str, bool]:
+        """HEAD, compare, re-judge its age, delete. Returns (outcome, reason, delete_was_attempted)."""
+        try:
+            head = self.store.head(key)
+        except NotFound:
+            return "already_missing", "object already gone", False
+        except StoreError as exc:
+            return "retained_error", f"HEAD failed: {type(exc).__name__}", False
+        changed = snapshot_mismatch(snap, head, self.method)
+        if changed:
+            return "race_detected", f"{changed} since the plan", False
+        why = young(head) if young is not None else None
+        if why:
+            return "retained_recent", why, False
+        if not self.take_slot():
+            return "retained_limit", f"max_deletions={self.max_deletions} reached", False
+        return self._delete_validated(key, head)
+
+    def _delete_validated(self, key: str, head: ObjectInfo) -> tuple[ApplyOutcome, str, bool]:
+        try:
+            # The etag of the validated HEAD: equal to the snapshot's when it has one.
+            self.delete(key, head.etag, head.version_id)
+        except NotFound:
+            return "already_missing", "object vanished before the delete", True
+        except PreconditionFailed as exc:
+            return "race_detected", f"conditional delete refused: {exc}", True
+        except UnsupportedOperation as exc:
+            # A definite refusal (501 NotImplemented): nothing was deleted, so the
+            # condemnation is lifted, never left "unknown" for ever.
+            return "retained_error", f"the store refused the delete as not implemented: {exc}", False
+        except StoreError as exc:
+            return "retained_error", f"delete outcome unknown: {type(exc).__name__}", True
+        return "deleted", "", True
