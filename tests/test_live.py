@@ -257,7 +257,7 @@ def test_the_async_tools_read_a_live_id_since(local_store: ObjectStore) -> None:
 
 
 def test_gc_never_deletes_live_objects(local_store: ObjectStore) -> None:
-    """A GC plan with the shortest TTLs lists a running output's state and segments as denied."""
+    """A GC plan with the shortest TTLs keeps a running output's state and segments (retained_protocol)."""
     w = _writer(local_store)
     w.feed(_lines(0, 100))
     _commit(w)
