@@ -352,3 +352,23 @@ def test_levels_keep_the_state_small_and_every_line_readable(local_store: Object
     w.close("exited", exit_code=0)
     done = finish_live(local_store, SESSION, w.live_id, config=cfg)
     assert b"".join(arts.iter_verified(str(done.final_source_id))) == data
+
+
+def test_unknown_outcomes_are_decided_by_reading_back(race_store: ObjectStore) -> None:
+    """A state CAS or segment PUT that landed but lost its answer is found landed: not doubled, not lost."""
+    from s3spill.testing import Fault, FaultyStore
+
+    faulty = FaultyStore(race_store)
+    w = _writer(faulty)  # type: ignore[arg-type]
+    faulty.add(Fault("put_if_absent", "drop_response", key_prefix=keys.SESSIONS))
+    faulty.add(Fault("put_if_match", "drop_response", key_prefix=keys.SESSIONS))
+    w.feed(_lines(0, 30))
+    _commit(w)
+    faulty.add(Fault("put_if_match", "unavailable", key_prefix=keys.SESSIONS))  # did not land
+    w.feed(_lines(30, 60))
+    _commit(w)
+    state = read_state(race_store, w.live_id)[0]
+    assert state.writer == w.writer and state.version == w.state.version
+    arts = ArtifactStore(race_store, session_id=SESSION)
+    assert b"".join(ln.raw() for ln in arts.read_page(str(w.live_id), limit=100).lines) == _lines(0, 60)
+    assert [f for f in faulty.faults if f.times > 0] == []
