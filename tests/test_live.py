@@ -372,3 +372,19 @@ def test_unknown_outcomes_are_decided_by_reading_back(race_store: ObjectStore) -
     arts = ArtifactStore(race_store, session_id=SESSION)
     assert b"".join(ln.raw() for ln in arts.read_page(str(w.live_id), limit=100).lines) == _lines(0, 60)
     assert [f for f in faulty.faults if f.times > 0] == []
+
+
+def test_list_artifacts_names_outputs_still_running(local_store: ObjectStore) -> None:
+    """A model that lost a live id finds it in list_artifacts until the output is an artifact."""
+    w = _writer(local_store)
+    w.feed(_lines(0, 5))
+    _commit(w)
+    tools = AgentTools(local_store, SESSION)
+    listed = tools.call(tools.list_name, {})
+    assert str(w.live_id) in listed.text and "5 lines so far" in listed.text
+    assert listed.structured is not None
+    assert [r["source_id"] for r in listed.structured["running"]] == [str(w.live_id)]
+    w.close("exited", exit_code=0)
+    done = finish_live(local_store, SESSION, w.live_id, config=FAST)
+    after = tools.call(tools.list_name, {})
+    assert str(w.live_id) not in after.text and str(done.final_source_id) in after.text

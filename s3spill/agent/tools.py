@@ -94,7 +94,8 @@ List the tool outputs stored in this session (artifacts), newest first: one line
 its source_id, when it was stored, the tool (and call id) that produced it, its size in bytes \
 and lines, and a one-line summary. Use it to find an output whose pointer is no longer in \
 your context, instead of re-running the command; then read_artifact or grep_artifact it by \
-its source_id."""
+its source_id. Commands still running in the background come first, by their live: id \
+(readable while they run)."""
 
 #: Human-facing titles (MCP ``title``), by tool kind.
 TITLES = {"read": "Read a stored tool output", "grep": "Search a stored tool output",
@@ -200,8 +201,15 @@ def output_schema(kind: str) -> dict[str, Any]:
             "label": {"type": ["string", "null"]}, "size_bytes": {"type": "integer"},
             "line_count": {"type": "integer"}, "summary": {"type": "string"}},
             "required": ["source_id", "created_at", "tool", "size_bytes", "line_count", "summary"]}
+        running = {"type": "object", "properties": {
+            "source_id": {"type": "string"}, "status": {"type": "string"},
+            "committed_bytes": {"type": "integer"}, "line_count": {"type": "integer"}},
+            "required": ["source_id", "status", "committed_bytes", "line_count"]}
         props = {"total": {"type": "integer"}, "shown": {"type": "integer"},
-                 "unreadable": {"type": "integer"}, "artifacts": {"type": "array", "items": entry}}
+                 "unreadable": {"type": "integer"}, "artifacts": {"type": "array", "items": entry},
+                 "running": {"type": "array", "items": running,
+                             "description": "Background commands whose output is readable by its"
+                             " live: id while they run."}}
     return {"type": "object", "properties": props, "required": sorted(props)}
 
 
