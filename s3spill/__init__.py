@@ -38,8 +38,10 @@ if TYPE_CHECKING:
     from s3spill.errors import AlreadyExists as AlreadyExists
     from s3spill.errors import ArtifactCondemned as ArtifactCondemned
     from s3spill.errors import ArtifactExpired as ArtifactExpired
+    from s3spill.errors import ArtifactNotFound as ArtifactNotFound
     from s3spill.errors import ArtifactPublicationRejected as ArtifactPublicationRejected
     from s3spill.errors import ArtifactReferenced as ArtifactReferenced
+    from s3spill.errors import BucketNotFound as BucketNotFound
     from s3spill.errors import CleanupRefused as CleanupRefused
     from s3spill.errors import ConditionalConflict as ConditionalConflict
     from s3spill.errors import ConfigError as ConfigError
@@ -94,6 +96,7 @@ _EXPORTS: dict[str, str] = {
     "ArtifactCondemned": "s3spill.errors",
     "ArtifactExpired": "s3spill.errors",
     "ArtifactMemoryReference": "s3spill.models",
+    "ArtifactNotFound": "s3spill.errors",
     "ArtifactPublicationRejected": "s3spill.errors",
     "ArtifactReference": "s3spill.models",
     "ArtifactReferenceOwner": "s3spill.leases.owner",
@@ -102,6 +105,7 @@ _EXPORTS: dict[str, str] = {
     "ArtifactStore": "s3spill.artifacts.store",
     "AsyncAgentTools": "s3spill.agent.aio",
     "AsyncSpiller": "s3spill.agent.aio",
+    "BucketNotFound": "s3spill.errors",
     "CleanupPlan": "s3spill.gc.planfile",
     "CleanupPolicy": "s3spill.gc.models",
     "CleanupRefused": "s3spill.errors",

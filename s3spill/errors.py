@@ -17,7 +17,9 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   ├── ConditionalConflict      S3 409: a concurrent conditional write; re-read and retry
     │   │   └── StreamNotReplayable  ...on completing a one-shot stream: nothing saved, no retry possible
     │   ├── NotFound                 the key (or version) does not exist
-    │   │   └── ArtifactExpired      an artifact a pointer names is gone (GC'd after its TTL)
+    │   │   ├── BucketNotFound       the store's bucket itself does not exist
+    │   │   └── ArtifactNotFound     no artifact with this source id in the session
+    │   │       └── ArtifactExpired  ...and the journal records that GC deleted it
     │   ├── StoreUnavailable         transient faults that outlived retries and the deadline
     │   └── UnsupportedOperation     the backend cannot honour a requested guarantee
     │       └── StoreCapabilityError create-once / compare-and-swap not honoured (probed)
@@ -44,9 +46,18 @@ from __future__ import annotations
 class S3SpillError(Exception):
     """Root of every error s3spill raises deliberately."""
 
+    #: What to do about this one failure, when the raiser knows better than its family's
+    #: generic advice (the CLI prints it after the message).
+    hint: str | None = None
+
 
 class ConfigError(S3SpillError):
     """A configuration value is malformed or refused as unsafe."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        if hint:
+            self.hint = hint
 
 
 class InvalidKey(S3SpillError):
@@ -82,6 +93,10 @@ class NotFound(StoreError):
     """The key or version does not exist."""
 
 
+class BucketNotFound(NotFound):
+    """The bucket the store URL names does not exist (not one missing key)."""
+
+
 class StoreUnavailable(StoreError):
     """The store kept failing transiently until the retry budget or the deadline ran out."""
 
@@ -113,6 +128,11 @@ class SourceIdError(S3SpillError):
 
 class InvalidRequest(S3SpillError, ValueError):
     """A page or search request that cannot be served as asked (offset past the end, bad regex)."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        if hint:
+            self.hint = hint
 
 
 class ArtifactPublicationRejected(S3SpillError):
@@ -181,9 +201,20 @@ class GcLockLost(CleanupRefused):
     """This run's lock expired and was taken over: it must not delete any more."""
 
 
-class ArtifactExpired(NotFound):
-    """The artifact a pointer names is gone: GC deleted it after its TTL (or it never existed).
+class ArtifactNotFound(NotFound):
+    """No artifact with this source id is stored in the session: never written here (a
+    wrong or made-up id), or deleted. Said without guessing which; only the session's
+    journal can tell that GC deleted it (:class:`ArtifactExpired`)."""
+
+    def __init__(self, message: str, *, key: str | None = None, source_id: str | None = None) -> None:
+        super().__init__(message, key=key)
+        self.source_id = source_id
+
+
+class ArtifactExpired(ArtifactNotFound):
+    """The artifact a pointer names is gone because GC deleted it after its TTL: the
+    session's journal records the deletion.
 
     Its own type so a harness and the model can tell "expired, re-run it" from a broken
-    store: the output was recoverable by re-running the command that produced it.
+    store or a wrong id: the output was recoverable by re-running the command that produced it.
     """

@@ -8,11 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3spill.artifacts.search import Grep, compile_pattern
+from s3spill.artifacts.search import Grep, Pattern, compile_pattern
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.errors import InvalidRequest
 from s3spill.store import ObjectStore
+from s3spill.textview import escape
 
 
 def test_capped_grep_states_the_exact_omitted_count(store: ObjectStore) -> None:
@@ -75,13 +76,32 @@ def test_long_lines_are_searched_in_bounded_windows() -> None:
 
 
 PATTERNS = ["a", "^a", "a$", r"\s", "[^a]b", "a.b", r"\Ab", r"b\Z", r"b\z", "x*", "é|b", "^$", r"^\s*$",
-            "a|^$", r"\bb", "(?i)A", "(?s)a.b"]
+            "a|^$", r"\bb", "(?i)A", "(?s)a.b", ".", "^.$", r"\\xff", r"\\xe9b", "xe"]
+
+
+def _naive_search(compiled: Pattern, raw: bytes) -> int | None:
+    """Search a line as `read` shows it; the byte of ``raw`` where the shown match starts."""
+    shown, escaped = escape(raw.decode("utf-8", "surrogateescape"))
+    span = compiled.search_portable(shown.encode("utf-8"))
+    if span is None:
+        return None
+    if not escaped:
+        return span[0]
+    width = byte = 0
+    for unit in raw.decode("utf-8", "surrogateescape"):
+        piece = escape(unit + "\udcff")[0][: -4]  # the unit as it shows in an escaped line
+        if width + len(piece.encode("utf-8")) > span[0]:
+            break
+        width += len(piece.encode("utf-8"))
+        byte += len(unit.encode("utf-8", "surrogateescape"))
+    return byte
 
 
 @settings(max_examples=200, deadline=None)
 @given(
     data=st.lists(
-        st.sampled_from([b"a", b"b", b" ", b"\n", b"\xc3\xa9", b"\xff", b"ab\n"]), max_size=300
+        st.sampled_from([b"a", b"b", b" ", b"\n", b"\xc3\xa9", b"\xff", b"ab\n", b"\xe9", b"\n\xff\n"]),
+        max_size=300
     ).map(b"".join),
     pattern=st.sampled_from(PATTERNS),
     cuts=st.lists(st.integers(1, 40), max_size=10),
@@ -91,16 +111,16 @@ PATTERNS = ["a", "^a", "a$", r"\s", "[^a]b", "a.b", r"\Ab", r"b\Z", r"b\z", "x*"
 def test_grep_agrees_with_a_naive_per_line_search(
     data: bytes, pattern: str, cuts: list[int], context: int, max_matches: int
 ) -> None:
-    """Whatever the chunking, grep finds exactly the lines a per-line search finds, with exact offsets."""
+    """Whatever the chunking, grep finds exactly the lines a per-line search of the shown text finds."""
     compiled = compile_pattern(pattern)
     lines = data.split(b"\n")
     if data.endswith(b"\n") or not data:
         lines = lines[:-1]
     expected, offset = [], 0
     for number, raw in enumerate(lines, 1):
-        span = compiled.search(raw)
-        if span is not None:
-            expected.append((number, offset + span[0]))
+        found = _naive_search(compiled, raw)
+        if found is not None:
+            expected.append((number, offset + found))
         offset += len(raw) + 1
     g = Grep("artifact:t", compiled, context=context, max_matches=max_matches)
     windowed = Grep("artifact:t", compiled, max_matches=1000, long_line=64, overlap=8)
@@ -177,3 +197,23 @@ def test_the_direct_search_agrees_with_the_public_api(pattern: str) -> None:
     for data in (b"", b"ab", b"b ab\n\xc3\xa9b", b"\xffab", b"xxab"):
         for pos in range(len(data) + 1):
             assert compiled.search(data, pos) == compiled.search_portable(data, pos), (data, pos)
+
+
+def test_grep_sees_lines_with_invalid_utf8_as_read_shows_them(store: ObjectStore) -> None:
+    """`.` matches a line holding only \\xff, and `caf\\\\xe9` finds the line read shows as caf\\xe9."""
+    data = b"ok\n\xff\ncaf\xe9 au lait\nback\\slash \xfe\n"
+    arts = ArtifactStore(store, session_id="S")
+    sid = arts.write("S", data, "bash").source_id
+    page = arts.read_page(sid)
+    assert [(ln.text, ln.escaped) for ln in page.lines] == [
+        ("ok", False), ("\\xff", True), ("caf\\xe9 au lait", True), ("back\\\\slash \\xfe", True)]
+    every = arts.grep(sid, ".")
+    assert every.total_matches == 4 and [m.line_number for m in every.matches] == [1, 2, 3, 4]
+    cafe = arts.grep(sid, r"caf\\xe9")
+    assert [m.line_number for m in cafe.matches] == [3]
+    assert cafe.matches[0].byte_offset == data.index(b"caf") and cafe.matches[0].char_offset == 0
+    hex_digits = arts.grep(sid, "e9 au")  # starts inside the escape: points at the byte shown as \xe9
+    assert hex_digits.matches[0].byte_offset == data.index(b"\xe9") and hex_digits.matches[0].char_offset == 3
+    slashes = arts.grep(sid, r"back\\\\slash")  # shown doubled in an escaped line, so matched doubled
+    assert [m.line_number for m in slashes.matches] == [4]
+    assert arts.grep(sid, r"\\xff").matches[0].line.text == "\\xff"

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from s3spill import __version__, keys
-from s3spill.agent.tools import AgentTools
 from s3spill.cli import FLAG_ONLY, build_parser, settings_table
 from s3spill.leases.journal import LeaseJournal
 from s3spill.store.local import LocalStore
@@ -98,18 +97,3 @@ def test_the_docs_list_every_setting() -> None:
     row = r"^\| `(S3SPILL_[A-Z_]+)` \| `(--[a-z-]+)` \| (.+?) \|$"
     rows = {tuple(m) for m in re.findall(row, readme, re.M)}
     assert rows == set(settings_table())
-
-
-def test_reading_an_expired_artifact_says_rerunning_is_fine(tmp_path: Path) -> None:
-    """After GC deleted the body, the CLI and the model's tool both say it expired, not a bare NotFound."""
-    env = {"S3SPILL_STORE": f"file://{tmp_path}/s", "S3SPILL_SESSION": "s3"}
-    sid = cli("spill", env=env, stdin=b"a\nb\n").stdout.splitlines()[0]
-    parsed = keys.SourceId.parse(sid)
-    store = LocalStore(tmp_path / "s")
-    akey = keys.artifact_key(parsed.session_hash, parsed.name)
-    store.delete_if_match(akey, store.head(akey).etag)
-    read = cli("read", sid, env=env)
-    assert read.returncode == 2
-    assert "ArtifactExpired" in read.stderr and "re-running" in read.stderr
-    outcome = AgentTools(store, "s3").call("read_artifact", {"source_id": sid})
-    assert outcome.is_error and "re-running the command that produced it is fine" in outcome.text

@@ -87,3 +87,38 @@ def test_a_failing_spill_callback_fails_open() -> None:
     assert report.failed == [0] and report.spilled == [1]
     assert report.results[0] is results[0]
     assert report.results[1].content == "ptr" and report.results[1].spilled
+
+
+def test_the_callback_is_told_how_small_the_replacement_must_be() -> None:
+    """Each candidate carries max_chars: what the turn still needs from it, never more than per_result."""
+    seen: list[int | None] = []
+
+    def spill(result: TurnResult) -> str:
+        seen.append(result.max_chars)
+        return "p" * (result.max_chars or 0)
+
+    results = [TurnResult("a" * 60_000), TurnResult("b" * 30_000), TurnResult("c" * 30_000)]
+    report = enforce_turn_budget(results, turn_total=100_000, spill=spill)
+    assert seen == [40_000] and report.total_after == 100_000 and report.within_budget
+    assert report.results[0].max_chars is None
+
+
+def test_a_replacement_that_does_not_shrink_keeps_the_original() -> None:
+    """A pointer as large as the result is dropped, listed in not_smaller, and the next candidate is tried."""
+    results = [TurnResult("a" * 5_000), TurnResult("b" * 4_000)]
+    report = enforce_turn_budget(results, turn_total=5_000, spill=lambda r: "p" * 5_000)
+    assert report.not_smaller == [0, 1] and report.spilled == []
+    assert report.results == results and report.over_by == 4_000
+
+
+def test_emergency_trim_only_touches_results_with_a_locator() -> None:
+    """Over the window after spilling: the largest result with a locator is cut to 24,000 chars naming it."""
+    results = [TurnResult("r" * 90_000, tool="read", spillable=False, locator="notes.txt lines 1-9000"),
+               TurnResult("s" * 60_000, tool="read", spillable=False)]
+    report = enforce_turn_budget(results, context_window=30_000, spill=lambda r: "ptr")
+    assert report.trimmed == [0] and report.results[1] == results[1]
+    cut = report.results[0]
+    assert cut.trimmed and cut.size == 24_000 and "notes.txt lines 1-9000" in cut.content
+    shown = len(cut.content) - len(cut.content.lstrip("r"))
+    assert f"{90_000 - shown} of its 90000 characters are not shown" in cut.content
+    assert report.total_after == 84_000

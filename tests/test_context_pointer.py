@@ -125,7 +125,11 @@ def test_two_megabyte_output_with_the_default_shell_policy() -> None:
     shown = out.shown
     first, last = shown.gap_lines
     lines = data.splitlines(keepends=True)
-    assert f"[… {shown.omitted_bytes} bytes omitted (lines {first}–{last}) …]" in text
+    # 6 KiB of head ends inside line 145 and the 24 KiB tail starts inside line 43519: the
+    # marker says so rather than claim those two lines are omitted whole.
+    assert (first, last) == (145, 43519)
+    assert (f"[… {shown.omitted_bytes} bytes omitted (the rest of line 145, lines 146–43518, "
+            "the start of line 43519) …]") in text
     rebuilt = b"".join(lines[: first - 1])
     rebuilt += b"".join(lines[first - 1 : last])
     rebuilt += b"".join(lines[last:])
@@ -237,3 +241,20 @@ def test_context_text_never_exceeds_the_budget(
     assert len(shown.head) + len(shown.tail) + shown.omitted_bytes == len(data)
     if out.mode != "clipped":
         assert out.text.startswith(shown.head_text)
+
+
+def test_the_gap_marker_is_exact_about_partial_lines() -> None:
+    """Cuts inside lines: the marker names the rest / the start / the middle of a line, not whole lines."""
+    data = b"".join(b"line %02d is here\n" % i for i in range(1, 21))  # 20 lines of 16 bytes
+    retained = RetainedText.of(data)
+
+    def gap(head: int, tail: int) -> str:
+        text = render_pointer(facts(), retained, head_bytes=head, tail_bytes=tail,
+                              budget=ContextBudget(100_000)).text
+        return text[text.index("[… ") : text.index(" …]") + 3]
+
+    assert gap(16 * 2, 16 * 3) == "[… 240 bytes omitted (lines 3–17) …]"  # both cuts on line edges
+    assert gap(16 * 2 + 5, 16 * 3 + 4) == \
+        "[… 231 bytes omitted (the rest of line 3, lines 4–16, the start of line 17) …]"
+    assert gap(16 * 2 + 5, 16 * 3) == "[… 235 bytes omitted (the rest of line 3, lines 4–17) …]"
+    assert gap(16 * 2 + 5, 16 * 17 + 4) == "[… 7 bytes omitted (the middle of line 3) …]"

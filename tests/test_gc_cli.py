@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 import time
 from pathlib import Path
 
@@ -120,9 +121,46 @@ def test_gc_prints_a_summary_line_on_a_terminal(local_store: LocalStore, tmp_pat
                                 "--out", str(plan), *short], tmp_path)
     assert code == 0, out
     assert re.match(r"gc plan: to delete 1 \(\d+ B\); 1 session\(s\), \d+ requests in [\d.]+ s\n", out), out
-    assert f"apply it with: s3spill gc apply {plan}" in out and "{" not in out
+    # The plan's TTL flags ride along: the default 24 h apply-time TTLs would keep the orphan.
+    assert (f"apply it with: s3spill --store {local_store.url} gc apply {' '.join(short)} {plan}"
+            in out) and "{" not in out
     code, out = _on_a_terminal(["--store", local_store.url, "gc", "apply", str(plan), *short], tmp_path)
     assert code == 0 and re.match(r"gc apply: deleted 1 \(\d+ B\); 1 session\(s\)", out), out
     code, out = _on_a_terminal(["--store", local_store.url, "gc", "plan", "--session", "s1", "--json",
                                 *short], tmp_path)
     assert code == 0 and json.loads(out)["phase"] == "plan"
+
+
+def test_apply_with_applies_what_a_short_ttl_plan_planned(local_store: LocalStore, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The plan's `apply_with` carries its TTL flags, so running exactly that deletes what it planned."""
+    put_artifact(local_store, "s1", b"old output")
+    LeaseJournal(local_store, "s1").touch()
+    time.sleep(2.1)  # past the 1 s TTLs and the name's 1 s timestamp resolution
+    code, doc = _run(capsys, "--store", local_store.url, "gc", "plan", "--session", "s1",
+                     "--orphan-ttl", "1s", "--session-ttl", "1s", "--allow-dangerously-short-ttl",
+                     "--out", str(tmp_path / "plan.jsonl"))
+    assert code == 0 and doc["counts"]["planned_delete"] == 1  # type: ignore[index]
+    command = shlex.split(str(doc["apply_with"]))
+    assert command[:2] == ["s3spill", "--store"] and "--allow-dangerously-short-ttl" in command
+    code, report = _run(capsys, *command[1:])
+    assert code == 0 and report["counts"]["deleted"] == 1  # type: ignore[index]
+    assert "retained_recent" not in report["counts"]  # type: ignore[operator]
+
+
+def test_a_kept_item_names_the_apply_time_ttl_that_kept_it(local_store: LocalStore, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Under the default 24 h TTLs a 1 s plan keeps the artifact, and the reason names the apply-time TTL."""
+    put_artifact(local_store, "s1", b"old output")
+    LeaseJournal(local_store, "s1").touch()
+    time.sleep(2.1)
+    plan = tmp_path / "plan.jsonl"
+    code, _ = _run(capsys, "--store", local_store.url, "gc", "plan", "--session", "s1", "--orphan-ttl",
+                   "1s", "--session-ttl", "1s", "--allow-dangerously-short-ttl", "--out", str(plan))
+    assert code == 0
+    code, report = _run(capsys, "--store", local_store.url, "gc", "apply", str(plan))
+    assert code == 0 and report["counts"]["retained_recent"] == 1  # type: ignore[index]
+    reasons = [item["reason"] for item in report["items"]  # type: ignore[attr-defined]
+               if item["outcome"] == "retained_recent"]
+    assert len(reasons) == 1 and "since the plan" not in reasons[0]
+    assert "apply-time" in reasons[0] and "24h" in reasons[0], reasons

@@ -40,7 +40,8 @@ def test_plan_alone_names_the_file_as_the_users(local_store: LocalStore, private
     code, doc = _gc(local_store, capsys, "plan", "--all")
     path = Path(str(doc["plan_path"]))
     assert code == 0 and path.exists() and path.parent == private_tmp
-    assert "yours to delete" in str(doc["note"]) and doc["apply_with"] == f"s3spill gc apply {path}"
+    assert "yours to delete" in str(doc["note"]) and doc["apply_with"] == \
+        f"s3spill --store {local_store.url} gc apply {path}"
 
 
 def test_a_stored_plan_leaves_no_local_copies(local_store: LocalStore, private_tmp: Path,

@@ -60,9 +60,9 @@ def test_plan_gives_each_object_one_status_and_writes_nothing(store: ObjectStore
     assert by_key["v1/sessions/notahash/whatever"].status == "retained_unknown"
     fresh = plan_cleanup(store, CleanupScope(), CleanupPolicy(), out=tmp_path / "q.jsonl")
     statuses = {e.key: e.status for e in fresh.entries()}
-    # No manifest while the artifact is younger than session_ttl: the session may be live
-    # with its manifest lost, so the whole session is kept and flagged.
-    assert statuses[art.key] == "retained_journal_doubt"
+    # No manifest (and no other trace of history) while the artifact is younger than
+    # session_ttl: a writer killed before its first liveness mark; kept, under its own status.
+    assert statuses[art.key] == "retained_no_manifest"
     LeaseJournal(store, "s1").touch()  # the spiller's liveness mark: a manifest exists
     fresh = plan_cleanup(store, CleanupScope(), CleanupPolicy(), out=tmp_path / "r.jsonl")
     statuses = {e.key: e.status for e in fresh.entries()}

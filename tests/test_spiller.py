@@ -16,7 +16,8 @@ from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
 
 SESSION = "session-spiller-1"
-GAP = re.compile(r"bytes omitted \(lines (\d+)–(\d+)\)")
+GAP = re.compile(r"bytes omitted \((?:the rest of line (\d+), )?lines (\d+)–(\d+)"
+                 r"(?:, the start of line (\d+))?\)")
 Make = Callable[..., Spiller]
 
 
@@ -62,7 +63,7 @@ def test_two_megabyte_shell_output_becomes_a_followable_pointer(store: ObjectSto
     assert follow_pages(reader, sid) == data
     gap = GAP.search(text)
     assert gap, "no gap marker with a line range"
-    first = int(gap.group(1))
+    first = int(gap.group(1) or gap.group(2))  # the first line holding omitted bytes
     page = reader.read_page(sid, offset=first - 1, limit=1)  # "line N is at offset=N-1"
     assert page.lines[0].number == first
 
@@ -247,3 +248,21 @@ def test_inline_results_do_not_touch_the_journal(local_store: ObjectStore, make:
     spiller.externalize("short", "bash", "a")
     spiller.close(timeout=10)
     assert _objects(local_store) == []
+
+
+def test_the_preview_shows_invalid_utf8_as_read_does(store: ObjectStore, make: Make) -> None:
+    """A spilled preview and an inline result show caf\\xe9 as `read` does, never U+FFFD."""
+    line = b"caf\xe9 au lait \\ one backslash\n"
+    middle = b"filler line of plain text\n" * 1_500
+    data = line + middle + b"error: caf\xe9 broke\n" + middle + line
+    spiller = make(store, SESSION)
+    result = spiller.externalize(io.BytesIO(data), "bash")
+    assert result.spilled and result.artifact is not None
+    shown = "caf\\xe9 au lait \\\\ one backslash\n"
+    assert result.context_text.startswith(shown) and "\ufffd" not in result.context_text
+    assert preview_part(result.context_text).endswith(shown)
+    assert "line 1502: error: caf\\xe9 broke" in result.context_text  # the quoted error line too
+    page = ArtifactStore(store, session_id=SESSION).read_page(result.artifact.source_id, limit=1)
+    assert page.lines[0].text + "\n" == shown
+    small = spiller.externalize(b"ok\n\xff\n", "bash")
+    assert small.mode == "inline" and small.context_text == "ok\n\\xff\n"

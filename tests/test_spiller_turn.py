@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from s3spill.context.budget import TurnResult
 from s3spill.spill.spiller import Spiller, SpillResult
 from s3spill.store.base import ObjectStore
@@ -60,3 +64,60 @@ def test_when_the_store_fails_the_results_stay_inline(local_store: ObjectStore) 
     report = Spiller(store, SESSION).enforce_turn_budget(results, turn_total=50_000)
     assert report.spilled == [] and sorted(report.failed) == [0, 1]
     assert [r.content for r in report.results] == [r.content for r in results]
+
+
+def test_eight_bash_results_bring_the_turn_within_budget(store: ObjectStore) -> None:
+    """8 x 30,000-char bash results against the 200,000 default: every replacement shrinks, the turn fits."""
+    results = [TurnResult(_text(30_000, f"r{i}"), tool="bash", call_id=f"c{i}") for i in range(8)]
+    with Spiller(store, SESSION) as spiller:
+        report = spiller.enforce_turn_budget(results)
+    assert report.total_before == 240_000
+    assert report.within_budget and report.total_after <= 200_000 and report.why_over is None
+    assert report.spilled and report.failed == [] and report.not_smaller == []
+    for i in report.spilled:
+        new, old = report.results[i], results[i]
+        assert new.size < old.size
+        assert isinstance(new.extra, SpillResult) and new.extra.artifact is not None
+        assert new.extra.artifact.source_id in new.content and new.locator is not None
+    assert all(report.results[i].content == results[i].content
+               for i in range(8) if i not in report.spilled)
+
+
+def test_bash_results_and_a_file_read_fit_a_100k_turn(store: ObjectStore) -> None:
+    """60k + 30k + 30k bash results and a 30k file read against 100k: the turn ends within it."""
+    results = [TurnResult(_text(60_000, "g"), tool="bash"), TurnResult(_text(30_000, "h"), tool="bash"),
+               TurnResult(_text(30_000, "i"), tool="bash"),
+               TurnResult(_text(30_000, "f"), tool="read", spillable=False)]
+    with Spiller(store, SESSION) as spiller:
+        report = spiller.enforce_turn_budget(results, turn_total=100_000)
+    assert report.total_before == 150_000
+    assert report.spilled == [0] and report.within_budget and report.total_after <= 100_000
+    assert report.results[1:] == results[1:]
+
+
+def test_a_pointer_larger_than_its_result_is_not_used(store: ObjectStore,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """Results smaller than the smallest pointer stay verbatim; the report and the log say why it is over."""
+    results = [TurnResult(_text(300, "x"), tool="bash"), TurnResult(_text(250, "y"), tool="search")]
+    with caplog.at_level(logging.WARNING), Spiller(store, SESSION) as spiller:
+        report = spiller.enforce_turn_budget(results, turn_total=400)
+    assert "spill.turn_over_budget" in caplog.text
+    assert [r.content for r in report.results] == [r.content for r in results]
+    assert report.spilled == [] and sorted(report.not_smaller) == [0, 1]
+    assert not report.within_budget and report.over_by == 150
+    assert report.why_over is not None and "would not get smaller" in report.why_over
+
+
+def test_the_emergency_trim_cuts_a_pointer_but_keeps_its_locator(store: ObjectStore) -> None:
+    """Over the window even after spilling: the largest pointer is cut to 24,000 chars, locator kept."""
+    with Spiller(store, SESSION) as first:
+        big = first.externalize(_text(400_000, "z"), "search")
+    pointer = TurnResult("p" * 90_000, tool="search", spilled=True, extra=big)
+    read = TurnResult(_text(40_000, "f"), tool="read", spillable=False)
+    with Spiller(store, SESSION) as spiller:
+        report = spiller.enforce_turn_budget([pointer, read], context_window=25_000)
+    assert report.window_chars == 100_000 and report.trimmed == [0]
+    cut = report.results[0]
+    assert cut.trimmed and cut.size <= 24_000 and big.artifact is not None
+    assert f'read_artifact(source_id="{big.artifact.source_id}")' in cut.content
+    assert report.results[1] == read and report.total_after <= 100_000

@@ -20,6 +20,7 @@ raises), and what it stored stays stored — never lose a byte. The result is dr
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -117,9 +118,11 @@ class AsyncSpiller:
 
     async def enforce_turn_budget(self, results: Sequence[TurnResult], per_result: int = 100_000,
                                   turn_total: int = 200_000,
-                                  context_window: int | None = None) -> TurnBudgetReport:
-        return await asyncio.to_thread(self.spiller.enforce_turn_budget, results, per_result, turn_total,
-                                       context_window)
+                                  context_window: int | None = None, *,
+                                  history_chars: int = 0) -> TurnBudgetReport:
+        return await asyncio.to_thread(functools.partial(
+            self.spiller.enforce_turn_budget, results, per_result, turn_total, context_window,
+            history_chars=history_chars))
 
     async def externalize_blocks(self, blocks: Sequence[Block], tool: str, call_id: str | None = None,
                                  exit_code: int | None = None) -> BlocksResult:

@@ -15,7 +15,8 @@ same facts as data (:attr:`ToolOutcome.structured`, MCP ``structuredContent``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,7 +26,8 @@ from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResul
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.pointer import clip, one_line
 from s3spill.context.policy import GREP_TOOL, READ_TOOL, SpillPolicy
-from s3spill.errors import InvalidRequest, S3SpillError
+from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
+from s3spill.leases.expiry import explain_missing
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 
@@ -274,9 +276,10 @@ class AgentTools:
         max_chars = self.page_chars
         text = ""
         for _ in range(_SHRINK_STEPS):
-            page = self.artifacts.read_page(source_id, offset=offset, limit=limit,
-                                            char_offset=char_offset, max_chars=max_chars,
-                                            since=since, session_id=self.session_id)
+            with self._journal_says():
+                page = self.artifacts.read_page(source_id, offset=offset, limit=limit,
+                                                char_offset=char_offset, max_chars=max_chars,
+                                                since=since, session_id=self.session_id)
             text = page.render()
             over = self._overshoot(text, self.read_name)
             if over <= 1.0:
@@ -287,6 +290,15 @@ class AgentTools:
         log.warning("agent_tools.page_clipped", source_id=source_id, chars=len(text))
         text = self._clip(text, self.read_name)
         return ToolOutcome(text, structured=_page_data(page, text))
+
+    @contextlib.contextmanager
+    def _journal_says(self) -> Iterator[None]:
+        """A missing artifact is "expired" only if the session's journal records GC deleting it."""
+        try:
+            yield
+        except ArtifactNotFound as exc:
+            raise explain_missing(self.artifacts.store, self.session_id, exc,
+                                  self.artifacts.config) from None
 
     def _overshoot(self, text: str, tool: str) -> float:
         """How many times over its tightest budget ``text`` is (<= 1.0: it stays inline)."""
@@ -310,8 +322,9 @@ class AgentTools:
         """:meth:`grep_artifact` with the matches' line numbers and counts as structured data."""
         if not 1 <= max_matches <= MAX_GREP_MATCHES:
             raise InvalidRequest(f"max_matches must be 1-{MAX_GREP_MATCHES}")
-        result = self.artifacts.grep(source_id, pattern, context=context, max_matches=max_matches,
-                                     session_id=self.session_id)
+        with self._journal_says():
+            result = self.artifacts.grep(source_id, pattern, context=context, max_matches=max_matches,
+                                         session_id=self.session_id)
         text = result.render()
         if self._fits(text, self.grep_name):
             return ToolOutcome(text, structured=_grep_data(result, text))

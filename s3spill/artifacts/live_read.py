@@ -34,7 +34,7 @@ from s3spill.artifacts.live_segments import (
     read_state,
 )
 from s3spill.artifacts.live_state import LiveSegment, LiveState, Span
-from s3spill.artifacts.paging import Page, build_page
+from s3spill.artifacts.paging import ArgStyle, Page, build_page, spell_args
 from s3spill.artifacts.search import Grep, GrepResult, compile_pattern
 from s3spill.config import LiveConfig
 from s3spill.errors import InvalidRequest, NotFound
@@ -69,7 +69,7 @@ class LiveSummary(BaseModel):
     #: Pass as ``since`` to read only what comes after what this answer covered.
     next_since: int
 
-    def line(self) -> str:
+    def line(self, style: ArgStyle = "call") -> str:
         if self.status == "running":
             run = f"running, heartbeat {self.heartbeat_age:.0f}s ago"
         elif self.status == "exited":
@@ -85,8 +85,8 @@ class LiveSummary(BaseModel):
         done = f" | stored as {self.final_source_id}" if self.final_source_id else ""
         if self.note:
             done += f" | {self.note}"
-        new = (f" | new output from here: since={self.next_since}" if self.status == "running"
-               else "")
+        new = (f" | new output from here: {spell_args(style, since=self.next_since)}"
+               if self.status == "running" else "")
         return (f"[{self.live_id}: {run} | {so_far}{self.committed_bytes:,} bytes,"
                 f" {self.line_count:,} lines committed{cut}{done}{new}]")
 
@@ -110,7 +110,7 @@ class LivePage(Page):
 
     live: LiveSummary
 
-    def footer(self) -> str:
+    def footer(self, style: ArgStyle = "call") -> str:
         running = self.live.status == "running"
         if self.eof and running:
             if self.lines:
@@ -122,10 +122,10 @@ class LivePage(Page):
             else:
                 base = "[no output yet; the command is still running]"
         elif self.eof and not self.lines:
-            base = "[no new output]" if self.byte_start else super().footer()
+            base = "[no new output]" if self.byte_start else super().footer(style)
         else:
-            base = super().footer()
-        return f"{base}\n{self.live.line()}"
+            base = super().footer(style)
+        return f"{base}\n{self.live.line(style)}"
 
 
 class LiveGrepResult(GrepResult):
@@ -133,8 +133,8 @@ class LiveGrepResult(GrepResult):
 
     live: LiveSummary
 
-    def footer(self) -> str:
-        return f"{super().footer()}\n{self.live.line()}"
+    def footer(self, style: ArgStyle = "call") -> str:
+        return f"{super().footer(style)}\n{self.live.line(style)}"
 
 
 def _dropped(state: LiveState, what: str) -> InvalidRequest:

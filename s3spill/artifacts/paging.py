@@ -22,12 +22,13 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from s3spill.artifacts.index import ArtifactIndex, decode_units, encode_units
-from s3spill.artifacts.textview import cost, escape, fit, grapheme_cut, unescape
 from s3spill.errors import IntegrityError, InvalidRequest
+from s3spill.textview import cost, escape, fit, grapheme_cut, unescape
 
 DEFAULT_LIMIT = 2000
 DEFAULT_MAX_CHARS = 40_000
@@ -52,7 +53,7 @@ class PageLine:
 
     number: int  #: 1-based line number
     char_start: int  #: unit offset of this segment within its line
-    text: str  #: display form (see :mod:`s3spill.artifacts.textview`)
+    text: str  #: display form (see :mod:`s3spill.textview`)
     escaped: bool
     complete: bool  #: the segment reaches the end of its line
     newline: bool  #: a newline byte follows the segment in the artifact
@@ -62,6 +63,18 @@ class PageLine:
 
     def render(self) -> str:
         return f"{self.number:>6}{'!' if self.escaped else ''}\t{self.text}"
+
+
+#: How a rendered text spells the arguments it tells the reader to pass: as a tool call's
+#: keyword arguments (``offset=3``) or as the CLI's flags (``--offset 3``).
+ArgStyle = Literal["call", "cli"]
+
+
+def spell_args(style: ArgStyle, **args: object) -> str:
+    """``offset=3, char_offset=0`` (call) or ``--offset 3 --char-offset 0`` (cli)."""
+    if style == "cli":
+        return " ".join(f"--{name.replace('_', '-')} {value}" for name, value in args.items())
+    return ", ".join(f"{name}={value}" for name, value in args.items())
 
 
 class Page(BaseModel):
@@ -86,11 +99,13 @@ class Page(BaseModel):
         """The exact artifact bytes this page covers (``byte_start`` to ``byte_end``)."""
         return b"".join(line.raw() for line in self.lines)
 
-    def render(self) -> str:
+    def render(self, style: ArgStyle = "call") -> str:
+        """The page as text; ``style`` spells the footer's arguments for the reader's
+        surface: ``offset=N`` for a tool call, ``--offset N`` for the CLI."""
         rows = [self.header()] + [line.render() for line in self.lines]
         if any(line.escaped for line in self.lines):
             rows.append(LEGEND)
-        rows.append(self.footer())
+        rows.append(self.footer(style))
         return "\n".join(rows) + "\n"
 
     def header(self) -> str:
@@ -101,7 +116,7 @@ class Page(BaseModel):
         return (f"[{self.source_id} | lines {first}-{last} of {self.total_lines:,}{start}"
                 f" | {self.size_bytes:,} bytes]")
 
-    def footer(self) -> str:
+    def footer(self, style: ArgStyle = "call") -> str:
         if self.eof:
             if not self.lines:
                 return "[EOF: the artifact is empty]"
@@ -109,9 +124,10 @@ class Page(BaseModel):
             return f"[EOF: line {self.total_lines} is the last line{tail}]"
         if self.next_char_offset:
             return (f"[line {self.next_offset + 1 if self.next_offset is not None else 0} is cut"
-                    f" at char {self.next_char_offset}; continue with offset={self.next_offset},"
-                    f" char_offset={self.next_char_offset}]")
-        return f"[more lines follow; continue with offset={self.next_offset}, char_offset=0]"
+                    f" at char {self.next_char_offset}; continue with"
+                    f" {spell_args(style, offset=self.next_offset, char_offset=self.next_char_offset)}]")
+        return (f"[more lines follow; continue with "
+                f"{spell_args(style, offset=self.next_offset, char_offset=0)}]")
 
 
 def unrender(page_text: str) -> bytes:
@@ -140,8 +156,9 @@ def frame_reserve(source_id: str, index: ArtifactIndex) -> int:
     header = (f"[{source_id} | lines {t}-{t} of {t:,}, line {t} from char {u}"
               f" | {index.size_bytes:,} bytes]")
     footers = (f"[line {t} is cut at char {u}; continue with offset={t}, char_offset={u}]",
+               f"[line {t} is cut at char {u}; continue with --offset {t} --char-offset {u}]",
                f"[EOF: line {t} is the last line; no newline at end]",
-               f"[more lines follow; continue with offset={t}, char_offset=0]")
+               f"[more lines follow; continue with --offset {t} --char-offset 0]")
     return len(header) + len(LEGEND) + max(map(len, footers)) + 4
 
 

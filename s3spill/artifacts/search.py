@@ -7,7 +7,8 @@ read around it). Only the first ``max_matches`` lines are kept; every later matc
 is still counted, so a capped result states exactly how many were omitted.
 
 Memory stays bounded whatever the content: a line longer than ``long_line`` bytes is
-searched in windows of that size overlapping by ``overlap`` characters, and only a short
+searched in windows of that size overlapping by ``overlap`` characters (in a window, a byte
+that is not UTF-8 is searched as ``\\xHH`` but a backslash as one), and only a short
 excerpt of any line is kept. The one price is exactness: in such a line a match longer than
 the overlap could straddle two windows and be missed, so when a windowed line had no match
 the result says its count is a lower bound (``exact=False``) instead of pretending; and in
@@ -17,11 +18,15 @@ Patterns come from a model, so they run on RE2 (``google-re2``), whose matching 
 linear in the input whatever the pattern: ``(a+)+$`` cannot backtrack for minutes. RE2
 refuses what would need backtracking — backreferences (``\\1``), lookarounds
 (``(?=``, ``(?!``, ``(?<=``, ``(?<!``) and possessive or atomic groups — and spells the
-end of text ``\\z`` (Python's ``\\Z`` is accepted and rewritten). The search runs on the
-raw bytes (UTF-8 mode): a pattern matches text, and a byte that is not UTF-8 is matched
-by nothing, not even ``.``. A compiled program is capped at :data:`MAX_PROGRAM_BYTES` and
-one search at :data:`TIME_BUDGET_SECONDS`; past the budget the search stops with
-:class:`InvalidRequest` rather than hold a worker (or an MCP server) indefinitely.
+end of text ``\\z`` (Python's ``\\Z`` is accepted and rewritten). A line is searched as
+it is shown (:mod:`s3spill.textview`): a valid UTF-8 line as its raw bytes (UTF-8 mode), a
+line holding bytes that are not UTF-8 in its escaped display form, where such a byte is the
+four characters ``\\xHH`` and a backslash is two; so grep finds what ``read`` shows, and a
+count equals a per-line search over that display form. Offsets still point at the raw
+line (the byte and the character where the matched display text starts). A compiled
+program is capped at :data:`MAX_PROGRAM_BYTES` and one search at
+:data:`TIME_BUDGET_SECONDS`; past the budget the search stops with :class:`InvalidRequest`
+rather than hold a worker (or an MCP server) indefinitely.
 """
 
 from __future__ import annotations
@@ -37,8 +42,9 @@ from typing import Any
 import re2
 from pydantic import BaseModel, ConfigDict
 
-from s3spill.artifacts.textview import escape
+from s3spill.artifacts.paging import ArgStyle, spell_args
 from s3spill.errors import IntegrityError, InvalidRequest
+from s3spill.textview import escape, show_line
 
 DEFAULT_MAX_MATCHES = 100
 MAX_CONTEXT = 20
@@ -54,7 +60,7 @@ TIME_BUDGET_SECONDS = 60.0
 
 
 class GrepLine(BaseModel):
-    """An excerpt of one line (display form, see :mod:`s3spill.artifacts.textview`)."""
+    """An excerpt of one line (display form, see :mod:`s3spill.textview`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -92,7 +98,9 @@ class GrepResult(BaseModel):
     lines_scanned: int
     bytes_scanned: int
 
-    def render(self) -> str:
+    def render(self, style: ArgStyle = "call") -> str:
+        """The matches as text; ``style`` spells the footer's arguments for the reader's
+        surface (``max_matches`` for a tool call, ``--max-matches`` for the CLI)."""
         rows = [f"[{self.source_id} | grep {self.pattern!r} | {self.lines_scanned:,} lines]"]
         shown: set[int] = set()
         hits = {m.line_number: m.line for m in self.matches}
@@ -110,10 +118,10 @@ class GrepResult(BaseModel):
                 rows.append(f"{ln.number:>6}{mark}{flag}\t{lead}{ln.text}{tail}")
                 shown.add(ln.number)
                 last = max(last, ln.number)
-        rows.append(self.footer())
+        rows.append(self.footer(style))
         return "\n".join(rows) + "\n"
 
-    def footer(self) -> str:
+    def footer(self, style: ArgStyle = "call") -> str:
         if not self.total_matches:
             return "[no matching lines]" if self.exact else (
                 "[no matching lines found; lines over 4 MiB were searched in windows and a"
@@ -121,12 +129,13 @@ class GrepResult(BaseModel):
         n = len(self.matches)
         if self.omitted == 0 and self.exact:
             plural = "s" if n != 1 else ""
-            return f"[{n:,} matching line{plural}; read around one with offset=LINE-1]"
+            return f"[{n:,} matching line{plural}; read around one with {spell_args(style, offset='LINE-1')}]"
         count = f"{self.omitted:,} more omitted" if self.exact else (
             f"at least {self.omitted:,} more omitted (a lower bound: lines over 4 MiB were"
             " searched in windows)")
         return (f"[{n:,} of {self.total_matches:,}{'' if self.exact else '+'} matching lines"
-                f" shown; {count}; narrow the pattern or raise max_matches]")
+                f" shown; {count}; narrow the pattern or raise "
+                f"{'--max-matches' if style == 'cli' else 'max_matches'}]")
 
 
 class Pattern:
@@ -249,7 +258,14 @@ class _LongLine:
         matches instead."""
         self.windows += 1
         start = 1 if self.tail else 0
-        span = self.pattern.search(window, start)
+        if _first_invalid(window, 0) is None:
+            span = self.pattern.search(window, start)
+        else:  # search what is shown: a byte that is not UTF-8 as \xHH
+            span = self.pattern.search(_escape_bytes(window),
+                                       len(_escape_bytes(window[:start])) if start else 0)
+            if span is not None:
+                span = (_raw_position(window, span[0], doubled=False)[0],
+                        _raw_position(window, span[1], doubled=False)[0])
         if span is not None and (final or span[1] <= len(window) - self.overlap):
             before = _text(window[: span[0]])
             lo = max(0, len(before) - EXCERPT_LEAD)
@@ -349,13 +365,29 @@ class Grep:
     # -- per line ---------------------------------------------------------------------
 
     def _block(self, raw: bytes) -> None:
-        """Complete lines (``raw`` ends with a newline): a regex pass over the whole block
-        finds candidate lines; only those (and after-context) are handled line by line."""
+        """Complete lines (``raw`` ends with a newline); a line that is not valid UTF-8 is
+        searched alone in its display form, the valid runs between such lines as blocks."""
+        pos, n = 0, len(raw)
+        while pos < n:
+            bad = _first_invalid(raw, pos)
+            if bad is None:
+                self._valid_block(raw[pos:] if pos else raw)
+                return
+            start = max(pos, raw.rfind(b"\n", pos, bad) + 1)
+            end = raw.index(b"\n", bad)
+            if start > pos:
+                self._valid_block(raw[pos:start])
+            self._line(raw[start:end])
+            pos = end + 1
+
+    def _valid_block(self, raw: bytes) -> None:
+        """Complete valid UTF-8 lines: a regex pass over the whole block finds candidate
+        lines; only those (and after-context) are handled line by line."""
         pos, n = 0, len(raw)
         while pos < n:
             if self.open or self.fast is None:
                 end = raw.index(b"\n", pos)
-                self._line(raw[pos:end])
+                self._line(raw[pos:end], valid=True)
                 pos = end + 1
                 continue
             span = self.fast.search(raw, pos)
@@ -369,7 +401,7 @@ class Grep:
             # A block match inside one line is that line's own leftmost match: with (?m),
             # ^, $ and \b see a newline as they see a line edge, and RE2 has no lookarounds.
             inside = span is not None and span[1] <= end
-            self._line(raw[start:end], found=(span[0] - start) if inside else None)
+            self._line(raw[start:end], found=(span[0] - start) if inside else None, valid=True)
             pos = end + 1
 
     def _skip(self, raw: bytes, pos: int, end: int) -> None:
@@ -385,19 +417,27 @@ class Grep:
         self.line_no += lines
         self.line_start += end - pos
 
-    def _line(self, raw: bytes, newline: bool = True, found: int | None = None) -> None:
-        """One line; ``found`` is where a match starts when the caller already knows."""
+    def _line(self, raw: bytes, newline: bool = True, found: int | None = None,
+              valid: bool = False) -> None:
+        """One line; ``found`` is where a match starts when the caller already knows;
+        ``valid``: the caller knows it is valid UTF-8 (searched as raw bytes then)."""
         number = self.line_no + 1
         if self.open:
             self._after(lambda: _excerpt(number, _text(raw)))
-        if found is None:
+        col: int | None = None
+        shown, escaped = ("", False) if valid or found is not None else show_line(raw)
+        if found is None and escaped:
+            span = self.pattern.search(shown.encode("utf-8"))
+            if span is not None:
+                found, col = _raw_position(raw, span[0], doubled=True)
+        elif found is None:
             span = self.pattern.search(raw)
             found = None if span is None else span[0]
         if found is not None:
             self.total += 1
             if self.kept < self.max_matches:
                 text = _text(raw)
-                col = _units(raw[:found])
+                col = _units(raw[:found]) if col is None else col
                 self._keep(number, self.line_start + found, col, _excerpt(number, text, col))
         if self.context:
             self.before.append((number, _prefix(raw)))
@@ -444,6 +484,42 @@ class Grep:
             else:
                 still.append(o)
         self.open = still
+
+
+def _first_invalid(raw: bytes, pos: int) -> int | None:
+    """Index of the first byte at or after ``pos`` that is not valid UTF-8, or None."""
+    try:
+        codecs.utf_8_decode(memoryview(raw)[pos:], "strict", True)
+    except UnicodeDecodeError as exc:
+        return pos + exc.start
+    return None
+
+
+def _raw_position(raw: bytes, shown_bytes: int, *, doubled: bool) -> tuple[int, int]:
+    """(byte, character) of ``raw`` where its display form's first ``shown_bytes`` bytes end.
+
+    ``doubled``: backslashes show as two (a whole escaped line) or as one (a window of a
+    line too long to hold). A match that starts inside an escape (``xff`` of ``\\xff``)
+    points at that byte."""
+    seen = byte = 0
+    for i, ch in enumerate(_text(raw)):
+        bad = 0xDC80 <= ord(ch) <= 0xDCFF
+        size = 1 if bad else len(ch.encode("utf-8"))
+        width = 4 if bad else 2 if doubled and ch == "\\" else size
+        if seen + width > shown_bytes:
+            return byte, i
+        seen += width
+        byte += size
+    return byte, len(_text(raw))
+
+
+_BAD_UNIT = re.compile("[\udc80-\udcff]")
+
+
+def _escape_bytes(raw: bytes) -> bytes:
+    """Bytes that are not UTF-8 as ``\\xHH``, the rest as it is (a long line's window)."""
+    text = _BAD_UNIT.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", _text(raw))
+    return text.encode("utf-8")
 
 
 def _prefix(raw: bytes) -> str:

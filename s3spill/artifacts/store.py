@@ -81,7 +81,8 @@ from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pa
 from s3spill.config import TransferConfig
 from s3spill.errors import (
     AlreadyExists,
-    ArtifactExpired,
+    ArtifactNotFound,
+    BucketNotFound,
     ConfigError,
     IntegrityError,
     InvalidRequest,
@@ -281,7 +282,7 @@ class ArtifactStore:
         try:
             info = self.store.head(art.artifact_key)
         except NotFound:
-            raise ArtifactExpired(_expired(sid), key=art.artifact_key) from None
+            raise self._missing(art) from None
         pinned = info.metadata.get(META_INDEX_SHA256)  # version 1: the body pins its index
         committed = defers_digest(info)  # version 2: the index commits the body
         if not pinned and not committed:
@@ -290,8 +291,8 @@ class ArtifactStore:
             raw = self.store.get(art.index_key)
         except NotFound:
             if committed:
-                raise NotFound(f"artifact {sid} was never committed (no index)",
-                               key=art.artifact_key) from None
+                raise ArtifactNotFound(f"artifact {sid} was never committed (no index)",
+                                       key=art.artifact_key, source_id=sid) from None
             raise IntegrityError(f"{sid}: the artifact's index is missing") from None
         if pinned and hashlib.sha256(raw).hexdigest() != pinned:
             raise IntegrityError(f"{sid}: the index does not match the digest its artifact pins")
@@ -302,10 +303,34 @@ class ArtifactStore:
         if not pinned and (index.schema_version < 2 or index.body_etag != info.etag):
             raise IntegrityError(f"{sid}: the index does not commit this body (ETag differs)")
         if (index.session_hash != art.source_id.session_hash or index.name != art.source_id.name
-                or not index.sha256.startswith(art.source_id.sha256_prefix)
                 or index.stored_size != info.size):
             raise IntegrityError(f"{sid}: the index describes a different artifact")
+        if not index.sha256.startswith(art.source_id.sha256_prefix):
+            # The body and its index agree; only the id's digest suffix differs: a mistyped or
+            # made-up id, not damaged bytes (a full read would still check every byte).
+            raise SourceIdError(
+                f"{sid}: no artifact of this session has this digest; the artifact "
+                f"{index.name} has SHA-256 {index.sha256[:16]}, not {art.source_id.sha256_prefix} "
+                f"(check the source id for a typo)")
         return index
+
+    def _missing(self, art: ResolvedArtifact) -> NotFound:
+        """Why an artifact's body is not there: no bucket at all, or no such artifact.
+
+        A HEAD of a missing key and of a missing bucket both answer a bare 404; a GET of
+        the index says which (and only on this failure path). Whether GC deleted it is
+        for the session's journal to say (:func:`s3spill.leases.expiry.explain_missing`).
+        """
+        sid = str(art.source_id)
+        try:
+            self.store.get(art.index_key)
+        except BucketNotFound as exc:
+            return exc
+        except NotFound:
+            return ArtifactNotFound(f"{sid}: no such artifact in this session (never written here, "
+                                    "or deleted)", key=art.artifact_key, source_id=sid)
+        return ArtifactNotFound(f"{sid}: the artifact's body is gone (deleted)", key=art.artifact_key,
+                                source_id=sid)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -321,7 +346,9 @@ class ArtifactStore:
         try:
             frame = self.store.get(art.artifact_key, (start, end))
         except NotFound:
-            raise ArtifactExpired(_expired(str(art.source_id)), key=art.artifact_key) from None
+            raise ArtifactNotFound(f"{art.source_id}: the artifact's body is gone (deleted while "
+                                   "being read)", key=art.artifact_key,
+                                   source_id=str(art.source_id)) from None
         # A shortened body returns fewer bytes (or none, for a range past its end): the
         # decoding and the length check turn that into an IntegrityError.
         data = index.decode_chunk(k, frame, str(art.source_id))
@@ -399,7 +426,8 @@ class ArtifactStore:
                     k += 1
                     yield chunk
         except NotFound:
-            raise NotFound(f"artifact {sid} is gone", key=art.artifact_key) from None
+            raise ArtifactNotFound(f"{sid}: the artifact's body is gone (deleted while being read)",
+                                   key=art.artifact_key, source_id=sid) from None
         if k != index.chunk_count or buf:
             raise IntegrityError(f"{sid}: the artifact is shorter or longer than its index")
         if full.hexdigest() != index.sha256:
@@ -432,7 +460,3 @@ class ArtifactStore:
                            context=context, max_matches=max_matches,
                            expected_lines=index.line_count)
 
-
-def _expired(source_id: str) -> str:
-    return (f"{source_id} is no longer stored: this output expired (GC deletes unreferenced "
-            "outputs after their TTL); re-running the command that produced it is fine")

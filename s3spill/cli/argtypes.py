@@ -11,7 +11,12 @@ from s3spill.store import ObjectStore, open_store
 
 
 def store_from_args(args: argparse.Namespace) -> ObjectStore:
-    return open_store(getattr(args, "store", None))
+    try:
+        return open_store(getattr(args, "store", None))
+    except ConfigError as exc:
+        if exc.hint is None:
+            exc.hint = "check --store / $S3SPILL_STORE"
+        raise
 
 
 #: Harness variables that name the harness's own session, in the order they are tried.
@@ -33,11 +38,12 @@ def session_from_args(args: argparse.Namespace, *, default: bool = True) -> str:
         session = next((os.environ[n] for n in HARNESS_SESSION_VARIABLES if os.environ.get(n)), None)
         session = session or directory_session()
     if not session:
-        raise ConfigError("no session: pass --session ID or set S3SPILL_SESSION")
+        raise ConfigError("no session: pass --session ID or set S3SPILL_SESSION",
+                          hint="the harness names the session its outputs belong to")
     try:
         return utf8(str(session))
     except argparse.ArgumentTypeError as exc:
-        raise ConfigError(f"session id {exc}") from None
+        raise ConfigError(f"session id {exc}", hint="check --session / $S3SPILL_SESSION") from None
 
 
 def directory_session(path: str | None = None) -> str:

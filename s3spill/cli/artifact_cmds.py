@@ -8,13 +8,18 @@ an integrity failure prints nothing to stdout: just one line on stderr and exit 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
 import sys
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
-from s3spill.errors import S3SpillError
+from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
 from s3spill.log import get_logger
 
 log = get_logger("s3spill.cli.artifacts")
@@ -35,7 +40,7 @@ def cmd_spill(args: argparse.Namespace) -> int:
     if args.file in (None, "-"):
         ref = arts.write(session, sys.stdin.buffer, args.tool, call_id=args.call_id, label=args.label)
     else:
-        with open(args.file, "rb") as fh:
+        with _input(args.file) as fh:
             ref = arts.write(session, fh, args.tool, call_id=args.call_id, label=args.label)
     _mark_active(arts, session)
     if args.json:
@@ -43,6 +48,19 @@ def cmd_spill(args: argparse.Namespace) -> int:
     else:
         _out(f"{ref.source_id}\n{ref.summary}\nsha256 {ref.sha256}\n")
     return 0
+
+
+def _input(path: str) -> BinaryIO:
+    """FILE opened for reading; a path that is no readable file is a usage error naming it."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - returned to the caller's with
+        if os.path.isdir(path):  # Linux opens a directory for reading; the read would fail
+            fh.close()
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read {path}: {exc.strerror or exc}",
+                             hint="pass a readable file, or - for standard input") from None
+    return fh
 
 
 def _mark_active(arts: ArtifactStore, session: str) -> None:
@@ -60,30 +78,46 @@ def _mark_active(arts: ArtifactStore, session: str) -> None:
         log.warning("spill.touch_failed", error=type(exc).__name__)
 
 
+@contextlib.contextmanager
+def _journal_says(arts: ArtifactStore, session: str) -> Iterator[None]:
+    """A missing artifact is "expired" only if the session's journal records GC deleting it.
+
+    The journal is loaded only on that path: a read that succeeds stays in the artifact layer.
+    """
+    try:
+        yield
+    except ArtifactNotFound as exc:
+        from s3spill.leases.expiry import explain_missing
+
+        raise explain_missing(arts.store, session, exc, arts.config) from None
+
+
 def cmd_read(args: argparse.Namespace) -> int:
-    arts, _ = _artifacts(args)
-    page = arts.read_page(
-        args.source_id,
-        offset=args.offset,
-        limit=args.limit,
-        char_offset=args.char_offset,
-        max_chars=args.max_chars,
-        since=args.since,
-    )
-    _out(page.model_dump_json() + "\n" if args.json else page.render())
+    arts, session = _artifacts(args)
+    with _journal_says(arts, session):
+        page = arts.read_page(
+            args.source_id,
+            offset=args.offset,
+            limit=args.limit,
+            char_offset=args.char_offset,
+            max_chars=args.max_chars,
+            since=args.since,
+        )
+    _out(page.model_dump_json() + "\n" if args.json else page.render("cli"))
     return 0
 
 
 def cmd_grep(args: argparse.Namespace) -> int:
-    arts, _ = _artifacts(args)
-    result = arts.grep(
-        args.source_id,
-        args.pattern,
-        context=args.context,
-        max_matches=args.max_matches,
-        ignore_case=args.ignore_case,
-    )
-    _out(result.model_dump_json() + "\n" if args.json else result.render())
+    arts, session = _artifacts(args)
+    with _journal_says(arts, session):
+        result = arts.grep(
+            args.source_id,
+            args.pattern,
+            context=args.context,
+            max_matches=args.max_matches,
+            ignore_case=args.ignore_case,
+        )
+    _out(result.model_dump_json() + "\n" if args.json else result.render("cli"))
     return 0 if result.total_matches else 1
 
 

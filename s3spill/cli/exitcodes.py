@@ -46,7 +46,8 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.UNAVAILABLE: "the store could not be reached or kept failing until the deadline; "
     "a write's outcome may be unknown, so retry with the same ids",
     ExitCode.JOURNAL_DOUBT: "`gc` finished, but some session's lease journal is in doubt (its "
-    "manifest is missing or behind its own history or owner slots): everything in it was "
+    "manifest is missing or behind the history its owner slots and segments show; a session that "
+    "never wrote a manifest is not doubt): everything in it was "
     "kept; look at it with `journal verify` (an alert, not a retry)",
     ExitCode.LOCKED: "`gc` did not start: another run holds this scope's lock (in the store, "
     "with an expiry); wait with `--lock-wait SECONDS`, or let the CronJob try again later",

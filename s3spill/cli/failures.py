@@ -18,6 +18,8 @@ from pydantic import ValidationError
 from s3spill.cli.exitcodes import ExitCode
 from s3spill.errors import (
     ArtifactExpired,
+    ArtifactNotFound,
+    BucketNotFound,
     CleanupRefused,
     ConfigError,
     IntegrityError,
@@ -69,6 +71,13 @@ def _validation(exc: ValidationError) -> Failure:
 
 
 def _ours(exc: S3SpillError) -> Failure:
+    failure = _family(exc)
+    if exc.hint:
+        return Failure(failure.code, failure.what, exc.hint)
+    return failure
+
+
+def _family(exc: S3SpillError) -> Failure:
     if isinstance(exc, (IntegrityError, JournalCorrupt)):
         hint = ("GC keeps every artifact of this session; see `s3spill journal verify`"
                 if isinstance(exc, JournalCorrupt) else
@@ -82,17 +91,23 @@ def _ours(exc: S3SpillError) -> Failure:
     if isinstance(exc, StoreCapabilityError):
         return Failure(ExitCode.REFUSED, _named(exc), "nothing was written; `s3spill doctor` "
                        "shows which guarantee the store lacks")
-    if isinstance(exc, (ConfigError, InvalidKey)):
-        return Failure(ExitCode.ERROR, _named(exc), "check the flags, $S3SPILL_STORE and "
-                       "$S3SPILL_SESSION")
+    if isinstance(exc, ConfigError):
+        return Failure(ExitCode.ERROR, _named(exc), "check the value named above (the command's "
+                       "--help lists the accepted forms)")
+    if isinstance(exc, InvalidKey):
+        return Failure(ExitCode.ERROR, _named(exc), "check --store / $S3SPILL_STORE")
     if isinstance(exc, SourceIdError):
         return Failure(ExitCode.ERROR, _named(exc), "use a source id printed for this session")
     if isinstance(exc, InvalidRequest):
         return Failure(ExitCode.ERROR, _named(exc), "see the command's --help")
     if isinstance(exc, ArtifactExpired):
-        return Failure(ExitCode.ERROR, _named(exc), "re-run the command to produce it again")
-    if isinstance(exc, NotFound) and "bucket" in str(exc):
+        return Failure(ExitCode.ERROR, _named(exc), "to keep an output past the TTL, publish a "
+                       "reference to it (`s3spill ref publish`)")
+    if isinstance(exc, BucketNotFound):
         return Failure(ExitCode.ERROR, _named(exc), "create the bucket or fix --store")
+    if isinstance(exc, ArtifactNotFound):
+        return Failure(ExitCode.ERROR, _named(exc), "check the source id and --session; the "
+                       "session's journal records no GC deletion of it")
     if isinstance(exc, NotFound):
         return Failure(ExitCode.ERROR, _named(exc), "it was never written, or GC deleted it")
     if isinstance(exc, UnsupportedOperation):

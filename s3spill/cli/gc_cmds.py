@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -262,6 +263,29 @@ def _finish(args: argparse.Namespace, run: _Run, doc: dict[str, Any], code: int,
     return code
 
 
+def _apply_command(args: argparse.Namespace, target: str, policy: CleanupPolicy) -> str:
+    """The ``gc apply`` command that applies what this plan planned.
+
+    Apply never takes its policy from the plan (a plan may only narrow it), so a plan made
+    under non-default TTLs needs the same flags at apply time; without them the default
+    24 h TTLs would keep everything the plan meant to delete.
+    """
+    words = ["s3spill"]
+    if getattr(args, "store", None):
+        words += ["--store", args.store]
+    words += ["gc", "apply"]
+    default = CleanupPolicy()
+    if policy.orphan_ttl != default.orphan_ttl:
+        words += ["--orphan-ttl", args.orphan_ttl]
+    if policy.session_ttl != default.session_ttl:
+        words += ["--session-ttl", args.session_ttl]
+    if policy.max_deletions != default.max_deletions:
+        words += ["--max-deletions", str(policy.max_deletions)]
+    if policy.allow_dangerously_short_ttl:
+        words.append("--allow-dangerously-short-ttl")
+    return shlex.join([*words, target])  # the plan last, where scripts look for it
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     return _enveloped(args, "plan", lambda run: _plan(args, run))
 
@@ -284,11 +308,11 @@ def _plan(args: argparse.Namespace, run: _Run) -> int:
     doc["plan_path"] = str(plan.path)
     if to_store:
         doc["plan_key"] = save_plan_to_store(store, plan)
-        doc["apply_with"] = f"s3spill gc apply store:{plan.plan_id}"
+        doc["apply_with"] = _apply_command(args, f"store:{plan.plan_id}", policy)
         os.unlink(plan.path)  # the stored copy is the plan; the local one was scaffolding
         doc["plan_path"] = None
     else:
-        doc["apply_with"] = f"s3spill gc apply {plan.path}"
+        doc["apply_with"] = _apply_command(args, str(plan.path), policy)
         if not args.out:
             doc["note"] = ("the plan file is in the temporary directory and yours to delete "
                            "once applied (or pass --out FILE or --out store)")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
@@ -82,9 +82,15 @@ def cmd_publish(args: argparse.Namespace) -> int:
         try:
             until = datetime.fromisoformat(args.retain_until)
         except ValueError:
-            raise ConfigError(f"--retain-until: not an ISO 8601 time: {args.retain_until!r}") from None
+            raise ConfigError(f"--retain-until: not an ISO 8601 time: {args.retain_until!r}",
+                              hint="e.g. 2030-01-01T00:00:00+00:00") from None
         if until.tzinfo is None:
             raise ConfigError("--retain-until needs a timezone (e.g. 2030-01-01T00:00:00+00:00)")
+        if until <= datetime.now(UTC):
+            # A lease that has already expired protects nothing: GC may delete the artifact at once.
+            raise ConfigError(f"--retain-until {args.retain_until} is in the past: such a lease "
+                              "would protect nothing",
+                              hint="give a future time, or leave --retain-until out for no expiry")
     reference = memory_reference_for(journal.store, str(sid))
     result = publish_memory_reference(journal, owner, reference, transaction_id=args.txid,
                                       retain_until=until)

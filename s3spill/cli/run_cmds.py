@@ -6,24 +6,40 @@ Spiller as it is produced: a small output is printed as it is, a large one is st
 and replaced by a preview plus a pointer. The exit status is the command's own (a
 signal ``N`` becomes ``128 + N``, as in a shell), so ``s3spill run`` can wrap a
 command inside scripts and agent harnesses without changing their control flow.
+
+``run`` ends when the command itself exits, not when the pipe reaches EOF: a command
+that starts a server with ``cmd &`` leaves a background process holding the pipe open,
+and waiting for EOF would never return. After the command exits, what is still in the
+pipe is drained for a short, bounded time; then the output is what arrived, and the
+text says a background process kept the output open.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import selectors
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.live_cmds import add_background_flags, run_background
+from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
 
 #: Exit status when the command cannot be started at all (as in a shell).
 EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
 _READ = 256 * 1024
+#: After the command exited: stop when the pipe is quiet this long, or after DRAIN_MAX.
+DRAIN_IDLE = 0.3
+DRAIN_MAX = 2.0
+#: While the command runs, how often to look whether it has exited.
+_POLL = 0.1
+HELD_OPEN_NOTE = ("a background process started by the command kept the output open after the "
+                  "command exited; only what arrived until then is captured")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,16 +52,46 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="tool name that selects the spill policy (default: bash)")
     p.add_argument("--call-id", type=utf8, help="call id recorded with the stored output")
     p.add_argument("--json", action="store_true", help="print the whole SpillResult as JSON")
+    p.add_argument("--pointer-style", choices=("cli", "tools"), default="cli",
+                   help="how the pointer says to read the output back: `s3spill read` commands "
+                   "(cli, the default: a model with a shell) or read_artifact/grep_artifact tool "
+                   "calls (tools: a harness that also serves those tools, e.g. over MCP)")
     add_background_flags(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="the command to run, after --")
     p.set_defaults(func=run)
 
 
-def _read_pipe(fd: int) -> Iterator[bytes]:
-    """Chunks as the command produces them (``os.read`` returns what is there)."""
-    while chunk := os.read(fd, _READ):
-        yield chunk
+class _Pipe:
+    """The command's output until EOF, or until a bounded drain after the command exited."""
+
+    def __init__(self, fd: int, proc: subprocess.Popen[bytes]) -> None:
+        self.fd = fd
+        self.proc = proc
+        #: True when the command exited but something else still held the pipe open.
+        self.held_open = False
+
+    def note(self) -> str | None:
+        return HELD_OPEN_NOTE if self.held_open else None
+
+    def __iter__(self) -> Iterator[bytes]:
+        """Chunks as the command produces them (``os.read`` returns what is there)."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.fd, selectors.EVENT_READ)
+            deadline: float | None = None
+            while True:
+                if deadline is None and self.proc.poll() is not None:
+                    deadline = time.monotonic() + DRAIN_MAX
+                wait = _POLL if deadline is None else min(DRAIN_IDLE, deadline - time.monotonic())
+                if not (wait > 0 and selector.select(wait)):
+                    if deadline is not None:  # exited, and the pipe stays open but quiet (or busy)
+                        self.held_open = True
+                        return
+                    continue
+                chunk = os.read(self.fd, _READ)
+                if not chunk:
+                    return
+                yield chunk
 
 
 def _exit_status(returncode: int) -> int:
@@ -73,10 +119,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"s3spill run: permission denied: {cmd[0]}", file=sys.stderr)
         return EXIT_NOT_EXECUTABLE
     assert proc.stdout is not None
-    with store, Spiller(store, session) as spiller:
+    pipe = _Pipe(proc.stdout.fileno(), proc)
+    policy = SpillPolicy(pointer_style=args.pointer_style)
+    with store, Spiller(store, session, policy) as spiller:
         try:
-            result = spiller.externalize(_read_pipe(proc.stdout.fileno()), args.tool, args.call_id,
-                                         exit_code=proc.wait)
+            result = spiller.externalize(pipe, args.tool, args.call_id, exit_code=proc.wait,
+                                         note=pipe.note)
         finally:
             proc.stdout.close()
             returncode = proc.wait()
@@ -86,4 +134,6 @@ def run(args: argparse.Namespace) -> int:
         text = result.context_text
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     sys.stdout.flush()
+    if pipe.held_open and result.mode == "inline":  # no notice to carry it: say it beside the output
+        print(f"s3spill run: {HELD_OPEN_NOTE}.", file=sys.stderr)
     return _exit_status(returncode)

@@ -3,7 +3,7 @@
 One template (tested verbatim)::
 
     <head>
-    [… 2066000 bytes omitted (lines 40–39000) …]
+    [… 2066000 bytes omitted (the rest of line 40, lines 41–38999, the start of line 39000) …]
     <tail>
     [s3spill] Full output of bash (call c-7, exit code 3): 2097212 bytes, 40001 lines,
     SHA-256 0123456789abcdef, stored as source_id="<source id>".
@@ -14,7 +14,9 @@ One template (tested verbatim)::
     Do not re-run the command: its full output is already stored.
 
 The context text starts with the output's first bytes and its tail section ends with the
-output's last bytes; the notice says where the rest is, how big it is, how to page and
+output's last bytes; the gap names a line cut by the head or the tail as such (see
+:func:`gap_where`), and ``PointerFacts.style`` spells the reading hints as tool calls or as
+``s3spill read``/``s3spill grep`` commands; the notice says where the rest is, how big it is, how to page and
 search it, and not to re-run the command (docs/design-notes.md).
 
 Budgeting follows docs/design-notes.md, "Hard cap and soft budget": before cutting, the
@@ -65,6 +67,10 @@ class PointerFacts:
     read_tool: str = READ_TOOL
     grep_tool: str = GREP_TOOL
     view: str | None = None
+    #: One sentence about how the output was captured (e.g. a background process kept it open).
+    note: str | None = None
+    #: ``tools``: reading back is a call of ``read_tool``/``grep_tool``; ``cli``: a command.
+    style: Literal["tools", "cli"] = "tools"
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,7 @@ class DegradedFacts:
     reason: str
     call_id: str | None = None
     exit_code: int | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,18 +139,49 @@ def _gap_block(view: RetainedText, salient: Sequence[SalientLine], labelled: str
     if not worst and not view.truncated:
         return ""
     if worst:
-        omitted, first, last = view.total_bytes, view.line_count, view.line_count
+        omitted = view.total_bytes
+        n = view.line_count
+        where = f"the rest of line {n}, lines {n}–{n}, the start of line {n}"
     else:
         omitted = view.omitted_bytes
-        first, last = view.gap_lines
+        where = gap_where(view)
     if labelled:
         head = f"[… {omitted} bytes of the {labelled} omitted"
     else:
-        head = f"[… {omitted} bytes omitted (lines {first}–{last})"
+        head = f"[… {omitted} bytes omitted ({where})"
     if not salient:
         return head + " …]\n"
     quoted = "".join(f"\n  line {s.number}: {one_line(s.text, 2_000)}" for s in salient)
     return head + "; error lines among them:" + quoted + "\n…]\n"
+
+
+def _note_line(note: str | None) -> str:
+    return f"Note: {one_line(note, 300)}.\n" if note else ""
+
+
+def gap_where(view: RetainedText) -> str:
+    """Which lines the gap holds, exact about the partial lines at its ends.
+
+    A head that ends mid-line shows only the start of its last line, and a tail that starts
+    mid-line only the end of its first; saying "lines 67–543213" for that gap would claim
+    67 and 543213 are omitted whole. So: ``lines 68–543212``, with ``the rest of line 67``
+    and ``the start of line 543213`` when those are cut (or ``the middle of line 67`` when
+    both cuts fall in one line). Reading the lines named returns every omitted byte.
+    """
+    first, last = view.gap_lines
+    head_cut = bool(view.head) and not view.head.endswith(b"\n")
+    tail_cut = bool(view.tail) and not view.gap_ends_with_newline
+    if head_cut and tail_cut and first == last:
+        return f"the middle of line {first}"
+    parts = [f"the rest of line {first}"] if head_cut else []
+    lo, hi = first + int(head_cut), last - int(tail_cut)
+    if lo == hi:
+        parts.append(f"line {lo}")
+    elif lo < hi:
+        parts.append(f"lines {lo}–{hi}")
+    if tail_cut:
+        parts.append(f"the start of line {last}")
+    return ", ".join(parts)
 
 
 def pointer_footer(facts: PointerFacts, view: RetainedText) -> str:
@@ -155,15 +193,21 @@ def pointer_footer(facts: PointerFacts, view: RetainedText) -> str:
     view_note = ""
     if facts.view:
         view_note = f"The preview above is a {one_line(facts.view, 120)}; the stored output is complete.\n"
+    if facts.style == "cli":
+        how = ("Page it with `s3spill read <source_id> --offset <lines to skip> --limit <number of "
+               "lines>` - line N is at --offset N-1; add --char-offset <n> to continue a very long "
+               "line - or search it with `s3spill grep <source_id> '<regex>'`. ")
+    else:
+        how = (f"Page it with {read}(source_id, offset=<lines to skip>, limit=<number of lines>) - "
+               f"line N is at offset=N-1; add char_offset=<n> to continue a very long line - or "
+               f'search it with {grep}(source_id, pattern="<regex>"). ')
     return (
         f"[s3spill] Full output of {_who(facts.tool, facts.call_id, facts.exit_code)}: "
         f"{total} bytes, {lines} lines, SHA-256 {facts.sha256[:16]}, "
         f'stored as source_id="{sid}".\n'
         f"Summary: {one_line(facts.summary, 500)}\n"
-        f"{view_note}"
-        f"Page it with {read}(source_id, offset=<lines to skip>, limit=<number of lines>) - line N "
-        f"is at offset=N-1; add char_offset=<n> to continue a very long line - or search it with "
-        f'{grep}(source_id, pattern="<regex>"). '
+        f"{view_note}{_note_line(facts.note)}"
+        f"{how}"
         f"Do not re-run the command: its full output is already stored."
     )
 
@@ -175,6 +219,7 @@ def degraded_footer(facts: DegradedFacts, view: RetainedText) -> str:
         f"[s3spill] The output of {_who(facts.tool, facts.call_id, facts.exit_code)} was too large "
         f"for the context and the full output could NOT be saved "
         f"({one_line(facts.reason, 200)}).\n"
+        f"{_note_line(facts.note)}"
         f"Only the part shown above is available: {total} bytes, {view.line_count} lines in total. "
         f"If you need the omitted part, re-run the command with narrower output."
     )

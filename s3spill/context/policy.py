@@ -136,6 +136,10 @@ class SpillPolicy(BaseModel):
     #: Tool names the pointer tells the model to use to page and to search.
     read_tool: str = Field(default=READ_TOOL, min_length=1, max_length=64)
     grep_tool: str = Field(default=GREP_TOOL, min_length=1, max_length=64)
+    #: How the pointer spells reading it back, for the surface the model has: ``tools``
+    #: (calls of ``read_tool``/``grep_tool``: the library, MCP, a harness's own tools) or
+    #: ``cli`` (``s3spill read`` / ``s3spill grep`` commands, for a model with only a shell).
+    pointer_style: Literal["tools", "cli"] = "tools"
     #: Seconds the store may add to a turn before the Spiller degrades (fails open).
     store_deadline: float = Field(default=5.0, gt=0)
     #: Buffer up to this many bytes of a ``log_compress`` tool's output to compress it;

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Generic, Literal, TypeVar
 
+from s3spill.textview import show
+
 T = TypeVar("T")
 
 Strategy = Literal["head", "tail", "headTail"]
@@ -148,7 +150,8 @@ class RetainedText:
     overlap (``len(head) + len(tail) <= total_bytes``). When nothing was omitted the
     whole stream is in ``head`` and ``tail`` is empty, so decoding never splits a
     character at an internal seam. Byte-level fields are exact; ``head_text`` and
-    ``tail_text`` decode with U+FFFD for input that was not UTF-8 to begin with.
+    ``tail_text`` are the display form of :mod:`s3spill.textview` (a line with bytes that
+    are not UTF-8 shows them as ``\\xHH``, as a page read and grep do).
     ``gap_ends_with_newline`` says whether the last omitted byte is a newline, which
     is what makes the gap's line range exact.
     """
@@ -187,11 +190,11 @@ class RetainedText:
 
     @property
     def head_text(self) -> str:
-        return self.head.decode("utf-8", "replace")
+        return show(self.head)
 
     @property
     def tail_text(self) -> str:
-        return self.tail.decode("utf-8", "replace")
+        return show(self.tail)
 
     @property
     def text(self) -> str:

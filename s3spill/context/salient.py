@@ -16,6 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from s3spill.context.retention import safe_head_cut
+from s3spill.textview import show
+
 #: Lines worth quoting from an omitted middle: errors and failures, not warnings
 #: (they are too common to be salient) and not summaries (they live in the tail).
 ERROR_ANCHOR = re.compile(
@@ -177,10 +180,14 @@ class SalientScanner:
             at = found.start()
         if at + 16 > self.cap:  # the match is deep in a long line: quote around it
             lo = max(0, at - self.cap // 4)
-            excerpt = b"\xe2\x80\xa6" + line[lo : lo + self.cap]
+            for _ in range(3):  # start on a character, not inside one
+                if lo < len(line) and 0x80 <= line[lo] <= 0xBF:
+                    lo += 1
+            piece, lead = line[lo:], "…"
         else:
-            excerpt = (b"\xe2\x80\xa6" if cut else b"") + line[: self.cap]
-        text = excerpt.decode("utf-8", "ignore").rstrip("\r")
+            piece, lead = line, "…" if cut else ""
+        # Shown as everywhere else (s3spill.textview): a byte that is not UTF-8 as \xHH.
+        text = lead + show(piece[: safe_head_cut(piece, self.cap)]).rstrip("\r")
         if end - start > self.cap:
             text += "…"
         self._found.append(SalientLine(number, start, end, text))

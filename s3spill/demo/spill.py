@@ -19,7 +19,7 @@ from s3spill.demo.context import DemoContext
 from s3spill.spill.spiller import Spiller
 
 SESSION = "demo-session"
-_GAP = re.compile(r"^\[… (\d+) bytes omitted \(lines (\d+)–(\d+)\)")
+_GAP = re.compile(r"^\[… (\d+) bytes omitted \((?:the rest of line (\d+), )?lines (\d+)–(\d+)")
 _SID = re.compile(r'source_id="([^"]+)"')
 _QUOTED = re.compile(r"^  line (\d+): ", re.M)
 
@@ -76,7 +76,7 @@ def spill_step(ctx: DemoContext) -> None:
         ctx.say("!! the pointer names no source id or gap")
         return
     quoted = _QUOTED.search(result.context_text)
-    first = int(quoted.group(1)) if quoted else int(gap.group(2))
+    first = int(quoted.group(1)) if quoted else int(gap.group(2) or gap.group(3))
     ctx.say("")
     ctx.say(f"following the pointer to line {first} (\"line N is at offset=N-1\"): "
             f"read(source_id, offset={first - 1}, limit=3)")

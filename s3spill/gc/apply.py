@@ -114,7 +114,8 @@ def apply_cleanup(
     tally = Tally(max_report_items, sink=decisions)
     run_id = f"{plan.plan_id[:40]}-{secrets.token_hex(4)}"
     applier = SessionApplier(meter, policy, method, ledger_factory, run_id,
-                       now or (lambda: datetime.now(UTC)), tally, dry)
+                             now or (lambda: datetime.now(UTC)), tally, dry,
+                             planned_at=plan.header.created_at)
     with _held(store, plan, lock, lock_wait, deletes=not dry) as held:
         interrupted = _run_sessions(plan, applier, config or TransferConfig(),
                                     _renewing(progress, held), stop)

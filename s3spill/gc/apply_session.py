@@ -20,7 +20,14 @@ from typing import Any
 from s3spill import failpoints, keys
 from s3spill.errors import InvalidKey, JournalError, NotFound, S3SpillError, StoreError
 from s3spill.gc.delete import ConditionalDeleter
-from s3spill.gc.fence import CondemnFact, GcLedger, LedgerFactory, SessionFacts, journal_doubts
+from s3spill.gc.fence import (
+    NO_MANIFEST_REASON,
+    CondemnFact,
+    GcLedger,
+    LedgerFactory,
+    SessionFacts,
+    journal_doubts,
+)
 from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import (
     ApplyItem,
@@ -87,8 +94,9 @@ class SessionApplier:
 
     def __init__(self, store: MeteredStore, policy: CleanupPolicy, method: DeleteMethod,
                  ledger_factory: LedgerFactory, run_id: str, now: Callable[[], datetime],
-                 tally: Tally, dry_run: bool) -> None:
+                 tally: Tally, dry_run: bool, planned_at: datetime | None = None) -> None:
         self.store = store
+        self.planned_at = planned_at
         self.policy = policy
         self.method = method
         self.ledger_factory = ledger_factory
@@ -137,7 +145,12 @@ class SessionApplier:
         """The journal's facts and the history outside it; ``None`` (all retained) if unreadable."""
         try:
             ledger = self.ledger_factory(self.store, shash, self.now)
-            return ledger, ledger.facts(), read_history_evidence(self.store, shash)
+            facts = ledger.facts()
+            evidence = read_history_evidence(self.store, shash)
+            if journal_doubts(facts, evidence):
+                # Listed after the manifest was read: a publish in between is not lost history.
+                facts = ledger.facts()
+            return ledger, facts, evidence
         except (S3SpillError, ValueError) as exc:
             for e in planned:
                 self.tally.add("retained_unverifiable", e, f"journal unusable: {type(exc).__name__}")
@@ -147,11 +160,11 @@ class SessionApplier:
                   evidence: HistoryEvidence) -> bool:
         """True (and everything retained) when the journal may not be the session's whole history."""
         doubts = journal_doubts(facts, evidence)
-        if not facts.exists and not doubts:
-            young = [e for e in planned if self._fresh_younger_than_session_ttl(shash, e)]
-            if young:
-                doubts.append(f"manifest missing while {len(young)} artifact(s) are younger than "
-                              "session_ttl")
+        if not facts.exists and not doubts and any(
+                self._fresh_younger_than_session_ttl(shash, e) for e in planned):
+            for e in planned:  # routine (a writer killed before its first mark): kept, no alarm
+                self.tally.add("retained_no_manifest", e, NO_MANIFEST_REASON)
+            return True
         if not doubts:
             return False
         log.warning("gc.apply.JOURNAL_DOUBT", session_hash=shash, reasons=doubts)
@@ -192,7 +205,14 @@ class SessionApplier:
         if facts.claims.get(name):
             return "retained_referenced", "a claim appeared after the plan"
         if facts.last_active is not None and self.now() - facts.last_active < self.active_within:
-            return "retained_recent", "session active since the plan"
+            age = _age(self.now() - facts.last_active)
+            if self.planned_at is not None and facts.last_active > self.planned_at:
+                return "retained_recent", f"session active since the plan (last active {age} ago)"
+            if self.now() - facts.last_active < self.policy.session_ttl:
+                return "retained_recent", (f"session last active {age} ago, within the apply-time "
+                                           f"session_ttl {_age(self.policy.session_ttl)}")
+            return "retained_recent", (f"session last active {age} ago, within the apply-time "
+                                       f"orphan_ttl {_age(self.policy.orphan_ttl)} after it")
         return None
 
     def _fresh_younger_than_session_ttl(self, shash: str, e: PlanEntry) -> bool:
@@ -218,13 +238,15 @@ class SessionApplier:
             ref = object_created(name, head)
             if facts.last_active is not None:
                 if now - facts.last_active < self.policy.session_ttl:
-                    return "session active within session_ttl"
+                    return (f"session last active {_age(now - facts.last_active)} ago, within the "
+                            f"apply-time session_ttl {_age(self.policy.session_ttl)}")
                 ref = max(ref, facts.last_active)
             for claim in facts.expired_claims.get(name, ()):
                 if claim.retain_until is not None:
                     ref = max(ref, claim.retain_until)
             if now - ref < self.policy.orphan_ttl:
-                return "younger than orphan_ttl (apply-time policy)"
+                return (f"{_age(now - ref)} old, younger than the apply-time orphan_ttl "
+                        f"{_age(self.policy.orphan_ttl)}")
             return None
 
         return check
@@ -373,3 +395,16 @@ def _refusal(shash: str, e: PlanEntry, published: dict[str, set[str]]) -> tuple[
     if e.name in published:
         return "retained_referenced", "an owner slot holds a published reference"
     return None
+
+
+def _age(delta: timedelta) -> str:
+    """A duration as a reason states it: ``24h``, ``90s``, ``3d2h`` (whole seconds; days from 2)."""
+    seconds = max(0, int(delta.total_seconds()))
+    parts = []
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds >= size and (unit != "d" or seconds >= 2 * size):
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    if seconds or not parts:
+        parts.append(f"{seconds}s")
+    return "".join(parts)

@@ -175,6 +175,13 @@ class JournalLedger:
                 run_id, reason=reason)
 
 
+#: Why a session without a manifest keeps young artifacts (``retained_no_manifest``): routine
+#: (a writer killed before its first liveness mark), not evidence of lost history.
+NO_MANIFEST_REASON = ("no journal manifest yet, and no owner slot or history segment: a session "
+                      "that never marked itself active (e.g. killed before its first liveness "
+                      "mark); kept while younger than session_ttl")
+
+
 def journal_doubts(facts: SessionFacts, evidence: HistoryEvidence) -> list[str]:
     """Why the journal GC just read may not be the session's whole history (empty: none)."""
     return evidence.doubts(exists=facts.exists, next_sequence=facts.next_sequence,

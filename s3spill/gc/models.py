@@ -40,14 +40,15 @@ PlanStatus = Literal[
     "retained_corrupt",
     "retained_unverifiable",
     "retained_journal_doubt",
+    "retained_no_manifest",
     "missing_referenced",
     "planned_delete",
 ]
 PLAN_STATUSES: tuple[PlanStatus, ...] = (
     "retained_referenced", "retained_recent", "retained_limit", "retained_unknown", "retained_protocol",
     "denied",
-    "retained_corrupt", "retained_unverifiable", "retained_journal_doubt", "missing_referenced",
-    "planned_delete",
+    "retained_corrupt", "retained_unverifiable", "retained_journal_doubt", "retained_no_manifest",
+    "missing_referenced", "planned_delete",
 )
 
 ApplyOutcome = Literal[
@@ -58,6 +59,7 @@ ApplyOutcome = Literal[
     "retained_recent",
     "retained_unverifiable",
     "retained_journal_doubt",
+    "retained_no_manifest",
     "retained_limit",
     "retained_error",
     "retained_protocol",

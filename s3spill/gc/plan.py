@@ -29,7 +29,7 @@ from pathlib import Path
 
 from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused, NotFound, S3SpillError
-from s3spill.gc.fence import SessionFacts, journal_doubts, read_session_facts
+from s3spill.gc.fence import NO_MANIFEST_REASON, SessionFacts, journal_doubts, read_session_facts
 from s3spill.gc.models import (
     CleanupPolicy,
     CleanupReport,
@@ -211,18 +211,20 @@ class _Planner:
         try:
             facts = self.facts_reader(self.store, shash, lambda: self.now)
             evidence = read_history_evidence(self.store, shash)
+            doubts = journal_doubts(facts, evidence)
+            if doubts:  # listed after the manifest was read: a publish in between is not lost history
+                facts = self.facts_reader(self.store, shash, lambda: self.now)
+                doubts = journal_doubts(facts, evidence)
         except (S3SpillError, ValueError) as exc:
             reason = f"journal failed verification: {type(exc).__name__}: {exc}"[:300]
             log.warning("gc.plan.unverifiable", session_hash=shash, error=type(exc).__name__)
             self._retain_all(group, "retained_unverifiable", reason)
             return
-        doubts = journal_doubts(facts, evidence)
-        if not facts.exists:
-            young = [n for n, i in group.artifacts.items()
-                     if self.now - object_created(n, i) < self.policy.session_ttl]
-            if young:
-                doubts.append(f"manifest missing while {len(young)} artifact(s) are younger than "
-                              "session_ttl (the session may be live and its manifest lost)")
+        if not facts.exists and not doubts and any(
+                self.now - object_created(n, i) < self.policy.session_ttl
+                for n, i in group.artifacts.items()):
+            self._retain_all(group, "retained_no_manifest", NO_MANIFEST_REASON)
+            return
         if doubts:
             reason = ("journal in doubt, every object kept: " + "; ".join(doubts))[:300]
             log.warning("gc.plan.JOURNAL_DOUBT", session_hash=shash, reasons=doubts,

@@ -174,6 +174,11 @@ class LeaseJournal:
         tx = self._chain.fold.txs.get(transaction_id) if self._chain.fold is not None else None
         return tx.prepared_sequence if tx is not None else None
 
+    def deleted_by_gc(self, source_id: str) -> bool:
+        """Does the verified history record that GC deleted this artifact?"""
+        art = self.refresh().artifacts.get(source_id)
+        return art is not None and art.state == "DELETED"
+
     def recent_records(self) -> list[dict[str, Any]]:
         self.refresh()
         return list(self._chain.manifest.records) if self._chain.manifest else []
@@ -248,13 +253,15 @@ class LeaseJournal:
             if existing is not None:
                 if existing.intent_sha256 != intent:
                     raise TransactionStateError(f"transaction {txid} already names another claim")
-                return self._cas.noop(f"already_{existing.state.lower()}", existing.state, txid=txid)
+                return self._cas.noop(f"already_{existing.state.lower()}", existing.state, txid=txid,
+                                      source_id=existing.claim.source_id)
             art = fold.artifacts.get(claim.source_id)
             if art is not None and art.state in ("CONDEMNED", "DELETED"):
                 raise ArtifactCondemned(f"artifact {sid} is {art.state.lower()} by GC plan {art.plan_id}")
             self._check_artifact(sid, claim.sha256)
             return PlannedAppend([{"event": "PREPARED", "transaction_id": txid, "claim": claim,
-                            "intent_sha256": intent}], "prepared", "PREPARED", transaction_id=txid)
+                            "intent_sha256": intent}], "prepared", "PREPARED", transaction_id=txid,
+                                 source_id=claim.source_id)
 
         return self._cas.mutate(plan)
 
@@ -267,13 +274,15 @@ class LeaseJournal:
             if tx is None:
                 raise TransactionStateError(f"unknown transaction {txid}")
             if tx.state in noop_states:
-                return self._cas.noop(noop_states[tx.state], tx.state, txid=txid)
+                return self._cas.noop(noop_states[tx.state], tx.state, txid=txid,
+                                      source_id=tx.claim.source_id)
             if tx.state != allowed_from:
                 raise TransactionStateError(f"cannot append {event} to transaction {txid}: it is {tx.state}")
             spec: dict[str, Any] = {"event": event, "transaction_id": txid, "intent_sha256": tx.intent_sha256}
             if reason:
                 spec["reason"] = reason
-            return PlannedAppend([spec], event.lower(), event, transaction_id=txid)
+            return PlannedAppend([spec], event.lower(), event, transaction_id=txid,
+                                 source_id=tx.claim.source_id)
 
         return self._cas.mutate(plan)
 

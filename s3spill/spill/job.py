@@ -11,6 +11,7 @@ and a result is pointed to only if the upload was accepted before the deadline.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
@@ -31,18 +32,22 @@ from s3spill.context.pointer import (
 from s3spill.context.policy import SpillPolicy, ToolPolicy
 from s3spill.context.retention import RetainedText, TextRetainer, safe_head_cut
 from s3spill.context.salient import SalientScanner
+from s3spill.context.tokens import ContextBudget
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
 from s3spill.spill.upload import BoundedUpload, describe_error
+from s3spill.textview import show
 
-__all__ = ["ExitCode", "Mode", "SpillJob", "SpillResult"]
+__all__ = ["ExitCode", "Mode", "Note", "SpillJob", "SpillResult"]
 
 log = get_logger("s3spill.spill.spiller")
 
 #: An exit status, or a callable that returns it once the output has ended.
 ExitCode = int | Callable[[], int | None] | None
+#: A sentence for the notice about how the output was captured, or a callable asked at its end.
+Note = str | Callable[[], str | None] | None
 
 Mode = Literal["inline", "clipped", "pointer", "pointer_hard_cap", "degraded", "degraded_hard_cap"]
 
@@ -66,6 +71,9 @@ class SpillResult(Record):
     tool: str
     call_id: str | None = None
     exit_code: int | None = None
+    #: How the output was captured, when that needs saying (e.g. a background process kept the
+    #: pipe open); the pointer's notice says it too.
+    note: str | None = None
 
 
 def _inline_limit(policy: SpillPolicy, rule: ToolPolicy) -> int:
@@ -78,7 +86,7 @@ class SpillJob:
 
     def __init__(self, sink: SpillSink, policy: SpillPolicy, output: Output, tool: str,
                  call_id: str | None, exit_code: ExitCode, spillable: bool, label: str | None,
-                 force: bool) -> None:
+                 force: bool, max_chars: int | None = None, note: Note = None) -> None:
         self.sink = sink
         self.policy = policy
         self.output = output
@@ -89,6 +97,9 @@ class SpillJob:
         self.spillable = spillable
         self.label = label
         self.force = force
+        self.max_chars = max_chars
+        self._note = note
+        self.note: str | None = None
         self.rule = self.policy.for_tool(tool)
         self.read = ReadFailure()
         self.chunks: Iterator[bytes] = iter(())
@@ -107,13 +118,22 @@ class SpillJob:
                 code = None
         self.exit_code = code
         self._exit_code = code
+        note = self._note
+        if callable(note):
+            try:
+                note = note()
+            except Exception as exc:  # noqa: BLE001 - a note is never worth breaking the turn
+                log.warning("spill.note_failed", tool=self.tool, error=describe_error(exc))
+                note = None
+        self.note = note
+        self._note = note
 
     def result(self, text: str, mode: Mode, total: int, omitted: int, *,
                artifact: ArtifactReference | None = None, reason: str | None = None) -> SpillResult:
         return SpillResult(
             context_text=text, artifact=artifact, spilled=artifact is not None, total_bytes=total,
             omitted=max(0, omitted), degraded_reason=reason, mode=mode, tool=self.tool,
-            call_id=self.call_id, exit_code=self.exit_code,
+            call_id=self.call_id, exit_code=self.exit_code, note=self.note,
         )
 
     def run(self) -> SpillResult:
@@ -160,7 +180,7 @@ class SpillJob:
             return self._spill()
         self.ended()
         data = bytes(buffer)
-        text = self.output if isinstance(self.output, str) else data.decode("utf-8", "replace")
+        text = self.output if isinstance(self.output, str) else show(data)
         if not self.spillable:
             return self._inline(text, data)
         over = self.force or self.policy.should_externalize(text, self.tool)
@@ -182,13 +202,18 @@ class SpillJob:
     def _clipped(self, data: bytes, total: int) -> SpillResult:
         """Never copied (``spillable=False``): a prefix and the fixed clipped marker.
 
-        Cut in bytes, so the omitted count is exact even for invalid UTF-8 (a byte
-        is at most one character, so the text always fits the hard cap).
+        Cut in bytes, so the omitted count is exact even for invalid UTF-8; a byte that is
+        not UTF-8 shows as four characters (``\\xHH``), so the cut moves back until the
+        display form fits the hard cap.
         """
         cap = self.policy.hard_cap_chars
-        cut = safe_head_cut(data, max(0, cap - len(CLIPPED_MARKER)))
-        text = data[:cut].decode("utf-8", "replace") + CLIPPED_MARKER
-        return self.result(text[:cap], "clipped", total, total - cut)
+        room = max(0, cap - len(CLIPPED_MARKER))
+        cut = safe_head_cut(data, room)
+        text = show(data[:cut])
+        while len(text) > room:
+            cut = safe_head_cut(data, max(0, cut - max(1, (len(text) - room) // 4)))
+            text = show(data[:cut])
+        return self.result(text + CLIPPED_MARKER, "clipped", total, total - cut)
 
     # -- stored ------------------------------------------------------------------------
 
@@ -239,6 +264,13 @@ class SpillJob:
         if not upload.failed:
             upload.feed(chunk)
 
+    def _budget(self) -> ContextBudget:
+        """The policy's budget, its hard cap narrowed to the caller's ``max_chars``."""
+        budget = self.policy.budget()
+        if self.max_chars is None or self.max_chars >= budget.max_chars:
+            return budget
+        return dataclasses.replace(budget, max_chars=max(0, self.max_chars))
+
     def _salient(self) -> list[Any]:
         return self.scanner.finish() if self.scanner is not None else []
 
@@ -249,12 +281,17 @@ class SpillJob:
             summary=summarize(retained, self.tool, self.exit_code, self.policy.summary_chars),
             call_id=self.call_id, exit_code=self.exit_code, total_bytes=ref.size_bytes,
             line_count=ref.line_count, read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
-            view=view.describe() if view is not None else None,
+            view=view.describe() if view is not None else None, note=self.note,
+            style=self.policy.pointer_style,
         )
         head, tail = self.rule.preview(self.exit_code)
         shown = RetainedText.of(view.text) if view is not None else retained
+        salient = self._salient()
         rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
-                                  budget=self.policy.budget(), salient=self._salient())
+                                  budget=self._budget(), salient=salient)
+        if rendered.mode == "clipped" and self.max_chars is not None:
+            # The caller's share cannot hold the notice: the smallest pointer, never a clipped locator.
+            rendered = render_pointer(facts, shown, head_bytes=0, tail_bytes=0, budget=self.policy.budget())
         if view is not None:  # the view is not a slice of the output: count what it leaves out
             omitted = max(0, retained.total_bytes - rendered.shown.kept_bytes)
             return self.result(rendered.text, _pointer_mode(rendered), retained.total_bytes, omitted,
@@ -268,10 +305,10 @@ class SpillJob:
                     waited=None if waited is None else round(waited, 3))
         try:
             facts = DegradedFacts(tool=self.tool, reason=reason, call_id=self.call_id,
-                                  exit_code=self.exit_code)
+                                  exit_code=self.exit_code, note=self.note)
             head, tail = self.rule.preview(self.exit_code)
             rendered = render_degraded(facts, retained, head_bytes=head, tail_bytes=tail,
-                                       budget=self.policy.budget(), salient=self._salient())
+                                       budget=self._budget(), salient=self._salient())
         except Exception as exc:  # noqa: BLE001 - the renderer itself failed: fixed marker
             log.warning("spill.render_failed", tool=self.tool, error=describe_error(exc))
             return self._last_resort(retained, reason)

@@ -30,8 +30,9 @@ from s3spill.context.block_plan import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_budget
 from s3spill.context.policy import SpillPolicy
 from s3spill.leases.journal import LeaseJournal
+from s3spill.log import get_logger
 from s3spill.spill.block_spill import BlocksResult, externalize_blocks
-from s3spill.spill.job import ExitCode, SpillJob, SpillResult
+from s3spill.spill.job import ExitCode, Note, SpillJob, SpillResult
 from s3spill.spill.live import LiveHandle, LiveSource, start_live
 from s3spill.spill.sink import LivenessMark, SpillSink
 from s3spill.spill.source import Output
@@ -40,6 +41,7 @@ from s3spill.store.base import ObjectStore
 __all__ = ["SpillResult", "Spiller"]
 
 MiB = 1024 * 1024
+log = get_logger("s3spill.spill.spiller")
 
 class _NotStored(Exception):
     """The per-turn callback's way of saying "keep this one inline"."""
@@ -91,6 +93,8 @@ class Spiller:
         *,
         label: str | None = None,
         force: bool = False,
+        max_chars: int | None = None,
+        note: Note = None,
     ) -> SpillResult:
         """The context text for one tool result; stores the full output when it is too large.
 
@@ -99,10 +103,15 @@ class Spiller:
         non-zero one makes the preview favour the tail). ``spillable=False`` (e.g. a
         paged file read that is already on disk) is never copied: it is returned
         inline, clipped to the hard cap. ``force`` stores a spillable output even under
-        its threshold (the per-turn budget uses it). Never raises for store or stream
-        failures.
+        its threshold (the per-turn budget uses it). ``max_chars`` narrows the hard cap for
+        this result (the per-turn budget's share); a pointer never gives up its notice for
+        it, so the smallest pointer (notice, no preview) is the floor. ``note`` is one
+        sentence the notice adds about how the output was captured; like ``exit_code`` it
+        may be a callable, asked once the output has ended. Never raises for store or
+        stream failures.
         """
-        job = SpillJob(self.sink, self.policy, output, tool, call_id, exit_code, spillable, label, force)
+        job = SpillJob(self.sink, self.policy, output, tool, call_id, exit_code, spillable, label, force,
+                       max_chars, note)
         return job.run()
 
     def enforce_turn_budget(
@@ -111,6 +120,8 @@ class Spiller:
         per_result: int = 100_000,
         turn_total: int = 200_000,
         context_window: int | None = None,
+        *,
+        history_chars: int = 0,
     ) -> TurnBudgetReport:
         """:func:`~s3spill.context.budget.enforce_turn_budget` with this Spiller spilling.
 
@@ -118,21 +129,36 @@ class Spiller:
         already ``spilled`` (its content is a pointer) is never copied. A result the
         store could not take stays inline (listed in ``failed``): an over-budget turn
         beats a lost result. Each replaced result carries its :class:`SpillResult` in
-        ``extra``.
+        ``extra`` and its source id in ``locator``; its preview is sized to the share of
+        the turn it may take, so it always shrinks.
         """
-        candidates = [replace(r, spillable=r.spillable and not r.spilled) for r in results]
+        candidates = [replace(r, spillable=r.spillable and not r.spilled,
+                              locator=r.locator or self._locator(r.extra)) for r in results]
 
         def spill(result: TurnResult) -> TurnResult:
             out = self.externalize(result.content, result.tool, result.call_id, result.exit_code,
-                                   force=True)
+                                   force=True, max_chars=result.max_chars)
             if not out.spilled:
                 raise _NotStored(out.degraded_reason or "not stored")
-            return replace(result, content=out.context_text, extra=out)
+            return replace(result, content=out.context_text, extra=out, locator=self._locator(out))
 
-        report = enforce_turn_budget(candidates, per_result, turn_total, context_window, spill=spill)
+        report = enforce_turn_budget(candidates, per_result, turn_total, context_window, spill=spill,
+                                     history_chars=history_chars)
         restored = [replace(new, spillable=old.spillable) for new, old in zip(report.results, results,
                                                                                strict=True)]
+        if not report.within_budget:
+            log.warning("spill.turn_over_budget", session_hash=self.sink.session_hash,
+                        over_by=report.over_by, why=report.why_over)
+        if report.trimmed:
+            log.warning("spill.turn_emergency_trim", session_hash=self.sink.session_hash,
+                        trimmed=len(report.trimmed), window_chars=report.window_chars)
         return replace(report, results=restored)
+
+    def _locator(self, extra: object) -> str | None:
+        """How the model reads a stored result again, for the emergency trim's marker."""
+        if isinstance(extra, SpillResult) and extra.artifact is not None:
+            return f'{self.policy.read_tool}(source_id="{extra.artifact.source_id}")'
+        return None
 
     def externalize_blocks(self, blocks: Sequence[Block], tool: str, call_id: str | None = None,
                            exit_code: int | None = None) -> BlocksResult:

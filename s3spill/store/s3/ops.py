@@ -27,6 +27,7 @@ from botocore.exceptions import ClientError
 
 from s3spill.config import TransferConfig
 from s3spill.errors import (
+    BucketNotFound,
     ConditionalConflict,
     NotFound,
     PreconditionFailed,
@@ -137,7 +138,7 @@ class S3Ops:
         if kind is Kind.NOT_FOUND:
             return NotFound(msg, key=key)
         if kind is Kind.NO_SUCH_BUCKET:
-            return NotFound(f"no such bucket {self.bucket!r}", key=key)
+            return BucketNotFound(f"no such bucket {self.bucket!r}", key=key)
         if kind is Kind.PRECONDITION:
             return PreconditionFailed(msg, key=key)
         if kind is Kind.CONFLICT:

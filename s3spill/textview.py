@@ -1,7 +1,11 @@
-"""How artifact text is shown to a model so that what it sees maps back to exact bytes.
+"""How tool output is shown to a model so that what it sees maps back to exact bytes.
 
 Tool output is not always UTF-8. A page must still be readable, and reading every page
-by following the footers must give back the original bytes exactly. The rule:
+by following the footers must give back the original bytes exactly. It is one decoding
+everywhere the model looks — a spill preview, an inline result, a page, a grep excerpt —
+and grep matches against it, so a line shown as ``caf\xe9`` is found by ``caf\\xe9``
+and by ``.``. (A bottom-layer module: the context side and the artifact side both use it.)
+The rule:
 
 * A line segment that is valid UTF-8 is shown **verbatim** (CR, tabs and backslashes
   included); nothing is escaped, so ordinary output reads naturally.
@@ -38,6 +42,23 @@ def escape(text: str) -> tuple[str, bool]:
     out = text.replace("\\", "\\\\")
     out = _BAD.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", out)
     return out, True
+
+
+def show(raw: bytes) -> str:
+    """The display form of raw output, line by line: valid lines verbatim, others escaped."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    return "\n".join(show_line(line)[0] for line in raw.split(b"\n"))
+
+
+def show_line(raw: bytes) -> tuple[str, bool]:
+    """One line (no newline) in display form, and whether it is escaped."""
+    try:
+        return raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return escape(raw.decode("utf-8", "surrogateescape"))
 
 
 def unescape(shown: str, escaped: bool) -> bytes:
