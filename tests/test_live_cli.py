@@ -113,6 +113,7 @@ def test_a_background_command_is_read_while_running_and_survives_a_supervisor_ki
     assert totals[0] < totals[1] < totals[2] and greps[0] < greps[1] < greps[2]
     newest = _cli(env, "read", sid, "--since", str(len(_expected(totals[2]))))
     assert newest.returncode == 0 and f"tick {totals[2]:06d}" in newest.stdout
+    assert "new output from here: --since " in newest.stdout  # spelled for the CLI
 
     os.kill(int(str(started["supervisor_pid"])), signal.SIGKILL)
     _wait_dead(int(str(started["supervisor_pid"])))
