@@ -14,7 +14,7 @@ from s3spill.testing import child_env
 def _cli(cwd: Path, store: Path, *argv: str, extra: dict[str, str] | None = None,
          stdin: str = "") -> subprocess.CompletedProcess[str]:
     env = child_env({"S3SPILL_STORE": store.as_uri(), **(extra or {})})
-    for name in ("S3SPILL_SESSION", "CLAUDE_SESSION_ID"):
+    for name in ("S3SPILL_SESSION", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID"):
         if name not in (extra or {}):
             env.pop(name, None)
     return subprocess.run([sys.executable, "-m", "s3spill", *argv], cwd=cwd, env=env, input=stdin,
@@ -51,6 +51,15 @@ def test_the_harness_session_variable_wins_over_the_directory(tmp_path: Path) ->
     work.mkdir()
     sid = _cli(work, store, "spill", extra={"CLAUDE_SESSION_ID": "claude-7"}, stdin="x\n").stdout
     assert SourceId.parse(sid.splitlines()[0]).session_hash == session_hash("claude-7")
+
+
+def test_claude_codes_own_session_variable_is_the_harness_session(tmp_path: Path) -> None:
+    """$CLAUDE_CODE_SESSION_ID (what Claude Code sets for Bash, hooks and MCP servers) is the
+    session, so `s3spill read` from Claude's Bash finds what its hook stored."""
+    work, store = tmp_path / "w", tmp_path / "store"
+    work.mkdir()
+    sid = _cli(work, store, "spill", extra={"CLAUDE_CODE_SESSION_ID": "9ecf22fa"}, stdin="x\n").stdout
+    assert SourceId.parse(sid.splitlines()[0]).session_hash == session_hash("9ecf22fa")
 
 
 def test_a_server_still_needs_an_explicit_session(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
     assert first.startswith('export PATH="$PWD/.venv/bin:$PATH"')
     env = child_env({"PATH": f"{_s3spill_shim(tmp_path)}{os.pathsep}{os.environ['PATH']}",
                      "HOME": str(tmp_path), "TMPDIR": str(tmp_path)})
-    for name in ("S3SPILL_STORE", "S3SPILL_SESSION", "CLAUDE_SESSION_ID"):
+    for name in ("S3SPILL_STORE", "S3SPILL_SESSION", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID"):
         env.pop(name, None)
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", rest], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=180)
@@ -90,7 +90,7 @@ def test_doc_test_blocks_run_as_written(path: Path, tmp_path: Path) -> None:
     assert blocks
     env = child_env({"PATH": f"{_s3spill_shim(tmp_path)}{os.pathsep}{os.environ['PATH']}",
                      "HOME": str(tmp_path), "S3SPILL_STORE": (tmp_path / "store").as_uri()})
-    for name in ("S3SPILL_SESSION", "CLAUDE_SESSION_ID"):
+    for name in ("S3SPILL_SESSION", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID"):
         env.pop(name, None)
     for body in blocks:
         proc = subprocess.run(["bash", "-euo", "pipefail", "-c", body], env=env, cwd=tmp_path,

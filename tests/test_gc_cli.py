@@ -69,7 +69,7 @@ def test_gc_without_scope_plans_the_directory_session(local_store: LocalStore, t
                                                       capsys: pytest.CaptureFixture[str],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """`gc plan` without --session or --all plans this directory's session, and no other."""
-    for name in ("S3SPILL_SESSION", "CLAUDE_SESSION_ID"):
+    for name in ("S3SPILL_SESSION", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID"):
         monkeypatch.delenv(name, raising=False)
     here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
     here.mkdir()

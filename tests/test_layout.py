@@ -31,8 +31,10 @@ ALLOWED: dict[str, set[str]] = {
               "textview"},
     "agent": {"_version", "artifacts", "context", "errors", "leases", "log", "models", "spill", "store",
               "keys", "config"},
-    "adapters": {"_version", "agent", "spill", "artifacts", "leases", "context", "store", "errors", "log",
-                 "models", "keys", "config"},
+    "proxy": {"agent", "spill", "artifacts", "leases", "context", "store", "errors", "log", "models", "keys",
+              "config"},
+    "adapters": {"_version", "agent", "proxy", "spill", "artifacts", "leases", "context", "store", "errors",
+                 "log", "models", "keys", "config"},
 }
 #: The top of the stack may use anything below it.
 TOP = {"__init__", "__main__", "cli", "demo"}

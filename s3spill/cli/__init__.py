@@ -32,6 +32,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.run_cmds",
     "s3spill.cli.live_cmds",
     "s3spill.cli.mcp_cmds",
+    "s3spill.cli.proxy_cmds",
+    "s3spill.cli.hook_cmds",
     "s3spill.cli.journal_cmds",
 )
 
@@ -44,6 +46,7 @@ COMMAND_HOMES: dict[str, str] = {
     "doctor": "s3spill.cli.store_cmds", "demo": "s3spill.cli.demo_cmds",
     "serve-s3": "s3spill.cli.demo_cmds",
     "gc": "s3spill.cli.gc_cmds", "mcp": "s3spill.cli.mcp_cmds",
+    "mcp-proxy": "s3spill.cli.proxy_cmds", "hook": "s3spill.cli.hook_cmds",
     "ref": "s3spill.cli.journal_cmds", "journal": "s3spill.cli.journal_cmds",
     "reconcile": "s3spill.cli.journal_cmds",
     "status": "s3spill.cli.live_cmds", "stop": "s3spill.cli.live_cmds",

@@ -20,7 +20,10 @@ def store_from_args(args: argparse.Namespace) -> ObjectStore:
 
 
 #: Harness variables that name the harness's own session, in the order they are tried.
-HARNESS_SESSION_VARIABLES = ("CLAUDE_SESSION_ID",)
+#: Claude Code sets CLAUDE_CODE_SESSION_ID (the hook payload's session_id) for its Bash
+#: tool, its hooks and the stdio MCP servers it starts (seen in the env it builds for
+#: them in Claude Code 2.1.332; env-vars docs, changelog 2.1.154).
+HARNESS_SESSION_VARIABLES = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID")
 
 
 def session_from_args(args: argparse.Namespace, *, default: bool = True) -> str:

@@ -15,13 +15,26 @@ from s3spill.agent.mcp.config import check_bind, parse_http_address
 from s3spill.cli.argtypes import session_from_args, store_from_args
 from s3spill.errors import ConfigError
 
+TOOLS_HELP = """\
+tools it serves:
+  read_artifact   read one page of a stored output (offset/limit/char_offset)
+  grep_artifact   search a stored output with an RE2 pattern, line by line
+  list_artifacts  list this session's stored outputs, newest first
+  externalize     for the harness: store a complete output, get the model-facing text
+                  (not served with --no-externalize)
+
+example (Claude Code, bound to Claude's own session):
+  claude mcp add s3spill -- sh -c 'exec s3spill --session "$CLAUDE_CODE_SESSION_ID" mcp'
+"""
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "mcp", help="serve the artifact tools to an agent over the Model Context Protocol",
         description="Serve read_artifact and grep_artifact (and the harness-facing externalize) "
         "over MCP, bound to the configured store and session. stdio by default; --http serves "
-        "the streamable HTTP transport at http://HOST:PORT/mcp.")
+        "the streamable HTTP transport at http://HOST:PORT/mcp.",
+        epilog=TOOLS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--http", metavar="HOST:PORT",
                    help="serve streamable HTTP instead of stdio (host defaults to 127.0.0.1)")
     p.add_argument("--allow-remote", action="store_true",

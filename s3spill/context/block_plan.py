@@ -123,10 +123,17 @@ def _price(block: Block, budget: ContextBudget, price_image: ImagePricer) -> tup
     return (budget.count_tokens(block.text), len(block.text))
 
 
+def binary_kind(media_type: str) -> str:
+    """What a binary block is called in a notice: an MCP result also carries audio and files."""
+    major = media_type.partition("/")[0].lower()
+    return major if major in ("image", "audio") else "file"
+
+
 def _image_label(index: int, image: ImageBlock) -> str:
     dims = image.dimensions()
     size = f", {dims[0]}x{dims[1]}" if dims else ""
-    return f"image #{index + 1} ({one_line(image.media_type, 40)}{size}, {len(image.data)} bytes)"
+    kind = binary_kind(image.media_type)
+    return f"{kind} #{index + 1} ({one_line(image.media_type, 40)}{size}, {len(image.data)} bytes)"
 
 
 def _gap_text(omitted_bytes: int, images: Sequence[tuple[int, ImageBlock]],
@@ -139,7 +146,9 @@ def _gap_text(omitted_bytes: int, images: Sequence[tuple[int, ImageBlock]],
             where = f'stored as source_id="{one_line(loc, MAX_LOCATOR_CHARS)}"' if loc \
                 else "could NOT be saved"
             named.append(f"{_image_label(index, image)} {where}")
-        parts.append(f" and {len(images)} image(s): " + "; ".join(named))
+        kinds = {binary_kind(image.media_type) for _, image in images}
+        word = f"{kinds.pop()}(s)" if len(kinds) == 1 else "attachment(s)"
+        parts.append(f" and {len(images)} {word}: " + "; ".join(named))
     return "".join(parts) + " …]\n"
 
 

@@ -23,6 +23,7 @@ from s3spill.context.block_plan import (
     Block,
     ImageBlock,
     TextBlock,
+    binary_kind,
     default_image_price,
     full_text_chunks,
     plan_blocks,
@@ -101,8 +102,7 @@ def externalize_blocks(sink: SpillSink, policy: SpillPolicy, externalize: Extern
 
     images: dict[int, ArtifactReference | None] = {}
     for index, image in plan.omitted_images:
-        ref, reason = sink.store_blob(iter_output(image.data), tool, call_id,
-                                         label=f"image #{index + 1} ({image.media_type})")
+        ref, reason = sink.store_blob(iter_output(image.data), tool, call_id, label=_label(index, image))
         if ref is None:
             log.warning("spill.image_not_saved", tool=tool, index=index, reason=reason)
         images[index] = ref
@@ -120,6 +120,10 @@ def externalize_blocks(sink: SpillSink, policy: SpillPolicy, externalize: Extern
     degraded = DegradedFacts(tool=tool, reason=reason, call_id=call_id, exit_code=exit_code)
     out = render_blocks_degraded(plan, degraded, locators, text)
     return BlocksResult(_within(out, budget), None, images, reason)
+
+
+def _label(index: int, block: ImageBlock) -> str:
+    return f"{binary_kind(block.media_type)} #{index + 1} ({block.media_type})"
 
 
 def _within(blocks: list[Block], budget: ContextBudget) -> list[Block]:
@@ -148,7 +152,7 @@ def _text_only(sink: SpillSink, externalize: Externalize, blocks: Sequence[Block
     for index, block in enumerate(blocks):
         if isinstance(block, ImageBlock):
             images[index], _ = sink.store_blob(iter_output(block.data), tool, call_id,
-                                                  label=f"image #{index + 1} ({block.media_type})")
+                                               label=_label(index, block))
     locators = {i: (r.source_id if r is not None else None) for i, r in images.items()}
     result = externalize(full_text_chunks(blocks, locators), tool, call_id, exit_code, force=True)
     return BlocksResult([TextBlock(result.context_text)], result.artifact, images, result.degraded_reason)

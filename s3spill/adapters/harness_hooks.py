@@ -1,0 +1,217 @@
+"""Shell-harness hooks: ``s3spill hook claude-code`` and ``s3spill hook gemini-cli``.
+
+A harness the user cannot change still runs a command after every tool call and lets it
+replace what the model sees. The contracts, as documented by each harness:
+
+* Claude Code ``PostToolUse`` (command hook; JSON on stdin with ``session_id``,
+  ``transcript_path``, ``cwd``, ``hook_event_name``, ``tool_name``, ``tool_input``,
+  ``tool_response``, ``tool_use_id``). Answer on stdout, exit 0:
+  ``{"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": …}}`` —
+  "Replaces the tool output before it is sent to the model"; for built-in tools the value
+  must keep the tool's output shape (Bash: ``stdout``/``stderr``/``interrupted``…; Read:
+  ``{"type": "text", "file": {"filePath", "content", "numLines", "startLine",
+  "totalLines"}}``) or it is rejected and the original kept. For MCP tools the older
+  ``updatedMCPToolOutput`` is sent too (the only field before Claude Code 2.1.121). Sources:
+  the hook schema and tool output schemas in the Claude Code CLI bundled with
+  claude-agent-sdk 0.2.189 (CLI 2.1.332), and that SDK's ``PostToolUseHookSpecificOutput``
+  type; Bash's inline limit is 30,000 characters by default (``BASH_MAX_OUTPUT_LENGTH``).
+* Gemini CLI ``AfterTool`` (JSON on stdin with ``session_id``, ``tool_name``,
+  ``tool_input``, ``tool_response`` = ``{llmContent, returnDisplay, error?}``). Answer
+  ``{"hookSpecificOutput": {"hookEventName": "AfterTool", "tool_output": "<text>"}}``, which
+  replaces the tool output sent to the model (google-gemini/gemini-cli
+  docs/hooks/reference.md and packages/core/src/hooks/types.ts ``AfterToolHookOutput``).
+
+What is spilled: every string in the response that is over its tool's threshold goes
+through the Spiller and the shape is kept (an MCP result's content blocks go through the
+proxy's block handling, so an image stays an image or becomes a named artifact). The
+session is the harness's own (``session_id`` of the payload, hashed into keys like any
+untrusted session), so pointers and GC follow the harness's sessions, unless the operator
+names one (``--session``): Claude Code gives the same id to the ``s3spill mcp`` it starts
+(``$CLAUDE_CODE_SESSION_ID``), Gemini CLI documents no such variable, so there both sides
+are given one session explicitly. A result that needs
+nothing prints nothing. The hook fails open: any error — a payload it does not
+understand, a store it cannot reach — prints nothing and exits 0, so the tool's result
+reaches the model as if there were no hook; a store outage is the Spiller's honest,
+bounded "could NOT be saved" text, never a pointer to nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Literal
+
+from s3spill.context.policy import SHELL_TOOLS, KiB, SpillPolicy, ToolPolicy
+from s3spill.log import get_logger
+from s3spill.proxy.results import ResultSpiller
+from s3spill.proxy.settings import ProxySettings
+from s3spill.spill.spiller import Spiller
+from s3spill.store.base import ObjectStore
+
+log = get_logger("s3spill.hooks")
+
+Harness = Literal["claude-code", "gemini-cli"]
+#: The model reaches our read/grep tools through ``s3spill mcp`` registered under this name.
+DEFAULT_SERVER = "s3spill"
+#: Claude Code keeps Bash output up to 30,000 characters inline; two spilled streams of
+#: at most 2 + 8 KiB of preview plus a notice each stay well under it together.
+SHELL_HOOK_POLICY = ToolPolicy(threshold=30_000, threshold_unit="chars", head_bytes=2 * KiB,
+                               tail_bytes=8 * KiB)
+#: A file read is already paged by the harness (Claude Code caps a Read at 25,000 tokens):
+#: only one larger than our hard cap is spilled.
+READ_HOOK_POLICY = ToolPolicy(threshold=100_000, threshold_unit="chars", head_bytes=8 * KiB,
+                              tail_bytes=2 * KiB)
+READ_TOOLS = ("Read", "read_file", "read_many_files")
+
+
+def tool_names(harness: Harness, server: str) -> tuple[str, str, str]:
+    """How the model sees ``s3spill mcp``'s read, grep and list tools in this harness."""
+    prefix = f"mcp__{server}__" if harness == "claude-code" else ""
+    return (f"{prefix}read_artifact", f"{prefix}grep_artifact", f"{prefix}list_artifacts")
+
+
+def hook_policy(harness: Harness, server: str = DEFAULT_SERVER) -> SpillPolicy:
+    read, grep, _ = tool_names(harness, server)
+    return SpillPolicy(read_tool=read, grep_tool=grep, shell=SHELL_HOOK_POLICY,
+                       shell_tools=SHELL_TOOLS | {"run_shell_command"},
+                       tools={name: READ_HOOK_POLICY for name in READ_TOOLS}, max_inline_tokens=25_000)
+
+
+def floor_bytes(policy: SpillPolicy) -> int:
+    """A payload no larger than this cannot hold a string over any threshold or budget."""
+    limits = [policy.hard_cap_chars, policy.shell.threshold, policy.default.threshold,
+              *(rule.threshold for rule in policy.tools.values())]
+    if policy.max_inline_tokens is not None:
+        limits.append(policy.max_inline_tokens)
+    return min(limits)
+
+
+class HookSpiller:
+    """One hook call's Spiller (the harness's session) and what it does to a response."""
+
+    def __init__(self, store: ObjectStore, session_id: str, harness: Harness,
+                 server: str = DEFAULT_SERVER) -> None:
+        self.harness = harness
+        self.own = tool_names(harness, server)
+        settings = ProxySettings(tool_prefix=self.own[0].removesuffix("read_artifact"))
+        self.policy = hook_policy(harness, server).model_copy(update={"image_pricer": settings.price_binary})
+        self.spiller = Spiller(store, session_id, self.policy)
+        self.results = ResultSpiller(self.spiller, settings)
+
+    def close(self) -> None:
+        self.spiller.close()
+
+    def value(self, value: Any, tool: str, call_id: str | None) -> Any:
+        """``value`` with every oversized string spilled and its shape kept (same object if none)."""
+        if isinstance(value, str):
+            if not self.policy.should_externalize(value, tool):
+                return value
+            out = self.spiller.externalize(value, tool, call_id)
+            log.info("hooks.spilled", tool=tool, bytes=out.total_bytes, spilled=out.spilled)
+            return out.context_text
+        if _is_content(value):
+            changed = self.results.spill({"content": value}, tool, call_id)
+            return value if changed is None else changed["content"]
+        if isinstance(value, dict):
+            if _is_content(value.get("content")):
+                changed = self.results.spill(value, tool, call_id)
+                return value if changed is None else changed
+            items = {key: self.value(item, tool, call_id) for key, item in value.items()}
+            return value if all(items[k] is value[k] for k in value) else items
+        if isinstance(value, list):
+            listed = [self.value(item, tool, call_id) for item in value]
+            return value if all(a is b for a, b in zip(listed, value, strict=True)) else listed
+        return value
+
+
+def _is_content(value: Any) -> bool:
+    """Does ``value`` look like MCP content blocks (a list of dicts with a ``type``)?"""
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(item, dict) and isinstance(item.get("type"), str) for item in value)
+
+
+def claude_code(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | None:
+    """The PostToolUse answer for ``payload``, or None for "no change"."""
+    if payload.get("hook_event_name") != "PostToolUse":
+        return None
+    tool = str(payload.get("tool_name") or "")
+    if tool in spill.own:
+        return None
+    response = payload.get("tool_response")
+    updated = spill.value(response, tool, _str(payload.get("tool_use_id")))
+    if updated is response:
+        return None
+    specific: dict[str, Any] = {"hookEventName": "PostToolUse", "updatedToolOutput": updated}
+    if tool.startswith("mcp__"):
+        specific["updatedMCPToolOutput"] = updated
+    return {"hookSpecificOutput": specific}
+
+
+def gemini_cli(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | None:
+    """The AfterTool answer for ``payload``, or None for "no change"."""
+    if payload.get("hook_event_name") != "AfterTool":
+        return None
+    tool = str(payload.get("tool_name") or "")
+    response = payload.get("tool_response")
+    if tool in spill.own or not isinstance(response, dict):
+        return None
+    text = _llm_text(response.get("llmContent"))
+    if text is None or not spill.policy.should_externalize(text, tool):
+        return None
+    out = spill.spiller.externalize(text, tool, None)
+    return {"hookSpecificOutput": {"hookEventName": "AfterTool", "tool_output": out.context_text}}
+
+
+def _llm_text(content: Any) -> str | None:
+    """Gemini's ``llmContent`` (a string, a part, or a list of them) as text; None if not text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict) and isinstance(content.get("text"), str):
+        return str(content["text"])
+    if isinstance(content, list) and content:
+        parts = [_llm_text(part) for part in content]
+        if all(part is not None for part in parts):
+            return "".join(p for p in parts if p is not None)
+    return None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+ANSWERS: dict[Harness, Callable[[dict[str, Any], HookSpiller], dict[str, Any] | None]] = {
+    "claude-code": claude_code, "gemini-cli": gemini_cli}
+
+
+def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], *,
+           server: str = DEFAULT_SERVER, session: str | None = None) -> bytes:
+    """What the hook prints for the payload ``raw``: the JSON answer, or b"" for no change.
+
+    ``session`` (the operator's ``--session`` / ``$S3SPILL_SESSION``) wins over the payload's
+    ``session_id``, as everywhere in the CLI; without it the harness's own session is used.
+    Never raises: any failure is logged and answered with b"" (the harness keeps the
+    tool's own result).
+    """
+    try:
+        if len(raw) <= floor_bytes(hook_policy(harness, server)):
+            return b""  # nothing in it can be over a threshold: no store, no work
+        payload = json.loads(raw)
+        if not isinstance(payload, dict):
+            return b""
+        session_id = session or _str(payload.get("session_id"))
+        if not session_id:
+            log.warning("hooks.no_session", harness=harness)
+            return b""
+        store = open_store()
+        try:
+            spill = HookSpiller(store, session_id, harness, server)
+            try:
+                out = ANSWERS[harness](payload, spill)
+            finally:
+                spill.close()
+        finally:
+            store.close()
+        return b"" if out is None else json.dumps(out, ensure_ascii=False).encode("utf-8")
+    except Exception:  # fail open: never block the tool, never lose its result
+        log.exception("hooks.failed_open", harness=harness)
+        return b""

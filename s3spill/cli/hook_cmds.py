@@ -1,0 +1,61 @@
+"""``s3spill hook claude-code|gemini-cli``: the after-tool hook of a shell harness.
+
+Reads the harness's hook JSON on stdin and prints the replacement for an oversized tool
+result (nothing for one that fits). Always exits 0 once running: a hook must never block
+the tool it follows (see :mod:`s3spill.adapters.harness_hooks`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+#: Payloads up to this many bytes cannot hold anything over the hooks' thresholds (the
+#: smallest of them, the 25,000-token budget; tests/test_hooks.py checks it): answered
+#: before the Spiller, the store or boto3 is imported, because the hook runs after every
+#: tool call.
+HOOK_FLOOR_BYTES = 25_000
+
+
+def _server_name(value: str) -> str:
+    """An argparse type: a name the harness can put in a tool name (``mcp__NAME__read_artifact``)."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,24}", value):
+        raise argparse.ArgumentTypeError(f"expected letters, digits, - or _ (at most 24), got {value!r}")
+    return value
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "hook", help="after-tool hook for Claude Code (PostToolUse) or Gemini CLI (AfterTool)",
+        description="Read a harness's after-tool hook JSON on stdin; when the tool's result is "
+        "over budget, store it in the harness's own session (the payload's session_id, unless "
+        "--session names one) and print the answer that replaces it with a preview plus a "
+        "pointer. A result that fits prints nothing. Any failure prints nothing and exits 0: "
+        "the tool's own result goes on.",
+        epilog="example (.claude/settings.json):\n"
+        '  {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": [{"type": "command",\n'
+        '    "command": "s3spill --store s3://my-bucket/agents hook claude-code"}]}]}}\n'
+        "wiring for every harness: docs/harnesses.md",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("harness", choices=("claude-code", "gemini-cli"))
+    p.add_argument("--server", default="s3spill", metavar="NAME", type=_server_name,
+                   help="name under which `s3spill mcp` is registered with the harness (pointers "
+                   "name its tools, e.g. mcp__NAME__read_artifact in Claude Code; default s3spill)")
+    p.set_defaults(func=cmd_hook)
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    raw = sys.stdin.buffer.read()
+    if len(raw) <= HOOK_FLOOR_BYTES:
+        return 0
+    from s3spill.adapters.harness_hooks import answer
+    from s3spill.store import open_store
+
+    out = answer(args.harness, raw, lambda: open_store(getattr(args, "store", None)), server=args.server,
+                 session=getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION"))
+    if out:
+        sys.stdout.buffer.write(out + b"\n")
+        sys.stdout.flush()
+    return 0

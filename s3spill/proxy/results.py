@@ -1,0 +1,227 @@
+"""One MCP ``tools/call`` result through the Spiller, in MCP's own shape.
+
+Why raw JSON and not the SDK's models: the proxy must hand on what the upstream said, and a
+result that fits is handed on as the very bytes it arrived in. Only a result over budget is
+rebuilt, and then only the parts that had to change:
+
+* one text block (the common case) goes through :meth:`Spiller.externalize` — the tool's
+  threshold, the head/tail preview, the salient lines;
+* several blocks, or any image, audio or embedded resource, go through
+  :func:`~s3spill.spill.block_spill.externalize_blocks`: blocks are priced (binaries with
+  :meth:`ProxySettings.price_binary`), the first and last ones kept, each omitted binary
+  stored as its own artifact and named in the notice; a binary kept whole is handed on as
+  the upstream's own block, untouched;
+* ``structuredContent`` is kept when it fits. Otherwise its JSON is stored as an artifact,
+  strings in it that are too long are replaced by a marker naming that artifact (the shape
+  a client validates against the tool's ``outputSchema`` survives when only long strings
+  made it large), and if it still does not fit it is removed; a text block says which.
+
+``isError`` and every other field of the result are kept: an upstream error stays an
+error, with its text spilled like any other when it is huge.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from s3spill.context.block_plan import Block, ImageBlock, TextBlock
+from s3spill.context.policy import SpillPolicy
+from s3spill.context.retention import to_bytes
+from s3spill.log import get_logger
+from s3spill.proxy.settings import ProxySettings
+from s3spill.spill.block_spill import externalize_blocks
+from s3spill.spill.source import iter_output
+from s3spill.spill.spiller import Spiller
+
+log = get_logger("s3spill.proxy")
+
+#: Strings in structuredContent are shortened to markers from this length down.
+_SHRINK_STEPS = (1_000, 200, 40)
+#: Characters handed to the Spiller at a time.
+_SLICE_CHARS = 1024 * 1024
+#: Characters beyond a tool's preview left for the notice (pointer, omitted images).
+_NOTICE_ROOM = 4_000
+#: Smallest hard cap a policy may have (SpillPolicy's own floor).
+_MIN_CAP = 2_000
+
+
+class ResultSpiller:
+    """Spill the results of one session's tools; thread-safe (the Spiller is)."""
+
+    def __init__(self, spiller: Spiller, settings: ProxySettings) -> None:
+        self.spiller = spiller
+        self.settings = settings
+        self.policy = spiller.policy
+        self._capped: dict[str, SpillPolicy] = {}
+
+    def spill(self, result: dict[str, Any], tool: str, call_id: str | None) -> dict[str, Any] | None:
+        """The result as the client should see it, or None when it is handed on unchanged."""
+        if tool in self.settings.never_spill or tool in self.settings.own_tools:
+            return None
+        content = result.get("content")
+        changed = False
+        out = dict(result)
+        if isinstance(content, list) and content:
+            new_content = self._content(content, tool, call_id)
+            if new_content is not None:
+                out["content"] = new_content
+                changed = True
+        if "structuredContent" in result:
+            notice = self._structured(out, tool, call_id)
+            if notice is not None:
+                out["content"] = [*(out.get("content") or []), {"type": "text", "text": notice}]
+                changed = True
+        return out if changed else None
+
+    # -- content ----------------------------------------------------------------------
+
+    def _content(self, content: list[Any], tool: str, call_id: str | None) -> list[Any] | None:
+        first = content[0]
+        if len(content) == 1 and _is_text(first):
+            text = first["text"]
+            if not self._over(text, tool):
+                return None
+            result = self.spiller.externalize(_slices(text), tool, call_id)
+            _log(tool, result.total_bytes, result.spilled, result.degraded_reason)
+            return [{**first, "text": result.context_text}]
+        blocks, originals = _to_blocks(content)
+        text_len = sum(len(b.text) for b in blocks if isinstance(b, TextBlock))
+        binaries = any(isinstance(b, ImageBlock) for b in blocks)
+        if not binaries and text_len <= _MIN_CAP:
+            return None
+        policy = self._policy_for(blocks, tool)
+        out = externalize_blocks(self.spiller.sink, policy, self.spiller.externalize, blocks, tool, call_id)
+        if out.artifact is None and not out.images and out.degraded_reason is None:
+            return None  # everything fits: the upstream's own bytes go on
+        _log(tool, sum(len(to_bytes(b.text)) for b in blocks if isinstance(b, TextBlock)), out.spilled,
+             out.degraded_reason, images=len(out.images))
+        return [_to_item(block, originals) for block in out.blocks]
+
+    def _over(self, text: str, tool: str) -> bool:
+        """The policy's verdict, without encoding a huge text just to learn it is huge."""
+        if len(text) > min(self.policy.for_tool(tool).threshold, self.policy.hard_cap_chars):
+            return True  # a character is at least one byte: over a byte threshold too
+        return self.policy.should_externalize(text, tool)
+
+    def _policy_for(self, blocks: list[Block], tool: str) -> SpillPolicy:
+        """The policy, with the hard cap lowered to the tool's preview (plus room for the notice)
+        when the text is over the tool's threshold: the block planner knows budgets, not
+        thresholds, and would otherwise keep up to the hard cap."""
+        joined = "".join(b.text for b in blocks if isinstance(b, TextBlock))
+        rule = self.policy.for_tool(tool)
+        if not rule.exceeds(joined):
+            return self.policy
+        cap = max(_MIN_CAP, min(self.policy.hard_cap_chars, sum(rule.preview(None)) + _NOTICE_ROOM))
+        found = self._capped.get(tool)
+        if found is None or found.hard_cap_chars != cap:
+            found = self._capped[tool] = self.policy.model_copy(update={"hard_cap_chars": cap})
+        return found
+
+    # -- structuredContent ------------------------------------------------------------
+
+    def _structured(self, out: dict[str, Any], tool: str, call_id: str | None) -> str | None:
+        """Keep, shrink or remove ``out["structuredContent"]`` in place; the notice if changed."""
+        value = out["structuredContent"]
+        if value is None:
+            return None
+        raw = orjson.dumps(value)
+        if not self.policy.for_tool(tool).exceeds(raw) and not self._over(raw.decode(), tool):
+            return None
+        ref, reason = self.spiller.sink.store_blob(iter_output(raw), tool, call_id,
+                                                   label="structuredContent (JSON)")
+        where = (f'stored as source_id="{ref.source_id}"; read it with {self.policy.read_tool}'
+                 if ref is not None else f"could NOT be saved ({reason})")
+        marker_where = f"in {ref.source_id}" if ref is not None else "not saved"
+        for limit in _SHRINK_STEPS:
+            shrunk = _shrink(value, limit, marker_where)
+            if not self.policy.should_externalize(orjson.dumps(shrunk).decode(), tool):
+                out["structuredContent"] = shrunk
+                _log(tool, len(raw), ref is not None, reason, structured="shrunk")
+                return (f"[structuredContent ({len(raw)} bytes of JSON) was over the budget: {where}. "
+                        f"Strings longer than {limit} characters in it are replaced by markers.]")
+        del out["structuredContent"]
+        _log(tool, len(raw), ref is not None, reason, structured="removed")
+        return (f"[structuredContent ({len(raw)} bytes of JSON) was over the budget and is removed "
+                f"from this result: {where}.]")
+
+
+def _slices(text: str) -> Iterator[str]:
+    """``text`` in pieces, so the Spiller never holds a second, encoded copy of all of it."""
+    for start in range(0, len(text), _SLICE_CHARS):
+        yield text[start : start + _SLICE_CHARS]
+
+
+def _is_text(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str)
+
+
+def _to_blocks(content: list[Any]) -> tuple[list[Block], dict[int, dict[str, Any]]]:
+    """Blocks for the planner, and each binary block's original MCP item (by block identity).
+
+    Nothing is dropped: an item of a kind the planner does not know becomes its JSON text.
+    """
+    blocks: list[Block] = []
+    originals: dict[int, dict[str, Any]] = {}
+    for item in content:
+        block = _to_block(item)
+        if isinstance(block, ImageBlock):
+            originals[id(block)] = item
+        blocks.append(block)
+    return blocks, originals
+
+
+def _to_block(item: Any) -> Block:
+    if _is_text(item):
+        return TextBlock(item["text"])
+    if isinstance(item, dict):
+        kind = item.get("type")
+        if kind in ("image", "audio") and isinstance(item.get("data"), str):
+            data = _b64(item["data"])
+            if data is not None:
+                return ImageBlock(data, str(item.get("mimeType") or f"{kind}/unknown"))
+        resource = item.get("resource")
+        if kind == "resource" and isinstance(resource, dict):
+            uri = resource.get("uri", "")
+            if isinstance(resource.get("text"), str):
+                return TextBlock(f"[resource {uri}]\n{resource['text']}")
+            if isinstance(resource.get("blob"), str):
+                data = _b64(resource["blob"])
+                if data is not None:
+                    return ImageBlock(data, str(resource.get("mimeType") or "application/octet-stream"))
+    return TextBlock(orjson.dumps(item).decode())
+
+
+def _to_item(block: Block, originals: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """A kept binary is the upstream's own item; text is new (cut, or merged with the notice)."""
+    if isinstance(block, ImageBlock):
+        return originals[id(block)]
+    return {"type": "text", "text": block.text}
+
+
+def _b64(data: str) -> bytes | None:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _shrink(value: Any, limit: int, where: str) -> Any:
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        return f"[s3spill: {len(value)} characters omitted; the full structuredContent is {where}]"
+    if isinstance(value, dict):
+        return {key: _shrink(item, limit, where) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shrink(item, limit, where) for item in value]
+    return value
+
+
+def _log(tool: str, size: int, spilled: bool, reason: str | None, **extra: object) -> None:
+    log.info("proxy.spilled", tool=tool, bytes=size, spilled=spilled, degraded=reason is not None, **extra)
+

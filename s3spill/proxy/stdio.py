@@ -1,0 +1,195 @@
+"""The pipes around the relay: the client on our stdin/stdout, the upstream as a child process.
+
+MCP's stdio transport is one JSON-RPC message per line, UTF-8, on stdin/stdout, with
+stderr free for logs — so the child's stderr is ours (the harness shows it), and nothing
+but messages is ever written to our stdout. Lines are read as bytes and handed on as
+bytes: a message the relay does not change is never decoded into text and back. A line
+may be as long as a result is large; :data:`MAX_MESSAGE_BYTES` bounds what one message
+may hold in memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import selectors
+import sys
+from collections.abc import Sequence
+from typing import IO
+
+from s3spill.errors import ConfigError
+from s3spill.log import get_logger
+from s3spill.proxy.relay import Relay
+
+log = get_logger("s3spill.proxy")
+
+#: Longest message accepted on either side (a longer one ends the connection, loudly).
+MAX_MESSAGE_BYTES = 1024 * 1024 * 1024
+#: Bytes read from a pipe at a time (and about what the reader buffers ahead).
+READ_CHUNK = 1024 * 1024
+#: Seconds the upstream gets to exit after its stdin closes, then after SIGTERM.
+EXIT_GRACE = 5.0
+
+
+class StreamChannel:
+    """Newline-delimited messages over an asyncio reader/writer pair.
+
+    Lines are assembled from chunks rather than by ``readuntil``: a 100 MB message then
+    costs its chunks and one joined copy, not a growing buffer (copied as it grows) plus
+    the copy handed out; the reader's own buffer stays at a few chunks (backpressure).
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self._rest = b""
+
+    async def receive(self) -> bytes | None:
+        """The next non-empty line, newline included (stripping it would copy a huge message)."""
+        while True:
+            line = await self._line()
+            if line is None or len(line) > 2 or line.strip():
+                return line
+
+    async def _line(self) -> bytes | None:
+        parts: list[bytes] = []
+        size = 0
+        rest = self._rest
+        while True:
+            end = rest.find(b"\n")
+            if end >= 0:
+                parts.append(rest[: end + 1])
+                self._rest = rest[end + 1 :]
+                return parts[0] if len(parts) == 1 else b"".join(parts)
+            if rest:
+                parts.append(rest)
+                size += len(rest)
+                if size > MAX_MESSAGE_BYTES:
+                    log.error("proxy.message_too_large", limit=MAX_MESSAGE_BYTES)
+                    return None
+            rest = await self.reader.read(READ_CHUNK)
+            if not rest:  # end of stream: a last line without its newline still counts
+                self._rest = b""
+                return b"".join(parts) if parts else None
+
+    async def send(self, message: bytes) -> None:
+        if self.writer.is_closing():
+            return
+        self.writer.write(message)
+        if not message.endswith(b"\n"):
+            self.writer.write(b"\n")
+        with contextlib.suppress(ConnectionError):
+            await self.writer.drain()
+
+    async def close(self) -> None:
+        with contextlib.suppress(OSError, RuntimeError):
+            self.writer.close()
+
+
+class FileChannel:
+    """Messages over plain file objects, each read and write on a worker thread.
+
+    For a stdin or stdout that asyncio cannot watch (a regular file, ``/dev/null``): slower
+    per message than a pipe, but a proxy started that way still works.
+    """
+
+    def __init__(self, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+        self.stdin = stdin
+        self.stdout = stdout
+        self._lock = asyncio.Lock()
+
+    async def receive(self) -> bytes | None:
+        while True:
+            line = await asyncio.to_thread(self.stdin.readline)
+            if not line:
+                return None
+            if len(line) > 2 or line.strip():
+                return line
+
+    async def send(self, message: bytes) -> None:
+        data = message if message.endswith(b"\n") else message + b"\n"
+
+        def write() -> None:
+            with contextlib.suppress(OSError, ValueError):
+                self.stdout.write(data)
+                self.stdout.flush()
+
+        async with self._lock:
+            await asyncio.to_thread(write)
+
+    async def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.stdout.flush()
+
+
+async def own_stdio(stdin: IO[bytes] | None = None,
+                    stdout: IO[bytes] | None = None) -> StreamChannel | FileChannel:
+    """Our stdin/stdout as a channel (the client's side of the proxy)."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    if not (_watchable(stdin, selectors.EVENT_READ) and _watchable(stdout, selectors.EVENT_WRITE)):
+        return FileChannel(stdin, stdout)
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=READ_CHUNK)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), stdout)
+    except (ValueError, OSError):  # a regular file or /dev/null: not watchable
+        return FileChannel(stdin, stdout)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return StreamChannel(reader, writer)
+
+
+def _watchable(stream: IO[bytes], events: int) -> bool:
+    """Can the event loop wait on ``stream``? (Not a regular file, not /dev/null.)"""
+    try:
+        fd = stream.fileno()
+        with selectors.DefaultSelector() as probe:
+            probe.register(fd, events)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+async def start_upstream(command: Sequence[str]) -> tuple[asyncio.subprocess.Process, StreamChannel]:
+    """Start the upstream server; its stderr is ours."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
+            limit=READ_CHUNK)
+    except OSError as exc:
+        raise ConfigError(f"cannot start the upstream server {command[0]!r}: {exc.strerror or exc}") from None
+    assert proc.stdin is not None and proc.stdout is not None
+    return proc, StreamChannel(proc.stdout, proc.stdin)
+
+
+async def stop_upstream(proc: asyncio.subprocess.Process, channel: StreamChannel) -> int:
+    """Close its stdin (the stdio transport's "goodbye"), then SIGTERM, then SIGKILL."""
+    await channel.close()
+    for signal_it in (None, proc.terminate, proc.kill):
+        if signal_it is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal_it()
+        with contextlib.suppress(asyncio.TimeoutError):
+            return await asyncio.wait_for(proc.wait(), EXIT_GRACE)
+    return await proc.wait()
+
+
+async def relay_stdio(relay: Relay, command: Sequence[str]) -> int:
+    """Serve our stdin/stdout through ``relay`` to ``command``; the upstream's exit status."""
+    proc, upstream = await start_upstream(command)
+    client = await own_stdio()
+    try:
+        closed = await relay.run(client, upstream)
+        log.info("proxy.closed", side=closed)
+    finally:
+        code = await stop_upstream(proc, upstream)
+        await client.close()
+    return code
+
+
+def run_stdio(relay: Relay, command: Sequence[str]) -> int:
+    if not command:
+        raise ConfigError("mcp-proxy needs the upstream server's command after --")
+    return asyncio.run(relay_stdio(relay, command))
