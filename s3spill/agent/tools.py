@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from s3spill.agent.listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, ArtifactListing, list_artifacts
-from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page
+from s3spill.agent.reads import Build, page_reader
+from s3spill.artifacts.bytepage import DEFAULT_BYTES, MAX_BYTES
+from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResult
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.pointer import clip, one_line
@@ -77,7 +79,12 @@ did not fit; call again with exactly these offset and char_offset values to read
 offset is the number of lines to skip: offset=0 starts at line 1, offset=999 starts at \
 line 1000. To read around a line number L found by grep_artifact, use offset=L-1 (or a few \
 lines less for context). Pages are limited in size, so a page may hold fewer than `limit` \
-lines; the footer is always exact."""
+lines; the footer is always exact.
+
+Some outputs are not plain text, and their pointer says so and how to read them: a binary \
+output is read as a hexdump with byte_offset (and bytes); a JSON document by path (a JSON \
+Pointer; offset and limit then count elements); a CSV/TSV table by record_offset (whole \
+records, the header repeated). Use these only when the pointer mentions them."""
 
 GREP_DESCRIPTION = """\
 Search a stored tool output (an "artifact", named by the source_id in an s3spill pointer) \
@@ -150,6 +157,18 @@ def _parameters(name: str) -> dict[str, Any]:
                 "char_offset": {"type": "integer", "minimum": 0, "default": 0,
                                 "description": "Continue a very long line from this character, "
                                 "as the previous page's footer says; otherwise 0."},
+                "byte_offset": {"type": "integer", "minimum": 0,
+                                "description": "Binary outputs: read a hexdump from this byte "
+                                "(the pointer and each page's footer say when this applies)."},
+                "bytes": {"type": "integer", "minimum": 1, "maximum": MAX_BYTES,
+                          "description": f"Binary outputs: bytes to show (default {DEFAULT_BYTES})."},
+                "path": {"type": "string", "description": "JSON outputs: a JSON Pointer (RFC 6901, "
+                         'e.g. "/items/0/name"; "" is the whole document). Shows that value; an '
+                         "object or array is paged by element: offset and limit then count "
+                         "elements."},
+                "record_offset": {"type": "integer", "minimum": 0,
+                                  "description": "CSV/TSV outputs: records to skip (0 = from the "
+                                  "header); a page shows whole records and repeats the header."},
                 "since": {"type": "integer", "minimum": 0,
                           "description": "Of a running command's output (source_id live:…): "
                           "start at this byte, as its previous page's footer says, to read only "
@@ -188,7 +207,11 @@ def output_schema(kind: str) -> dict[str, Any]:
         props: dict[str, Any] = {
             "source_id": {"type": "string"}, "first_line": _NULLABLE_INT, "last_line": _NULLABLE_INT,
             "total_lines": {"type": "integer"}, "size_bytes": {"type": "integer"}, "eof": {"type": "boolean"},
-            "next_offset": _NULLABLE_INT, "next_char_offset": _NULLABLE_INT, "text": {"type": "string"}}
+            "next_offset": _NULLABLE_INT, "next_char_offset": _NULLABLE_INT, "text": {"type": "string"},
+            "output_kind": {"type": "string", "description": "text, binary, json, ndjson, csv or tsv."},
+            "byte_offset": _NULLABLE_INT, "next_byte_offset": _NULLABLE_INT,
+            "path": {"type": ["string", "null"], "description": "The JSON Pointer read, if any."},
+            "record_offset": _NULLABLE_INT, "next_record_offset": _NULLABLE_INT}
     elif kind == "grep":
         props = {
             "source_id": {"type": "string"}, "pattern": {"type": "string"},
@@ -213,14 +236,6 @@ def output_schema(kind: str) -> dict[str, Any]:
                              "description": "Background commands whose output is readable by its"
                              " live: id while they run."}}
     return {"type": "object", "properties": props, "required": sorted(props)}
-
-
-def _page_data(page: Page, text: str) -> dict[str, Any]:
-    return {"source_id": page.source_id,
-            "first_line": page.lines[0].number if page.lines else None,
-            "last_line": page.lines[-1].number if page.lines else None,
-            "total_lines": page.total_lines, "size_bytes": page.size_bytes, "eof": page.eof,
-            "next_offset": page.next_offset, "next_char_offset": page.next_char_offset, "text": text}
 
 
 def _grep_data(result: GrepResult, text: str) -> dict[str, Any]:
@@ -266,30 +281,48 @@ class AgentTools:
     # -- the tools -----------------------------------------------------------------------
 
     def read_artifact(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
-                      char_offset: int = 0, since: int | None = None) -> str:
-        """One verified page, rendered, made smaller until the policy would keep it inline."""
-        return self.read_outcome(source_id, offset, limit, char_offset, since).text
+                      char_offset: int = 0, *, byte_offset: int | None = None,
+                      nbytes: int | None = None, path: str | None = None,
+                      record_offset: int | None = None, since: int | None = None) -> str:
+        """One verified page, rendered, made smaller until the policy would keep it inline.
+
+        A binary artifact (or any artifact when ``byte_offset``/``nbytes`` is given) is read
+        as a hexdump from ``byte_offset``; with ``path``, the JSON value at that JSON Pointer
+        (``offset``/``limit`` then count its elements); otherwise by line. ``since`` (a byte
+        offset, from a live page's footer) reads a running command's output from there.
+        """
+        return self.read_outcome(source_id, offset, limit, char_offset, byte_offset=byte_offset,
+                                 nbytes=nbytes, path=path, record_offset=record_offset,
+                                 since=since).text
 
     def read_outcome(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
-             char_offset: int = 0, since: int | None = None) -> ToolOutcome:
+                     char_offset: int = 0, *, byte_offset: int | None = None,
+                     nbytes: int | None = None, path: str | None = None,
+                     record_offset: int | None = None, since: int | None = None) -> ToolOutcome:
         """:meth:`read_artifact` with the page's facts as structured data."""
+        with self._journal_says():  # choosing the reader reads the index
+            build = page_reader(self.artifacts, self.session_id, source_id, offset=offset,
+                                limit=limit, char_offset=char_offset, byte_offset=byte_offset,
+                                nbytes=nbytes, path=path, record_offset=record_offset,
+                                since=since)
+        return self._fitted(build, source_id)
+
+    def _fitted(self, build: Build, source_id: str) -> ToolOutcome:
+        """The page built with the largest budget (tried a few times) the policy keeps inline."""
         max_chars = self.page_chars
-        text = ""
+        text, data = "", dict[str, Any]()
         for _ in range(_SHRINK_STEPS):
             with self._journal_says():
-                page = self.artifacts.read_page(source_id, offset=offset, limit=limit,
-                                                char_offset=char_offset, max_chars=max_chars,
-                                                since=since, session_id=self.session_id)
-            text = page.render()
+                text, data = build(max_chars)
             over = self._overshoot(text, self.read_name)
             if over <= 1.0:
-                return ToolOutcome(text, structured=_page_data(page, text))
+                return ToolOutcome(text, structured=data)
             max_chars = min(max_chars - 1, int(max_chars / over * 0.95))
             if max_chars < 1_000:
                 break
         log.warning("agent_tools.page_clipped", source_id=source_id, chars=len(text))
         text = self._clip(text, self.read_name)
-        return ToolOutcome(text, structured=_page_data(page, text))
+        return ToolOutcome(text, structured={**data, "text": text})
 
     @contextlib.contextmanager
     def _journal_says(self) -> Iterator[None]:
@@ -368,7 +401,10 @@ class AgentTools:
         """Run a tool by name; a refusal or failure comes back as a one-line error outcome."""
         try:
             if name == self.read_name:
-                return self.read_outcome(**_args(arguments, _READ_ARGS))
+                args = _args(arguments, _READ_ARGS)
+                if "bytes" in args:
+                    args["nbytes"] = args.pop("bytes")
+                return self.read_outcome(**args)
             if name == self.grep_name:
                 return self.grep_outcome(**_args(arguments, _GREP_ARGS))
             if name == self.list_name:
@@ -401,7 +437,8 @@ class AgentTools:
                 (self.list_name, "list", LIST_DESCRIPTION)]
 
 
-_READ_ARGS = {"source_id": str, "offset": int, "limit": int, "char_offset": int, "since": int}
+_READ_ARGS = {"source_id": str, "offset": int, "limit": int, "char_offset": int, "byte_offset": int,
+              "bytes": int, "path": str, "record_offset": int, "since": int}
 _GREP_ARGS = {"source_id": str, "pattern": str, "context": int, "max_matches": int}
 _LIST_ARGS = {"limit": int}
 

@@ -22,6 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from s3spill.artifacts.index import Codec, ContentStats, IndexBuilder
+from s3spill.artifacts.records import RecordTable
 from s3spill.config import TransferConfig
 
 #: Bytes looked at to decide whether an output is text (``auto`` compression).
@@ -40,14 +41,15 @@ def choose_codec(config: TransferConfig, first: bytes) -> Codec:
 class FrameEncoder:
     """Feed raw chunks once through :meth:`frames`; then :meth:`stats` is the index's content."""
 
-    def __init__(self, config: TransferConfig, codec: Codec) -> None:
+    def __init__(self, config: TransferConfig, codec: Codec, *, records: bool = False) -> None:
         self.codec = codec
         self.level = config.compression_level
         self.workers = config.max_concurrency
         self._local = threading.local()
         self._pending: deque[tuple[int, Future[tuple[str, bytes]]]] = deque()
         self._pool: ThreadPoolExecutor | None = None
-        self._builder = IndexBuilder(config.index_chunk_size, on_chunk=self._submit)
+        self._builder = IndexBuilder(config.index_chunk_size, on_chunk=self._submit,
+                                     records=RecordTable() if records else None)
         self._stats: ContentStats | None = None
         self.stored = 0
 

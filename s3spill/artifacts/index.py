@@ -43,6 +43,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from s3spill.artifacts.records import RecordTable
 from s3spill.errors import IntegrityError
 from s3spill.models import Record
 
@@ -54,6 +55,11 @@ MAX_FIELD_CHARS = 256
 _SUMMARY_CAPTURE_BYTES = 4 * SUMMARY_LINE_CHARS
 _NON_SPACE = re.compile(rb"[^ \t\r\n\f\v]")
 Codec = Literal["identity", "zstd"]
+#: What the output is, as detected when it was stored (``s3spill.context.detect``; the
+#: artifacts layer does not import the context layer, so the names are repeated here and a
+#: test keeps the two lists equal). Indexes written before detection read as ``text``.
+OutputKind = Literal["text", "binary", "json", "ndjson", "csv", "tsv"]
+MAX_DESCRIPTION_CHARS = 200
 
 
 def unit_len(ch: str) -> int:
@@ -99,6 +105,14 @@ class ArtifactIndex(Record):
     codec: Codec = "identity"
     chunk_stored: tuple[int, ...] = ()
     body_etag: str | None = None
+    #: The detected kind of output and a short description ("PNG image ..., 20x10"); absent
+    #: from a text artifact's index, so an index of plain text is what older readers know.
+    output_kind: OutputKind = "text"
+    output_description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
+    #: CSV/TSV only (:mod:`s3spill.artifacts.records`): records ending in each chunk, and
+    #: whether each chunk starts inside a quoted field.
+    chunk_records: tuple[int, ...] = ()
+    chunk_quoted: tuple[bool, ...] = ()
 
     @model_validator(mode="after")
     def _consistent(self) -> ArtifactIndex:
@@ -113,7 +127,8 @@ class ArtifactIndex(Record):
             raise ValueError("frame table or body ETag disagrees with the artifact")
         arrays = (self.chunk_sha256, self.chunk_newlines, self.chunk_units,
                   self.chunk_carry, self.chunk_lastline_units)
-        if any(len(a) != n for a in arrays):
+        if any(len(a) != n for a in arrays) or ((self.chunk_records or self.chunk_quoted) and (
+                len(self.chunk_records) != n or len(self.chunk_quoted) != n)):
             raise ValueError("chunk arrays do not match the artifact size")
         newlines = sum(self.chunk_newlines)
         partial = 0 if self.size_bytes == 0 or self.ends_with_newline else 1
@@ -170,7 +185,17 @@ class ArtifactIndex(Record):
         return self.verify_chunk(k, frame, source)
 
     def to_bytes(self) -> bytes:
-        return self.model_dump_json().encode()
+        exclude = set()
+        if self.output_kind == "text" and self.output_description is None:
+            exclude |= {"output_kind", "output_description"}
+        if not self.chunk_records:
+            exclude |= {"chunk_records", "chunk_quoted"}
+        return self.model_dump_json(exclude=exclude or None).encode()
+
+    @cached_property
+    def records_before(self) -> tuple[int, ...]:
+        """``records_before[k]``: CSV/TSV records that end in chunks ``< k`` (length n + 1)."""
+        return _prefix_sums(self.chunk_records)
 
     def verify_chunk(self, k: int, data: bytes, source: str) -> bytes:
         """Return ``data`` if it is exactly chunk ``k``; raise :class:`IntegrityError` otherwise."""
@@ -220,16 +245,24 @@ class ContentStats(Record):
     chunk_lastline_units: tuple[int, ...]
     codec: Codec = "identity"
     chunk_stored: tuple[int, ...] = ()
+    chunk_records: tuple[int, ...] = ()
+    chunk_quoted: tuple[bool, ...] = ()
 
     def to_index(
         self, *, session_hash: str, name: str, created_at: datetime, tool: str,
         call_id: str | None, label: str | None, body_etag: str,
+        output_kind: OutputKind = "text", output_description: str | None = None,
     ) -> ArtifactIndex:
+        description = None if output_description is None else _clean_line(
+            output_description.encode("utf-8", "replace"))[:MAX_DESCRIPTION_CHARS]
+        first = self.first_line
+        if output_kind == "binary":  # its "first line" is bytes, not words
+            first = description or "binary data"
         return ArtifactIndex(
             session_hash=session_hash, name=name, created_at=created_at,
             tool=_bounded(tool) or "tool", call_id=_bounded(call_id), label=_bounded(label),
-            summary=make_summary(self.first_line, self.size_bytes, self.line_count),
-            body_etag=body_etag,
+            summary=make_summary(first, self.size_bytes, self.line_count),
+            body_etag=body_etag, output_kind=output_kind, output_description=description,
             **self.model_dump(exclude={"kind", "schema_version", "first_line"}),
         )
 
@@ -262,7 +295,8 @@ class IndexBuilder:
     """
 
     def __init__(self, chunk_size: int,
-                 on_chunk: Callable[[int, bytes], None] | None = None) -> None:
+                 on_chunk: Callable[[int, bytes], None] | None = None,
+                 records: RecordTable | None = None) -> None:
         if chunk_size < 16:
             raise ValueError("index chunk size must be at least 16 bytes")
         self.chunk_size = chunk_size
@@ -272,6 +306,7 @@ class IndexBuilder:
         self._last = b""
         self._dec = codecs.getincrementaldecoder("utf-8")("surrogateescape")
         self._on_chunk = on_chunk
+        self._records = records
         self._sha_list: list[str] = []
         self._stored: list[int] = []
         self._newlines: list[int] = []
@@ -336,6 +371,8 @@ class IndexBuilder:
             chunk_size=self.chunk_size, chunk_sha256=tuple(self._sha_list),
             chunk_newlines=tuple(self._newlines), chunk_units=tuple(self._units),
             chunk_carry=tuple(self._carry), chunk_lastline_units=tuple(self._lastline),
+            chunk_records=tuple(self._records.ends) if self._records is not None else (),
+            chunk_quoted=tuple(self._records.quoted) if self._records is not None else (),
             codec=codec, chunk_stored=tuple(self._stored) if self._on_chunk else tuple(
                 min(self.chunk_size, self._size - k * self.chunk_size)
                 for k in range(len(self._sha_list))),
@@ -350,6 +387,8 @@ class IndexBuilder:
         else:
             self._sha_list.append(hashlib.sha256(data).hexdigest())
         self._newlines.append(data.count(b"\n"))
+        if self._records is not None:
+            self._records.push(data)
         self._units.append(0)
         self._carry.append(0)
         pending = len(self._dec.getstate()[0])

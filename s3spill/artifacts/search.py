@@ -81,6 +81,8 @@ class GrepMatch(BaseModel):
     line: GrepLine
     before: tuple[GrepLine, ...] = ()
     after: tuple[GrepLine, ...] = ()
+    #: CSV/TSV: the 1-based record holding the match (a record may span lines).
+    record_number: int | None = None
 
 
 class GrepResult(BaseModel):
@@ -104,6 +106,7 @@ class GrepResult(BaseModel):
         rows = [f"[{self.source_id} | grep {self.pattern!r} | {self.lines_scanned:,} lines]"]
         shown: set[int] = set()
         hits = {m.line_number: m.line for m in self.matches}
+        records = {m.line_number: m.record_number for m in self.matches if m.record_number}
         last = 0
         for m in self.matches:
             group = [hits.get(ln.number, ln) for ln in (*m.before, m.line, *m.after)]
@@ -115,7 +118,8 @@ class GrepResult(BaseModel):
                 flag = "!" if ln.escaped else ""
                 lead = "…" if ln.char_start else ""
                 tail = "…" if ln.truncated and (ln.char_start or len(ln.text)) else ""
-                rows.append(f"{ln.number:>6}{mark}{flag}\t{lead}{ln.text}{tail}")
+                record = f"[record {records[ln.number]:,}] " if ln.number in records else ""
+                rows.append(f"{ln.number:>6}{mark}{flag}\t{record}{lead}{ln.text}{tail}")
                 shown.add(ln.number)
                 last = max(last, ln.number)
         rows.append(self.footer(style))

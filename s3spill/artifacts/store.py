@@ -73,10 +73,13 @@ from datetime import UTC, datetime
 from pydantic import ValidationError
 
 from s3spill import keys
+from s3spill.artifacts.bytepage import DEFAULT_BYTES, BytePage, build_byte_page
 from s3spill.artifacts.frames import SNIFF_BYTES as _SNIFF
 from s3spill.artifacts.frames import FrameEncoder, choose_codec
-from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex
+from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex, OutputKind
+from s3spill.artifacts.jsonpath import DEFAULT_ELEMENTS, JsonPage, build_json_page
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
+from s3spill.artifacts.recordpage import DEFAULT_RECORDS, RecordPage, build_record_page, record_at
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pattern, grep_chunks
 from s3spill.config import TransferConfig
 from s3spill.errors import (
@@ -146,16 +149,26 @@ class ArtifactStore:
         self._chunks: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._chunk_bytes = 0
         self._lock = threading.Lock()
+        #: Indexes this instance committed, for its writer's own use (never for reads,
+        #: which verify what the store holds).
+        self._written: OrderedDict[str, ArtifactIndex] = OrderedDict()
 
     # -- writing ----------------------------------------------------------------------
 
     def write(self, session_id: str, stream: Body, tool: str, call_id: str | None = None,
-              label: str | None = None) -> ArtifactReference:
-        """Store one complete tool output; returns its reference (see module docstring)."""
-        return self.write_hashed(keys.session_hash(session_id), stream, tool, call_id, label)
+              label: str | None = None, *, output_kind: OutputKind = "text",
+              output_description: str | None = None) -> ArtifactReference:
+        """Store one complete tool output; returns its reference (see module docstring).
+
+        ``output_kind``/``output_description`` are what the caller detected (the context
+        layer's detector; this layer does not import it) and go into the index.
+        """
+        return self.write_hashed(keys.session_hash(session_id), stream, tool, call_id, label,
+                                 output_kind=output_kind, output_description=output_description)
 
     def write_hashed(self, shash: str, stream: Body, tool: str, call_id: str | None = None,
-                     label: str | None = None) -> ArtifactReference:
+                     label: str | None = None, *, output_kind: OutputKind = "text",
+                     output_description: str | None = None) -> ArtifactReference:
         """:meth:`write` for a caller that holds only the session's hash: a batch job that
         finishes a dead writer's live output (:func:`~s3spill.artifacts.live_finish.finish_lost`)."""
         keys.check_session_hash(shash)
@@ -179,7 +192,7 @@ class ArtifactStore:
         codec = choose_codec(self.config, bytes(sniff))
         for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
             name = keys.new_artifact_name(tool, created_at)
-            encoder = FrameEncoder(self.config, codec)
+            encoder = FrameEncoder(self.config, codec, records=output_kind in ("csv", "tsv"))
             chunks = source() if source is not None else itertools.chain(head, rest or ())
             akey = keys.artifact_key(shash, name)
             try:
@@ -194,10 +207,21 @@ class ArtifactStore:
                 continue
             index = encoder.stats().to_index(
                 session_hash=shash, name=name, created_at=created_at, tool=tool,
-                call_id=call_id, label=label, body_etag=put.etag)
+                call_id=call_id, label=label, body_etag=put.etag, output_kind=output_kind,
+                output_description=output_description)
             self._commit(index, put.size, attempt)
-            return self._reference(index)
+            ref = self._reference(index)
+            with self._lock:
+                self._written[ref.source_id] = index
+                while len(self._written) > _INDEX_CACHE_SIZE:
+                    self._written.popitem(last=False)
+            return ref
         raise AlreadyExists(f"no free artifact name after {MAX_NAME_ATTEMPTS} attempts")
+
+    def written_index(self, ref: ArtifactReference) -> ArtifactIndex | None:
+        """The index this instance committed for ``ref`` (e.g. its CSV record table), if recent."""
+        with self._lock:
+            return self._written.get(ref.source_id)
 
     def _commit(self, index: ArtifactIndex, stored: int, attempt: int) -> None:
         """Create the index, the commit record; the body is readable only from here on."""
@@ -398,6 +422,35 @@ class ArtifactStore:
         data = self._fetch_chunk(art, index, k)
         return index.newlines_before[k] + data[: byte - k * index.chunk_size].count(b"\n")
 
+    def read_bytes(self, source: SourceRef, byte_offset: int = 0, nbytes: int = DEFAULT_BYTES,
+                   max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> BytePage:
+        """Verified bytes by offset, rendered as a hexdump (see :mod:`s3spill.artifacts.bytepage`)."""
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        return build_byte_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
+                               byte_offset=byte_offset, nbytes=nbytes, max_chars=max_chars)
+
+    def read_json(self, source: SourceRef, path: str = "", offset: int = 0,
+                  limit: int = DEFAULT_ELEMENTS, max_chars: int = DEFAULT_MAX_CHARS, *,
+                  session_id: str | None = None) -> JsonPage:
+        """The value at a JSON Pointer, streamed over verified chunks (see
+        :mod:`s3spill.artifacts.jsonpath`); reading stops where the page ends."""
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        page = build_json_page(self._iter_verified(art, index), str(art.source_id), index.size_bytes,
+                               path=path, offset=offset, limit=limit, max_chars=max_chars)
+        log.debug("artifact.read_json", source_id=str(art.source_id), path=path[:200],
+                  elements=len(page.rows), scanned=page.bytes_scanned)
+        return page
+
+    def read_records(self, source: SourceRef, record_offset: int = 0, limit: int = DEFAULT_RECORDS,
+                     max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> RecordPage:
+        """CSV/TSV records by number, header repeated (see :mod:`s3spill.artifacts.recordpage`)."""
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        return build_record_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
+                                 record_offset=record_offset, limit=limit, max_chars=max_chars)
+
     def iter_verified(self, source: SourceRef, session_id: str | None = None) -> Iterator[bytes]:
         """Every chunk in order, each verified; the full SHA-256 is checked at the end."""
         art = self.resolve(source, session_id)
@@ -456,7 +509,13 @@ class ArtifactStore:
         compiled = compile_pattern(pattern, ignore_case=ignore_case)
         art = self.resolve(source, session_id)
         index = self._index(art)
-        return grep_chunks(self._iter_verified(art, index), str(art.source_id), compiled,
-                           context=context, max_matches=max_matches,
-                           expected_lines=index.line_count)
+        result = grep_chunks(self._iter_verified(art, index), str(art.source_id), compiled,
+                             context=context, max_matches=max_matches,
+                             expected_lines=index.line_count)
+        if not index.chunk_records:
+            return result
+        numbered = tuple(m.model_copy(update={"record_number": record_at(
+            index, lambda k: self._fetch_chunk(art, index, k), m.byte_offset)})
+            for m in result.matches)
+        return result.model_copy(update={"matches": numbered})
 

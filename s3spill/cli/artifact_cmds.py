@@ -15,12 +15,16 @@ import sys
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from s3spill import keys
+from s3spill.artifacts.bytepage import DEFAULT_BYTES, MAX_BYTES
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
+from s3spill.context.detect import SNIFF_BYTES, Detection, detect
 from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
 from s3spill.log import get_logger
+from s3spill.models import ArtifactReference
 
 log = get_logger("s3spill.cli.artifacts")
 
@@ -35,13 +39,35 @@ def _artifacts(args: argparse.Namespace) -> tuple[ArtifactStore, str]:
     return ArtifactStore(store_from_args(args), session_id=session), session
 
 
+def _detected(fh: BinaryIO) -> tuple[Detection, Iterator[bytes]]:
+    """The stream's kind from its first bytes, and the stream again from its first byte."""
+    head = bytearray()
+    while len(head) < SNIFF_BYTES and (piece := fh.read(SNIFF_BYTES - len(head))):
+        head += piece
+    found = detect(head, complete=len(head) < SNIFF_BYTES)
+
+    def chunks() -> Iterator[bytes]:
+        yield bytes(head)
+        while piece := fh.read(1024 * 1024):
+            yield piece
+
+    return found, chunks()
+
+
+def _write(arts: ArtifactStore, session: str, fh: BinaryIO, args: argparse.Namespace) -> ArtifactReference:
+    found, chunks = _detected(fh)
+    return arts.write(session, chunks, args.tool, call_id=args.call_id, label=args.label,
+                      output_kind=found.kind,
+                      output_description=found.description if found.kind != "text" else None)
+
+
 def cmd_spill(args: argparse.Namespace) -> int:
     arts, session = _artifacts(args)
     if args.file in (None, "-"):
-        ref = arts.write(session, sys.stdin.buffer, args.tool, call_id=args.call_id, label=args.label)
+        ref = _write(arts, session, sys.stdin.buffer, args)
     else:
         with _input(args.file) as fh:
-            ref = arts.write(session, fh, args.tool, call_id=args.call_id, label=args.label)
+            ref = _write(arts, session, fh, args)
     _mark_active(arts, session)
     if args.json:
         _out(ref.model_dump_json() + "\n")
@@ -95,6 +121,24 @@ def _journal_says(arts: ArtifactStore, session: str) -> Iterator[None]:
 def cmd_read(args: argparse.Namespace) -> int:
     arts, session = _artifacts(args)
     with _journal_says(arts, session):
+        if args.path is not None:
+            doc = arts.read_json(args.source_id, args.path, offset=args.offset, limit=args.limit,
+                                 max_chars=args.max_chars)
+            _out(doc.model_dump_json() + "\n" if args.json else doc.render("cli"))
+            return 0
+        if args.record_offset is not None:
+            rec = arts.read_records(args.source_id, args.record_offset, limit=args.limit,
+                                    max_chars=args.max_chars)
+            _out(rec.model_dump_json() + "\n" if args.json else rec.render("cli"))
+            return 0
+        by_bytes = args.byte_offset is not None or args.bytes is not None
+        by_line = keys.is_live_id(args.source_id) or args.since is not None  # a live output
+        if by_bytes or (not by_line and arts.index(args.source_id).output_kind == "binary"):
+            # A hexdump: plain ASCII, so no byte of the artifact reaches the terminal as a control.
+            got = arts.read_bytes(args.source_id, byte_offset=args.byte_offset or 0,
+                                  nbytes=args.bytes or DEFAULT_BYTES, max_chars=args.max_chars)
+            _out(got.model_dump_json() + "\n" if args.json else got.render("cli"))
+            return 0
         page = arts.read_page(
             args.source_id,
             offset=args.offset,
@@ -150,6 +194,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=DEFAULT_MAX_CHARS,
         help=f"page size in characters, header and footer included (default {DEFAULT_MAX_CHARS})",
     )
+    p.add_argument("--byte-offset", type=count, default=None,
+                   help="read a hexdump from this byte (the default view of a binary artifact)")
+    p.add_argument("--bytes", type=positive, default=None,
+                   help=f"bytes of the hexdump (default {DEFAULT_BYTES}, at most {MAX_BYTES})")
+    p.add_argument("--path", type=utf8, default=None,
+                   help='JSON outputs: show the value at this JSON Pointer (e.g. "/items/0"; "" for'
+                   " the whole document), paged by element (--offset/--limit count elements)")
+    p.add_argument("--record-offset", type=count, default=None,
+                   help="CSV/TSV outputs: page by record from here (records to skip; --limit counts"
+                   " records); every page repeats the header")
     p.add_argument("--since", type=count, metavar="BYTES",
                    help="start at the line holding this byte: a live output's footer gives the"
                         " value that shows only what is new")

@@ -71,6 +71,9 @@ class PointerFacts:
     note: str | None = None
     #: ``tools``: reading back is a call of ``read_tool``/``grep_tool``; ``cli``: a command.
     style: Literal["tools", "cli"] = "tools"
+    #: What kind of output this is and how else it can be read (s3spill.context.detect);
+    #: one or more lines put after the summary, None for plain text.
+    type_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -206,10 +209,18 @@ def pointer_footer(facts: PointerFacts, view: RetainedText) -> str:
         f"{total} bytes, {lines} lines, SHA-256 {facts.sha256[:16]}, "
         f'stored as source_id="{sid}".\n'
         f"Summary: {one_line(facts.summary, 500)}\n"
+        f"{type_lines(facts.type_note)}"
         f"{view_note}{_note_line(facts.note)}"
         f"{how}"
         f"Do not re-run the command: its full output is already stored."
     )
+
+
+def type_lines(note: str | None) -> str:
+    """The type note, each line made safe (no control characters) and bounded."""
+    if not note:
+        return ""
+    return "".join(one_line(line, 600) + "\n" for line in note.splitlines()[:12] if line.strip())
 
 
 def degraded_footer(facts: DegradedFacts, view: RetainedText) -> str:

@@ -7,17 +7,29 @@ promises of the Spiller: the exit status is asked for only once the output has
 ended; the upload is told "end of stream" only after the whole output was read
 without error (otherwise it is abandoned, so a truncated artifact never completes);
 and a result is pointed to only if the upload was accepted before the deadline.
+
+Why over 400 lines: the output's kind (:mod:`s3spill.context.detect`) changes steps of this
+one call — a binary output gets a notice instead of a preview at the inline, clipped,
+pointer and degraded steps, a structured one a preview cut between its elements — and
+those branches need the call's state (buffer, retainer, upload, exit status) that the
+pure renderers in ``context/`` deliberately do not see.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from pydantic import Field
 
+from s3spill.artifacts.bytepage import hexdump
+from s3spill.artifacts.recordpage import total_records
+from s3spill.context.binary import NOTICE_BYTES, BinaryFacts, render_binary, whole_fits
+from s3spill.context.cuts import snap
+from s3spill.context.detect import TEXT, Detection, detect
 from s3spill.context.logcompress import CompressedLog, compress_log
 from s3spill.context.pointer import (
     CLIPPED_MARKER,
@@ -32,6 +44,7 @@ from s3spill.context.pointer import (
 from s3spill.context.policy import SpillPolicy, ToolPolicy
 from s3spill.context.retention import RetainedText, TextRetainer, safe_head_cut
 from s3spill.context.salient import SalientScanner
+from s3spill.context.structured import StructureScanner, render_structured, type_note
 from s3spill.context.tokens import ContextBudget
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record
@@ -105,7 +118,11 @@ class SpillJob:
         self.chunks: Iterator[bytes] = iter(())
         self.retainer = TextRetainer(self.rule.retention())
         self.scanner: SalientScanner | None = None
+        self.structure: StructureScanner | None = None
         self.buffer: bytearray | None = None
+        #: The buffered prefix is the whole output (the stream ended within the limit).
+        self.complete = False
+        self.detected: Detection = TEXT
 
     def ended(self) -> None:
         """The output is fully read: now the exit status can be known."""
@@ -156,6 +173,8 @@ class SpillJob:
         self.retainer.push(prefix)
         if self.scanner is not None:
             self.scanner.push(prefix)
+        if self.structure is not None:
+            self.structure.push(bytes(prefix))
 
     def _run(self) -> SpillResult:
         limit = _inline_limit(self.policy, self.rule)
@@ -168,6 +187,7 @@ class SpillJob:
             if len(buffer) > limit:
                 complete = False
                 break
+        self.complete = complete
         if self.read.error is not None:
             self._retain_prefix()
             self.ended()
@@ -180,6 +200,10 @@ class SpillJob:
             return self._spill()
         self.ended()
         data = bytes(buffer)
+        if not isinstance(self.output, str):
+            self.detected = detect(data, complete=True)
+            if self.detected.kind == "binary":
+                return self._small_binary(data)
         text = self.output if isinstance(self.output, str) else show(data)
         if not self.spillable:
             return self._inline(text, data)
@@ -194,6 +218,26 @@ class SpillJob:
 
     # -- not stored --------------------------------------------------------------------
 
+    def _binary_facts(self, head: bytes, total: int, **extra: Any) -> BinaryFacts:
+        return BinaryFacts(tool=self.tool, description=self.detected.description, total_bytes=total,
+                           rows=tuple(hexdump(head)), mime=self.detected.mime, call_id=self.call_id,
+                           exit_code=self.exit_code, read_tool=self.policy.read_tool,
+                           style=self.policy.pointer_style, **extra)
+
+    def _small_binary(self, data: bytes) -> SpillResult:
+        """A binary output under every threshold: all of it as a hexdump if that fits, else
+        stored (a tool result the model cannot read raw is never pasted raw)."""
+        facts = self._binary_facts(data, len(data), sha256=hashlib.sha256(data).hexdigest(),
+                                   whole=True)
+        budget = self._budget()
+        if whole_fits(facts, budget) and not self.policy.should_externalize(
+                render_binary(facts, budget)[0], self.tool):
+            return self.result(render_binary(facts, budget)[0], "inline", len(data), 0)
+        if self.spillable:
+            return self._spill()
+        text, _ = render_binary(self._binary_facts(data[:NOTICE_BYTES], len(data)), budget)
+        return self.result(text, "clipped", len(data), len(data))
+
     def _inline(self, text: str, data: bytes) -> SpillResult:
         if len(text) <= self.policy.hard_cap_chars:
             return self.result(text, "inline", len(data), 0)
@@ -204,8 +248,15 @@ class SpillJob:
 
         Cut in bytes, so the omitted count is exact even for invalid UTF-8; a byte that is
         not UTF-8 shows as four characters (``\\xHH``), so the cut moves back until the
-        display form fits the hard cap.
+        display form fits the hard cap. A binary output gets the binary notice (its first
+        bytes as hex) instead.
         """
+        if not isinstance(self.output, str):
+            self.detected = detect(data)
+            if self.detected.kind == "binary":
+                text, _ = render_binary(self._binary_facts(data[:NOTICE_BYTES], total),
+                                        self._budget())
+                return self.result(text, "clipped", total, total)
         cap = self.policy.hard_cap_chars
         room = max(0, cap - len(CLIPPED_MARKER))
         cut = safe_head_cut(data, room)
@@ -224,15 +275,18 @@ class SpillJob:
         is the whole output when it would have been inline anyway (compression was the
         only reason to store it), returned as it is if the store fails.
         """
-        if self.policy.salient_lines and view is None:
+        self.detected = detect(self.buffer or b"", complete=self.complete)
+        if self.detected.structured and view is None:
+            self.structure = StructureScanner(self.detected)
+        elif self.policy.salient_lines and view is None and self.detected.kind != "binary":
             self.scanner = SalientScanner(skip_bytes=self.rule.smallest_head(),
                                           max_lines=self.policy.salient_lines,
                                           max_line_bytes=self.policy.salient_line_bytes,
                                           max_scan_bytes=self.policy.salient_scan_bytes)
 
-        upload = self.sink.open(self.tool, self.call_id, self.label)
-        started = time.monotonic()
         prefix = bytes(self.buffer or b"")
+        upload = self.sink.open(self.tool, self.call_id, self.label, self.detected)
+        started = time.monotonic()
         self._retain_prefix()
         for start in range(0, len(prefix), CHUNK_BYTES):
             if not upload.feed(prefix[start : start + CHUNK_BYTES]):
@@ -261,6 +315,8 @@ class SpillJob:
         self.retainer.push(chunk)
         if self.scanner is not None:
             self.scanner.push(chunk)
+        if self.structure is not None:
+            self.structure.push(chunk)
         if not upload.failed:
             upload.feed(chunk)
 
@@ -276,15 +332,29 @@ class SpillJob:
 
     def _pointer(self, ref: ArtifactReference, view: CompressedLog | None = None) -> SpillResult:
         retained = self.retainer.finish()
+        if self.detected.kind == "binary":
+            notice = self._binary_facts(retained.head[:NOTICE_BYTES], ref.size_bytes,
+                                        sha256=ref.sha256, source_id=ref.source_id)
+            text, held = render_binary(notice, self._budget())
+            return self.result(text, "pointer" if held else "pointer_hard_cap", ref.size_bytes,
+                               ref.size_bytes, artifact=ref)
         facts = PointerFacts(
             source_id=ref.source_id, tool=self.tool, sha256=ref.sha256,
             summary=summarize(retained, self.tool, self.exit_code, self.policy.summary_chars),
             call_id=self.call_id, exit_code=self.exit_code, total_bytes=ref.size_bytes,
             line_count=ref.line_count, read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
             view=view.describe() if view is not None else None, note=self.note,
-            style=self.policy.pointer_style,
+            style=self.policy.pointer_style, type_note=self._type_note(),
         )
         head, tail = self.rule.preview(self.exit_code)
+        if self.structure is not None:
+            try:
+                rendered = render_structured(facts, retained, self.detected.kind, head_bytes=head,
+                                             tail_bytes=tail, budget=self._budget(),
+                                             note=self._structured_note(retained, ref))
+                return self._from_rendered(rendered, retained, artifact=ref)
+            except Exception as exc:  # noqa: BLE001 - the typed preview is extra: show it as text
+                log.warning("spill.typed_preview_failed", tool=self.tool, error=describe_error(exc))
         shown = RetainedText.of(view.text) if view is not None else retained
         salient = self._salient()
         rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
@@ -298,16 +368,52 @@ class SpillJob:
                                artifact=ref)
         return self._from_rendered(rendered, retained, artifact=ref)
 
+    def _structured_note(self, retained: RetainedText,
+                         ref: ArtifactReference) -> Callable[[RetainedText | None], str]:
+        structure = self.structure
+        assert structure is not None
+        outline = structure.outline()
+        records: int | None = None
+        if self.detected.kind == "ndjson":
+            records = retained.line_count
+        elif self.detected.kind in ("csv", "tsv"):
+            # Counted once, by the writer's record table (the index), not a second time here.
+            index = self.sink.artifacts.written_index(ref)
+            records = total_records(index) if index is not None and index.chunk_records else None
+
+        def note(view: RetainedText | None) -> str:
+            return type_note(self.detected, view, read_tool=self.policy.read_tool, outline=outline,
+                             total_records=records,
+                             record_pages=self.detected.kind in ("csv", "tsv"),
+                             style=self.policy.pointer_style)
+
+        return note
+
+    def _type_note(self) -> str | None:
+        if self.detected.kind == "text":
+            return None
+        return f"Type: {self.detected.description} (detected from the first bytes)."
+
     def _degraded(self, reason: str, waited: float | None = None) -> SpillResult:
         retained = self.retainer.finish()
         log.warning("spill.degraded", tool=self.tool, session_hash=self.sink.session_hash,
                     bytes=retained.total_bytes, reason=reason,
                     waited=None if waited is None else round(waited, 3))
+        if self.detected.kind == "binary":
+            notice = self._binary_facts(retained.head[:NOTICE_BYTES], retained.total_bytes,
+                                        reason=reason)
+            text, held = render_binary(notice, self._budget())
+            return self.result(text, "degraded" if held else "degraded_hard_cap",
+                               retained.total_bytes, retained.total_bytes, reason=reason)
         try:
             facts = DegradedFacts(tool=self.tool, reason=reason, call_id=self.call_id,
                                   exit_code=self.exit_code, note=self.note)
             head, tail = self.rule.preview(self.exit_code)
-            rendered = render_degraded(facts, retained, head_bytes=head, tail_bytes=tail,
+            shown = retained
+            if self.structure is not None:  # JSON/records: cut between elements here too
+                shown = snap(retained.narrow(head, tail), self.detected.kind)
+                head, tail = len(shown.head), len(shown.tail)
+            rendered = render_degraded(facts, shown, head_bytes=head, tail_bytes=tail,
                                        budget=self._budget(), salient=self._salient())
         except Exception as exc:  # noqa: BLE001 - the renderer itself failed: fixed marker
             log.warning("spill.render_failed", tool=self.tool, error=describe_error(exc))

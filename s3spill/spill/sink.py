@@ -10,12 +10,14 @@ surface to what a harness calls.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from s3spill.artifacts.store import ArtifactStore
+from s3spill.context.detect import Detection, detect
 from s3spill.errors import StoreCapabilityError
 from s3spill.keys import session_hash
 from s3spill.log import get_logger
@@ -52,12 +54,18 @@ class SpillSink:
         self._uploads: list[BoundedUpload[ArtifactReference]] = []
         self._uploads_lock = threading.Lock()
 
-    def open(self, tool: str, call_id: str | None = None,
-             label: str | None = None) -> BoundedUpload[ArtifactReference]:
-        """An upload the caller feeds; it stalls the caller at most ``store_deadline``."""
+    def open(self, tool: str, call_id: str | None = None, label: str | None = None,
+             detected: Detection | None = None) -> BoundedUpload[ArtifactReference]:
+        """An upload the caller feeds; it stalls the caller at most ``store_deadline``.
+
+        ``detected`` is the output's kind, recorded in the index (plain text when None).
+        """
+        kind = detected.kind if detected is not None else "text"
+        description = detected.description if detected is not None and kind != "text" else None
 
         def write(stream: Iterator[bytes]) -> ArtifactReference:
-            return self.artifacts.write(self.session_id, stream, tool, call_id=call_id, label=label)
+            return self.artifacts.write(self.session_id, stream, tool, call_id=call_id, label=label,
+                                        output_kind=kind, output_description=description)
 
         return BoundedUpload(write, stall_timeout=self.store_deadline, depth=self.queue_depth)
 
@@ -72,11 +80,20 @@ class SpillSink:
 
     def store_blob(self, chunks: Iterable[bytes], tool: str, call_id: str | None = None,
                    label: str | None = None) -> tuple[ArtifactReference | None, str | None]:
-        """Store chunks already in hand as one artifact, within the deadline: (reference, reason)."""
-        upload = self.open(tool, call_id, label)
+        """Store chunks already in hand as one artifact, within the deadline: (reference, reason).
+
+        The kind is detected from the first chunk, so an image block is stored as the
+        image it is (binary, its format and size in the index), not as text.
+        """
+        source = iter(chunks)
+        try:
+            first = next(source, b"")
+        except Exception as exc:  # noqa: BLE001 - a failing source: nothing to store
+            return None, f"reading the output failed: {describe_error(exc)}"
+        upload = self.open(tool, call_id, label, detect(first))
         total = 0
         try:
-            for chunk in chunks:
+            for chunk in itertools.chain((first,), source):
                 total += len(chunk)
                 if not upload.feed(chunk):
                     break

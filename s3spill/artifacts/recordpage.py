@@ -1,0 +1,190 @@
+"""One page of a CSV/TSV artifact by *record*: the header on top, records whole, exact counts.
+
+Why not lines: a quoted field may hold newlines, so a line page can end inside a record
+and a record's number is not its line's. A record page starts at a record (located through
+the index's record table, one chunk scanned), shows each record whole — its embedded
+newlines as continuation rows marked ``+`` — repeats the header (record 1) on every page
+that does not start with it, and says which ``record_offset`` continues. Bytes that are not
+UTF-8 are shown as on line pages (``!`` rows, ``\\xHH``; :mod:`s3spill.textview`).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict
+
+from s3spill.artifacts.index import ArtifactIndex, decode_units
+from s3spill.artifacts.paging import ArgStyle, spell_args
+from s3spill.artifacts.records import record_end_positions
+from s3spill.errors import InvalidRequest
+from s3spill.textview import escape, unescape
+
+DEFAULT_RECORDS = 500
+_PREFIX = 8  # "  123456" / "      +" plus a tab
+
+Fetch = Callable[[int], bytes]
+
+
+class RecordRow(BaseModel):
+    """One record as shown: its 1-based number, its lines (display form), whether it is cut."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    number: int
+    lines: tuple[str, ...]
+    escaped: bool
+    cut: bool
+
+    def render(self) -> list[str]:
+        mark = "!" if self.escaped else ""
+        first = f"{self.number:>6}{mark}\t{self.lines[0]}"
+        return [first, *(f"{'+':>6}{mark}\t{line}" for line in self.lines[1:])]
+
+    def raw(self) -> bytes:
+        """The record's bytes without its terminator (a cut record: the part shown)."""
+        return b"\n".join(unescape(line, self.escaped) for line in self.lines)
+
+
+class RecordPage(BaseModel):
+    """A window of records, the header, and where to continue."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source_id: str
+    kind: str
+    record_offset: int
+    total_records: int
+    header: RecordRow | None
+    rows: tuple[RecordRow, ...]
+    eof: bool
+    next_record_offset: int | None
+    size_bytes: int
+
+    def render(self, style: ArgStyle = "call") -> str:
+        """The records; ``style`` spells the footer's arguments for the reader's surface."""
+        label = self.kind.upper()
+        if self.rows:
+            span = f"records {self.rows[0].number:,}-{self.rows[-1].number:,} of {self.total_records:,}"
+        else:
+            span = "no records"
+        out = [f"[{self.source_id} | {span} | {label}, {self.size_bytes:,} bytes]"]
+        if self.header is not None:
+            out += ["[header (record 1), repeated:]", *self.header.render()]
+        for row in self.rows:
+            out += row.render()
+            if row.cut:
+                out.append("[this record is longer than a page and is cut; read its lines with offset=]")
+        if self.eof:
+            out.append(f"[EOF: record {self.total_records:,} is the last record]")
+        else:
+            out.append("[more records follow; continue with "
+                       f"{spell_args(style, record_offset=self.next_record_offset)}]")
+        return "\n".join(out) + "\n"
+
+
+def total_records(index: ArtifactIndex) -> int:
+    ends = index.records_before[-1] if index.chunk_records else 0
+    return ends + (0 if index.size_bytes == 0 or index.ends_with_newline else 1)
+
+
+def record_at(index: ArtifactIndex, fetch: Fetch, byte: int) -> int:
+    """The 1-based number of the record holding byte ``byte`` (one chunk is scanned)."""
+    k = min(byte // index.chunk_size, index.chunk_count - 1)
+    local = byte - k * index.chunk_size
+    ends = record_end_positions(fetch(k)[:local], index.chunk_quoted[k])
+    return index.records_before[k] + len(ends) + 1
+
+
+def _record_start(index: ArtifactIndex, fetch: Fetch, skip: int) -> int:
+    """Byte where record ``skip`` (0-based) starts: just after the ``skip``-th record end."""
+    if skip == 0:
+        return 0
+    before = index.records_before
+    k = bisect_left(before, skip) - 1  # the chunk holding the skip-th record end
+    ends = record_end_positions(fetch(k), index.chunk_quoted[k])
+    return k * index.chunk_size + ends[skip - before[k] - 1]
+
+
+def _row(number: int, raw: bytes, budget: int, cut: bool) -> RecordRow:
+    body = raw[:-1] if raw.endswith(b"\n") else raw
+    if body.endswith(b"\r"):
+        body = body[:-1]
+    text = decode_units(body)
+    if len(text) > budget:
+        text, cut = text[: max(1, budget)], True
+    pieces = [escape(line) for line in text.split("\n")]
+    escaped = any(flag for _, flag in pieces)
+    # One mark per record: when any line is escaped, every line's backslashes are doubled.
+    lines = tuple(shown if flag or not escaped else shown.replace("\\", "\\\\")
+                  for shown, flag in pieces)
+    return RecordRow(number=number, lines=lines, escaped=escaped, cut=cut)
+
+
+def _records_from(index: ArtifactIndex, fetch: Fetch, start: int, limit: int,
+                  max_bytes: int) -> tuple[list[bytes], bool]:
+    """Up to ``limit`` raw records from byte ``start`` (each with its terminator), and whether
+    the last one was cut at ``max_bytes`` (a record longer than a page)."""
+    c = index.chunk_size
+    k = start // c
+    buf = bytearray(fetch(k)[start - k * c :])
+    out: list[bytes] = []
+    while True:
+        ends = record_end_positions(bytes(buf), False)
+        taken = 0
+        for end in ends:
+            out.append(bytes(buf[taken:end]))
+            taken = end
+            if len(out) == limit:
+                return out, False
+        del buf[:taken]
+        k += 1
+        if k >= index.chunk_count:
+            if buf:
+                out.append(bytes(buf))
+            return out, False
+        if len(buf) > max_bytes:
+            out.append(bytes(buf[:max_bytes]))
+            return out, True
+        buf += fetch(k)
+
+
+def build_record_page(index: ArtifactIndex, fetch: Fetch, source_id: str, *, record_offset: int = 0,
+                      limit: int = DEFAULT_RECORDS, max_chars: int = 40_000) -> RecordPage:
+    """Records from ``record_offset`` (records to skip; the header is record 0 to skip)."""
+    if index.output_kind not in ("csv", "tsv") or not index.chunk_records:
+        raise InvalidRequest(f"{source_id} is not a CSV/TSV artifact: read it by line (offset=)")
+    if record_offset < 0 or limit < 1:
+        raise InvalidRequest("record_offset must be >= 0 and limit >= 1")
+    total = total_records(index)
+    if record_offset >= max(total, 1):
+        raise InvalidRequest(f"record_offset {record_offset} is beyond the end of {source_id}: it has"
+                             f" {total} records (record_offset 0-{max(total - 1, 0)})")
+    budget = max_chars - len(source_id) - 160
+    if budget < 200:
+        raise InvalidRequest(f"max_chars={max_chars} is too small for a record page")
+    header = None
+    if record_offset > 0:
+        first, cut = _records_from(index, fetch, 0, 1, budget // 2)
+        header = _row(1, first[0], budget // 2, cut)
+        budget -= sum(len(line) + _PREFIX for line in header.lines) + 40
+    start = _record_start(index, fetch, record_offset)
+    raws, cut_last = _records_from(index, fetch, start, limit, max(budget, 1) * 4)
+    rows: list[RecordRow] = []
+    for i, raw in enumerate(raws):
+        number = record_offset + i + 1
+        row = _row(number, raw, budget - _PREFIX, cut_last and i == len(raws) - 1)
+        cost = sum(len(line) + 1 for line in row.lines) + _PREFIX * len(row.lines)
+        if rows and (cost > budget or row.cut):
+            break  # starts the next page (whole, or cut there if it is larger than a page)
+        rows.append(row)
+        budget -= cost
+        if row.cut:
+            break
+    end = record_offset + len(rows)
+    eof = end >= total and not (rows and rows[-1].cut)
+    return RecordPage(source_id=source_id, kind=index.output_kind, record_offset=record_offset,
+                      total_records=total, header=header, rows=tuple(rows), eof=eof,
+                      next_record_offset=None if eof else end,
+                      size_bytes=index.size_bytes)
