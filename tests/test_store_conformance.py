@@ -138,6 +138,19 @@ def test_list_returns_keys_relative_to_the_root(store: ObjectStore) -> None:
     assert {info.size for info in store.list("b/")} == {3}
 
 
+def test_list_is_in_key_order_and_list_after_starts_past_a_key(store: ObjectStore) -> None:
+    """Both backends list in byte order of the whole key (a file "a0" after "a/x") and
+    list_after yields exactly the keys after its bound, a directory's worth skipped or not."""
+    keys = ["a-b", "a/x", "a/y/z", "a0", "a1/q", "b", "v1/owner0", "v1/owner/x"]
+    for key in keys:
+        store.put_if_absent(key, b"k")
+    assert [info.key for info in store.list()] == sorted(keys)
+    for bound in ["", "a", "a/", "a/x", "a/y", "a/y/z", "a0", "a1", "v1/owner/\U0010ffff", "zz"]:
+        expected = [k for k in sorted(keys) if k > bound]
+        assert [info.key for info in store.list_after("", bound)] == expected, bound
+    assert [info.key for info in store.list_after("a/", "a/x")] == ["a/y/z"]
+
+
 HOSTILE = st.one_of(
     st.sampled_from(["../x", "../../etc/passwd", "/abs/key", "a/../../b", "a\x00b", "%2e%2e/x",
                      "a/%2e%2e/b", "..", ".", "./a", "a//b", "a/", "x" * 10_000, "é/ü", "🔥",

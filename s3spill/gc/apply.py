@@ -115,7 +115,8 @@ def apply_cleanup(
     run_id = f"{plan.plan_id[:40]}-{secrets.token_hex(4)}"
     applier = SessionApplier(meter, policy, method, ledger_factory, run_id,
                              now or (lambda: datetime.now(UTC)), tally, dry,
-                             planned_at=plan.header.created_at)
+                             planned_at=plan.header.created_at,
+                             authenticated_plan=plan.footer.mac is not None)
     with _held(store, plan, lock, lock_wait, deletes=not dry) as held:
         interrupted = _run_sessions(plan, applier, config or TransferConfig(),
                                     _renewing(progress, held), stop)

@@ -41,6 +41,7 @@ from s3spill.gc.planfile import PlanEntry
 from s3spill.leases.evidence import HistoryEvidence, read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo
+from s3spill.store.commit import committed_digest
 
 __all__ = ["FP_AFTER_CONDEMN", "FP_AFTER_DELETE", "SessionApplier", "Tally"]
 
@@ -94,9 +95,12 @@ class SessionApplier:
 
     def __init__(self, store: MeteredStore, policy: CleanupPolicy, method: DeleteMethod,
                  ledger_factory: LedgerFactory, run_id: str, now: Callable[[], datetime],
-                 tally: Tally, dry_run: bool, planned_at: datetime | None = None) -> None:
+                 tally: Tally, dry_run: bool, planned_at: datetime | None = None, *,
+                 authenticated_plan: bool = False) -> None:
         self.store = store
         self.planned_at = planned_at
+        #: The plan's MAC was verified: its digests are the planner's, not an editor's.
+        self.authenticated_plan = authenticated_plan
         self.policy = policy
         self.method = method
         self.ledger_factory = ledger_factory
@@ -301,6 +305,7 @@ class SessionApplier:
                 self._record(w, "retained_error", f"condemnation failed: {type(exc).__name__}")
             return
         failpoints.failpoint(FP_AFTER_CONDEMN)
+        listed = self._listed_after_condemnation(shash, work)
         gone: list[str] = []
         lift: list[str] = []
         # One directory fsync per batch on the local store; durable before DELETED is recorded.
@@ -311,7 +316,7 @@ class SessionApplier:
                     self._record(w, *_NOT_CONDEMNED.get(verdict, ("retained_error",
                                                                   f"journal answered {verdict!r}")))
                     continue
-                self._delete_condemned(shash, w, facts, gone, lift)
+                self._delete_condemned(shash, w, facts, gone, lift, listed.get(w.name))
         failpoints.failpoint(FP_AFTER_DELETE)
         try:
             ledger.finish(gone, lift, run_id=self.run_id, reason="race_detected")
@@ -319,12 +324,49 @@ class SessionApplier:
             # Harmless: the condemnations stand and the next run finishes or lifts them.
             log.warning("gc.apply.finish_deferred", session_hash=shash, error=type(exc).__name__)
 
+    def _listed_after_condemnation(self, shash: str, work: list[_Work]) -> dict[str, ObjectInfo]:
+        """The session's artifact bodies as one listing shows them now, after the fence.
+
+        Why: for an artifact whose digest the plan read from its commit record, this one
+        LIST (a request per 1,000 objects) stands in for a HEAD per artifact; the
+        ``If-Match`` delete then proves the object is still the listed one. Only with
+        conditional deletes; empty (every artifact HEADed) when the listing fails.
+        """
+        if self.method != "if_match" or not any(
+                w.entry is not None and w.entry.snapshot is not None and w.entry.snapshot.committed
+                for w in work):
+            return {}
+        wanted = {w.name for w in work if w.entry is not None and w.entry.snapshot is not None
+                  and w.entry.snapshot.committed}
+        found: dict[str, ObjectInfo] = {}
+        try:
+            for info in self.store.list(keys.session_prefix(shash) + "artifacts/"):
+                parsed = keys.parse_key(info.key)
+                if parsed.kind == "artifact" and parsed.name in wanted:
+                    found[str(parsed.name)] = info
+        except StoreError as exc:
+            log.info("gc.apply.listing_failed", session_hash=shash, error=type(exc).__name__)
+            return {}
+        return found
+
+    def _record_digest(self, shash: str, name: str) -> Callable[[str], str | None]:
+        """Reads the digest the artifact's commit record gives the body with a given ETag.
+
+        Why, for a plan without a MAC: the fence is keyed by the digest the condemnation
+        names, and whoever can write an unauthenticated plan file could name another, so
+        that a claim racing into the condemnation would not see it. One GET of the record
+        (which pins the ETag) settles it; an authenticated plan's digest is the planner's.
+        """
+        return lambda etag: committed_digest(self.store, keys.index_key(shash, name), etag,
+                                             shash=shash, name=name)
+
     def _delete_condemned(self, shash: str, w: _Work, facts: SessionFacts, gone: list[str],
-                          lift: list[str]) -> None:
+                          lift: list[str], listed: ObjectInfo | None) -> None:
         """Revalidate and delete one fenced artifact; say whether to finish, lift or keep it condemned."""
         key = keys.artifact_key(shash, w.name)
-        outcome, reason, attempted = self.deleter.revalidate_and_delete(w.fact, key,
-                                                                        self._young(facts, w.name))
+        record = None if self.authenticated_plan else self._record_digest(shash, w.name)
+        outcome, reason, attempted = self.deleter.revalidate_and_delete(
+            w.fact, key, self._young(facts, w.name), listed=listed, record_digest=record)
         if outcome in ("deleted", "already_missing"):
             gone.append(w.name)
             self.deleter.delete_index(w.index if w.index is not None

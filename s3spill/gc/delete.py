@@ -57,15 +57,20 @@ def choose_delete_method(caps: StoreCapabilities, *, force_unverified: bool = Fa
 
 
 def snapshot_mismatch(snap: ObjectSnapshot | CondemnFact, head: ObjectInfo,
-                      method: DeleteMethod) -> str | None:
-    """Why ``head`` is not the object the snapshot describes, or ``None``."""
+                      method: DeleteMethod, *, committed: bool = False) -> str | None:
+    """Why ``head`` is not the object the snapshot describes, or ``None``.
+
+    ``committed``: the plan read the digest from the body's commit record, which pins the
+    ETag compared here, so a listing (which carries no metadata) is enough.
+    """
     if snap.etag is not None and head.etag != snap.etag:
         return "ETag changed"
     if snap.size is not None and head.size != snap.size:
         return "size changed"
     # A body that keeps its digest in its commit record (s3spill.store.commit) reports none
     # itself; the ETag compared above pins it to the body whose digest the plan read.
-    if snap.sha256 is not None and not defers_digest(head) and head.sha256 != snap.sha256:
+    if (snap.sha256 is not None and not committed and not defers_digest(head)
+            and head.sha256 != snap.sha256):
         return "SHA-256 changed"
     if method == "version_pinned" and snap.version_id and head.version_id != snap.version_id:
         return "version changed"
@@ -124,17 +129,42 @@ class ConditionalDeleter:
                               last_modified=head.last_modified)
 
     def revalidate_and_delete(self, snap: ObjectSnapshot | CondemnFact, key: str,
-                              young: AgeCheck | None = None) -> tuple[ApplyOutcome, str, bool]:
-        """HEAD, compare, re-judge its age, delete. Returns (outcome, reason, delete_was_attempted)."""
-        try:
-            head = self.store.head(key)
-        except NotFound:
-            return "already_missing", "object already gone", False
-        except StoreError as exc:
-            return "retained_error", f"HEAD failed: {type(exc).__name__}", False
-        changed = snapshot_mismatch(snap, head, self.method)
+                              young: AgeCheck | None = None, *, listed: ObjectInfo | None = None,
+                              record_digest: Callable[[str], str | None] | None = None,
+                              ) -> tuple[ApplyOutcome, str, bool]:
+        """HEAD, compare, re-judge its age, delete. Returns (outcome, reason, delete_was_attempted).
+
+        ``listed``: the object as a listing taken after the condemnation shows it, for a
+        snapshot whose digest the plan read from the commit record (``committed``). Then
+        no HEAD is sent: the listing gives the ETag, size and age to judge, and the
+        ``If-Match`` delete on that ETag fails if the object changed since. An object the
+        listing does not show is HEADed after all (a missing object is never assumed).
+
+        ``record_digest`` (for a plan whose digests are not authenticated): reads the digest
+        the commit record gives the body with an ETag; a body whose digest lives there must
+        have the one the snapshot names, or it is not deleted.
+        """
+        committed = listed is not None and self.method == "if_match"
+        if committed:
+            assert listed is not None
+            head = listed
+        else:
+            try:
+                head = self.store.head(key)
+            except NotFound:
+                return "already_missing", "object already gone", False
+            except StoreError as exc:
+                return "retained_error", f"HEAD failed: {type(exc).__name__}", False
+        changed = snapshot_mismatch(snap, head, self.method, committed=committed)
         if changed:
             return "race_detected", f"{changed} since the plan", False
+        if record_digest is not None and (committed or defers_digest(head)):
+            try:
+                recorded = record_digest(head.etag)
+            except StoreError as exc:
+                return "retained_error", f"commit record unreadable: {type(exc).__name__}", False
+            if recorded != snap.sha256:
+                return "race_detected", "its commit record names another digest than the plan", False
         why = young(head) if young is not None else None
         if why:
             return "retained_recent", why, False

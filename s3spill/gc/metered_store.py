@@ -110,12 +110,19 @@ class MeteredStore(WrappedStore):
         self._run("delete_version", lambda: self.inner.delete_version(key, version_id))
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        return self._pages(self.inner.list(prefix))
+
+    def list_after(self, prefix: str, start_after: str) -> Iterator[ObjectInfo]:
+        return self._pages(self.inner.list_after(prefix, start_after))
+
+    def _pages(self, listing: Iterator[ObjectInfo]) -> Iterator[ObjectInfo]:
         # One count per page would need the backend's page size; count the call and
-        # every 1,000 keys (S3's page) so the figure tracks real LIST requests.
+        # every 1,000 keys (S3's page) so the figure tracks real LIST requests. The
+        # call is counted when the listing starts, as S3 sends its first page then.
         self._pace()
         with self._lock:
             self.requests["list"] += 1
-        for n, info in enumerate(self.inner.list(prefix), 1):
+        for n, info in enumerate(listing, 1):
             if n % 1000 == 0:
                 self._pace()
                 with self._lock:

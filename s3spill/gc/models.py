@@ -174,13 +174,20 @@ class CleanupScope(Record):
         return cls(shard_index=int(match.group(1)), shard_count=int(match.group(2)))
 
     def covers_session(self, shash: str) -> bool:
+        """Shard K of N holds one contiguous range of the hash space (:mod:`s3spill.gc.shards`)."""
         if self.session_hash is not None:
             return shash == self.session_hash
-        return int(shash[:8], 16) % self.shard_count == self.shard_index
+        lo, hi = hash_bounds(self.shard_index, self.shard_count)
+        return lo <= int(shash[:8], 16) < hi
 
-    def covers_sessionless(self) -> bool:
-        """Keys that belong to no session are reported by shard 0 of a whole-store scope."""
-        return self.session_hash is None and self.shard_index == 0
+
+_HASH_SPACE = 1 << 32
+
+
+def hash_bounds(index: int, count: int) -> tuple[int, int]:
+    """Shard ``index`` of ``count`` holds sessions whose hash's first 32 bits are in ``[lo, hi)``:
+    ``[ceil(index·2³²/count), ceil((index+1)·2³²/count))``."""
+    return -((-index * _HASH_SPACE) // count), -((-(index + 1) * _HASH_SPACE) // count)
 
 
 class ObjectSnapshot(Record):
@@ -193,6 +200,9 @@ class ObjectSnapshot(Record):
     size: int = Field(ge=0)
     last_modified: datetime
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    #: The digest came from the body's commit record, which pins this ETag: apply may then
+    #: revalidate from a listing (ETag, size, age) and let ``If-Match`` prove the rest.
+    committed: bool = False
 
 
 class ApplyItem(Record):

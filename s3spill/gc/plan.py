@@ -2,10 +2,11 @@
 
 Why read-only and streaming: a plan is evidence that must be reviewable before
 anything is deleted, and the store may hold millions of objects. The listing is
-consumed lazily; objects are grouped by session (both backends list a session's keys
-contiguously — a listing that is not grouped is refused rather than half-trusted),
-each session's journal is folded once for its claim view, and the entries go straight
-to a JSON Lines file. Memory is bounded by the largest session, not the store.
+consumed lazily, only over the scope's own key ranges (:mod:`s3spill.gc.shards`);
+objects are grouped by session (both backends list in key order, so a session's keys
+are contiguous — a listing out of order is refused rather than half-trusted), each
+session's journal is folded once for its claim view, and the entries go straight to a
+JSON Lines file. Memory is bounded by the largest session, not the store.
 
 Every object gets exactly one status (see :mod:`s3spill.gc.models`). Only artifacts
 and their ``.idx`` sidecars can ever be ``planned_delete``; journal manifests and
@@ -23,12 +24,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from s3spill.config import TransferConfig
-from s3spill.errors import CleanupRefused, NotFound, S3SpillError
+from s3spill.errors import NotFound, S3SpillError
 from s3spill.gc.fence import NO_MANIFEST_REASON, SessionFacts, journal_doubts, read_session_facts
 from s3spill.gc.models import (
     CleanupPolicy,
@@ -39,11 +40,12 @@ from s3spill.gc.models import (
     PlanStatus,
 )
 from s3spill.gc.planfile import CleanupPlan, PlanEntry, PlanHeader, PlanWriter
-from s3spill.keys import OWNER, SESSIONS, ParsedKey, parse_key, session_prefix
+from s3spill.gc.shards import list_scope
+from s3spill.keys import OWNER, SESSIONS, ParsedKey, parse_key
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore
-from s3spill.store.commit import content_info
+from s3spill.store.commit import COMMIT_SIDECAR, META_COMMIT, committed_digest, content_info, defers_digest
 from s3spill.store.conditional_writes import require_conditional_writes
 
 log = get_logger("s3spill.gc")
@@ -74,6 +76,7 @@ def snapshot_of(info: ObjectInfo) -> ObjectSnapshot:
     return ObjectSnapshot(
         key=info.key, etag=info.etag, version_id=info.version_id, size=info.size,
         last_modified=info.last_modified, sha256=info.sha256,
+        committed=info.sha256 is not None and defers_digest(info),
     )
 
 
@@ -119,6 +122,8 @@ class _Planner:
         self.planned = 0
         self.sessions = 0
         self.heads = 0
+        self.index_reads = 0
+        self._versioned = store.capabilities().versioning
         self._lock = threading.Lock()
         self._local = threading.local()
 
@@ -173,6 +178,31 @@ class _Planner:
             return content_info(self.store, self.store.head(key))
         except NotFound:
             return None
+
+    def _content(self, shash: str, name: str, info: ObjectInfo, index: ObjectInfo | None
+                 ) -> ObjectInfo | None:
+        """``info`` with its content SHA-256, from as few requests as the listing allows.
+
+        Why no HEAD per artifact: a listing already gives key, size, ETag and
+        LastModified; what it lacks is the content digest, which an artifact written by
+        :class:`~s3spill.artifacts.store.ArtifactStore` keeps in its commit record — so
+        one GET of the ``.idx`` (listed, so known to exist) gives the digest and, through
+        the body ETag it pins, ties it to the listed body. A local listing carries the
+        metadata itself. Only a body the commit record does not vouch for (version 1,
+        or not written by the artifact store), or a store that claims versioning (whose
+        version id a listing omits), costs the HEAD it always did. Apply revalidates by
+        HEAD before it deletes either way; ``None``: the object is gone.
+        """
+        if info.sha256 is not None or defers_digest(info):  # a listing with metadata (local)
+            return content_info(self.store, info)
+        if index is not None and not self._versioned:
+            with self._lock:
+                self.index_reads += 1
+            sha = committed_digest(self.store, index.key, info.etag, shash=shash, name=name)
+            if sha is not None:
+                # Marked as a HEAD of a version 2 body is: its digest is the record's.
+                return replace(info, sha256=sha, metadata={META_COMMIT: COMMIT_SIDECAR})
+        return self._head(info.key)
 
     def _recent(self, created: datetime, facts: SessionFacts, name: str) -> str | None:
         """Why an unclaimed object is still too young to go, or ``None``."""
@@ -264,7 +294,7 @@ class _Planner:
                        index=idx, reason="an owner slot holds a published reference to it")
             return
         if claims:
-            head = self._head(info.key)
+            head = self._content(shash, name, info, index)
             if head is None:
                 digests = ",".join(sorted({c.sha256[:16] for c in claims}))
                 self._emit("missing_referenced", "claim", None, shash=shash, name=name,
@@ -290,7 +320,7 @@ class _Planner:
             self._emit("retained_limit", "artifact", info, shash=shash, name=name, size=size, index=idx,
                        reason=f"max_deletions={self.policy.max_deletions} reached")
             return
-        head = self._head(info.key)
+        head = self._content(shash, name, info, index)
         if head is None:
             return
         if head.sha256 is None:
@@ -319,37 +349,24 @@ class _Planner:
                    reason="sidecar without its artifact, older than orphan_ttl", snapshot=snapshot_of(info))
 
 
-def _placement(parsed: ParsedKey, shash: str | None, scope: CleanupScope) -> str:
-    """``group`` (a session's object), ``loose`` (reported alone) or ``skip`` (outside the scope)."""
-    if parsed.kind == "owner":
-        # Owner slots live outside the session prefix; they are reported, never grouped.
-        return "loose" if shash and scope.covers_session(shash) else "skip"
-    if shash is None:
-        return "loose" if scope.covers_sessionless() else "skip"
-    if not scope.covers_session(shash):
-        return "skip"
-    return "loose" if parsed.kind == "unknown" else "group"
-
-
 def _grouped(store: ObjectStore, scope: CleanupScope) -> Iterator[_SessionGroup | ObjectInfo]:
-    """Yield session groups (contiguous in the listing) and session-less objects."""
-    prefix = session_prefix(scope.session_hash) if scope.session_hash else ""
+    """Yield session groups (contiguous in the key-ordered listing) and session-less objects.
+
+    Only the scope's own key ranges are listed (:func:`~s3spill.gc.shards.list_scope`), and
+    nothing is remembered across sessions: the listing's key order, checked as it streams,
+    is what guarantees a session's objects all arrive in one group.
+    """
     current: _SessionGroup | None = None
-    done: set[str] = set()
-    for info in store.list(prefix):
+    for info in list_scope(store, scope):
         parsed = parse_key(info.key)
         shash = parsed.session_hash if parsed.kind != "unknown" else _session_of_key(info.key)
-        placement = _placement(parsed, shash, scope)
-        if placement == "loose":
+        if parsed.kind in ("owner", "unknown") or shash is None:
+            # Owner slots live outside the session prefix; they are reported, never grouped.
             yield info
-        if placement != "group" or shash is None:
             continue
         if current is None or current.shash != shash:
             if current is not None:
-                done.add(current.shash)
                 yield current
-            if shash in done:
-                raise CleanupRefused("the store's listing is not grouped by session; refusing to plan")
             current = _SessionGroup(shash)
         current.add(parsed, info)
     if current is not None:
@@ -397,7 +414,7 @@ def plan_cleanup(
     plan = writer.close()
     plan.sessions = planner.sessions
     log.info("gc.plan", plan_id=header.plan_id, sessions=planner.sessions, entries=writer.entries,
-             planned=planner.planned, heads=planner.heads,
+             planned=planner.planned, heads=planner.heads, index_reads=planner.index_reads,
              duration=round(time.monotonic() - started, 3))
     return plan
 

@@ -162,7 +162,20 @@ class ObjectStore(abc.ABC):
 
     @abc.abstractmethod
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
-        """All objects whose relative key starts with ``prefix``, paginated lazily."""
+        """All objects whose relative key starts with ``prefix``, in key order, paginated lazily.
+
+        Key order is the byte order of the UTF-8 keys (S3's, and Python's ``str`` order).
+        """
+
+    def list_after(self, prefix: str, start_after: str) -> Iterator[ObjectInfo]:
+        """The objects :meth:`list` yields for ``prefix`` whose key sorts after ``start_after``.
+
+        Why: a GC shard lists only its own range of the key space (S3's ``StartAfter``
+        seeks there; nothing before it is paged through). This default filters
+        :meth:`list` — correct for any backend or wrapper, but it pages through the whole
+        prefix; both backends and the metering wrapper override it.
+        """
+        return (info for info in self.list(prefix) if info.key > start_after)
 
     @abc.abstractmethod
     def capabilities(self) -> StoreCapabilities:

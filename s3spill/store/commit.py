@@ -36,6 +36,33 @@ def defers_digest(info: ObjectInfo) -> bool:
     return info.metadata.get(META_COMMIT) == COMMIT_SIDECAR
 
 
+def committed_digest(store: ObjectStore, index_key: str, body_etag: str, *, shash: str | None = None,
+                     name: str | None = None) -> str | None:
+    """The content SHA-256 a commit record gives the body with ``body_etag``, or ``None``.
+
+    For a reader that knows the body's ETag from a listing and not its metadata (GC's
+    plan): a version 2 record names the ETag of the body it commits, so a match ties the
+    digest to that body without a HEAD. ``None`` when the record is missing, does not
+    parse, is not version 2, names another ETag (or, when given, another session or
+    name): the caller falls back to a HEAD, never guesses.
+    """
+    try:
+        record = json.loads(store.get(index_key))
+    except (NotFound, ValueError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    sha = record.get("sha256")
+    version = record.get("schema_version")
+    if (not isinstance(sha, str) or not _HEX64.match(sha) or not isinstance(version, int)
+            or version < 2 or record.get("kind") != "artifact_index"
+            or record.get("body_etag") != body_etag
+            or (shash is not None and record.get("session_hash") != shash)
+            or (name is not None and record.get("name") != name)):
+        return None
+    return sha
+
+
 def content_info(store: ObjectStore, info: ObjectInfo) -> ObjectInfo:
     """``info`` (from a HEAD) with ``sha256`` the content SHA-256, wherever it is kept."""
     if not defers_digest(info):

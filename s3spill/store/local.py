@@ -398,25 +398,24 @@ class LocalStore(ObjectStore):
         raise UnsupportedOperation("the local store is not versioned", key=key)
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        return self._list(prefix, None)
+
+    def list_after(self, prefix: str, start_after: str) -> Iterator[ObjectInfo]:
+        return self._list(prefix, start_after)
+
+    def _list(self, prefix: str, start_after: str | None) -> Iterator[ObjectInfo]:
         base = self.root / "objects"
         # Walk only the directory the prefix pins down, then filter by the rest.
         directory, _, _ = prefix.rpartition("/")
         if directory:
             validate_key(directory)
-        start = base / directory if directory else base
-        for dirpath, dirnames, filenames in os.walk(start):
-            dirnames.sort()
-            for filename in sorted(filenames):
-                full = Path(dirpath, filename)
-                key = full.relative_to(base).as_posix()
-                if not key.startswith(prefix):
-                    continue
-                try:
-                    yield self._info(key, self._read_trailer(full, key))
-                except (NotFound, StoreError, IntegrityError, ValueError, OSError) as exc:
-                    if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, None):
-                        raise
-                    continue  # deleted while listing, or not one of ours
+        for key in _walk_keys(base, f"{directory}/" if directory else "", prefix, start_after):
+            try:
+                yield self._info(key, self._read_trailer(base / key, key))
+            except (NotFound, StoreError, IntegrityError, ValueError, OSError) as exc:
+                if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, None):
+                    raise
+                continue  # deleted while listing, or not one of ours
 
     def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
         """Remove ``tmp/*.part`` files of dead writers untouched for ``older_than`` seconds.
@@ -471,3 +470,30 @@ def _make_dirs(path: Path) -> None:
     for directory in reversed(missing):
         with contextlib.suppress(FileExistsError):  # another process made it first
             os.mkdir(directory, 0o700)
+
+
+def _walk_keys(base: Path, rel: str, prefix: str, start_after: str | None) -> Iterator[str]:
+    """Keys under ``base/rel`` in key order (as S3 lists them), pruned by prefix and start.
+
+    Why not ``os.walk``: it yields a directory's files before its subdirectories', so a
+    file ``a0`` came before ``a/x`` although ``"a/x" < "a0"``. Sorting each directory's
+    entries by name, with ``/`` appended to subdirectories, gives the byte order of the
+    whole keys. A subdirectory is skipped when every key in it sorts at or before
+    ``start_after`` (``start_after`` is past it, not inside it) or none can carry the prefix.
+    """
+    try:
+        with os.scandir(base / rel if rel else base) as it:
+            entries = sorted((e.name + "/" if e.is_dir(follow_symlinks=False) else e.name)
+                             for e in it)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for name in entries:
+        key = rel + name
+        if name.endswith("/"):
+            if not (key.startswith(prefix) or prefix.startswith(key)):
+                continue
+            if start_after is not None and start_after > key and not start_after.startswith(key):
+                continue
+            yield from _walk_keys(base, key, prefix, start_after)
+        elif key.startswith(prefix) and (start_after is None or key > start_after):
+            yield key

@@ -135,6 +135,9 @@ class FaultyStore(WrappedStore):
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         return self._run("list", prefix, lambda: self.inner.list(prefix))
 
+    def list_after(self, prefix: str, start_after: str) -> Iterator[ObjectInfo]:
+        return self._run("list", prefix, lambda: self.inner.list_after(prefix, start_after))
+
     def capabilities(self) -> StoreCapabilities:
         return self.inner.capabilities()
 
@@ -203,6 +206,9 @@ class ConditionIgnoringStore(WrappedStore):
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         return self.inner.list(prefix)
+
+    def list_after(self, prefix: str, start_after: str) -> Iterator[ObjectInfo]:
+        return self.inner.list_after(prefix, start_after)
 
     def capabilities(self) -> StoreCapabilities:
         return self.inner.capabilities()  # what it *claims*; the check finds the truth

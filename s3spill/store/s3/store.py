@@ -389,9 +389,15 @@ class S3Store(ObjectStore):
         if prefix:
             validate_key(prefix[:-1] if prefix.endswith("/") else prefix)
         full_prefix = f"{self.prefix}/{prefix}" if self.prefix else prefix
-        return self._list(full_prefix)
+        return self._list(full_prefix, None)
 
-    def _list(self, full_prefix: str) -> Iterator[ObjectInfo]:
+    def list_after(self, prefix: str, start_after: str) -> Iterator[ObjectInfo]:
+        if prefix:
+            validate_key(prefix[:-1] if prefix.endswith("/") else prefix)
+        full_prefix = f"{self.prefix}/{prefix}" if self.prefix else prefix
+        return self._list(full_prefix, f"{self.prefix}/{start_after}" if self.prefix else start_after)
+
+    def _list(self, full_prefix: str, start_after: str | None) -> Iterator[ObjectInfo]:
         token: str | None = None
         started = time.monotonic()
         attempts = Attempts()
@@ -400,6 +406,8 @@ class S3Store(ObjectStore):
             kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": full_prefix}
             if token:
                 kwargs["ContinuationToken"] = token
+            elif start_after is not None:
+                kwargs["StartAfter"] = start_after
             try:
                 page = self.ops.call("list", full_prefix, attempts=attempts,
                                   fn=functools.partial(self.client.list_objects_v2, **kwargs))
