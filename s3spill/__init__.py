@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from s3spill.agent.tools import AgentTools as AgentTools
     from s3spill.agent.tools import ToolOutcome as ToolOutcome
     from s3spill.artifacts.store import ArtifactStore as ArtifactStore
+    from s3spill.config import LiveConfig as LiveConfig
     from s3spill.config import TransferConfig as TransferConfig
     from s3spill.context.budget import TurnResult as TurnResult
     from s3spill.context.policy import SpillPolicy as SpillPolicy
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from s3spill.errors import JournalContention as JournalContention
     from s3spill.errors import JournalCorrupt as JournalCorrupt
     from s3spill.errors import JournalError as JournalError
+    from s3spill.errors import LiveFenced as LiveFenced
     from s3spill.errors import NotFound as NotFound
     from s3spill.errors import PreconditionFailed as PreconditionFailed
     from s3spill.errors import S3SpillError as S3SpillError
@@ -72,6 +74,7 @@ if TYPE_CHECKING:
     from s3spill.gc.plan import plan_cleanup as plan_cleanup
     from s3spill.gc.planfile import CleanupPlan as CleanupPlan
     from s3spill.gc.purge import purge_session as purge_session
+    from s3spill.keys import LiveId as LiveId
     from s3spill.keys import SourceId as SourceId
     from s3spill.leases.journal import LeaseJournal as LeaseJournal
     from s3spill.leases.journal import new_transaction_id as new_transaction_id
@@ -82,6 +85,7 @@ if TYPE_CHECKING:
     from s3spill.models import ArtifactMemoryReference as ArtifactMemoryReference
     from s3spill.models import ArtifactReference as ArtifactReference
     from s3spill.models import ArtifactRetentionClaim as ArtifactRetentionClaim
+    from s3spill.spill.live import LiveHandle as LiveHandle
     from s3spill.spill.quota import Quota as Quota
     from s3spill.spill.spiller import Spiller as Spiller
     from s3spill.spill.spiller import SpillResult as SpillResult
@@ -124,6 +128,10 @@ _EXPORTS: dict[str, str] = {
     "JournalCorrupt": "s3spill.errors",
     "JournalError": "s3spill.errors",
     "LeaseJournal": "s3spill.leases.journal",
+    "LiveConfig": "s3spill.config",
+    "LiveFenced": "s3spill.errors",
+    "LiveHandle": "s3spill.spill.live",
+    "LiveId": "s3spill.keys",
     "NotFound": "s3spill.errors",
     "ObjectStore": "s3spill.store",
     "PreconditionFailed": "s3spill.errors",

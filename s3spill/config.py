@@ -80,3 +80,33 @@ class TransferConfig(BaseModel):
     #: whose bucket policy requires exactly that key under the tenant's prefix).
     #: ``open_store`` takes it from ``$S3SPILL_KMS_KEY_ID`` when the config leaves it unset.
     sse_kms_key_id: str | None = Field(default=None, min_length=1, max_length=2048)
+
+
+class LiveConfig(BaseModel):
+    """Cadence and bounds of a live artifact (a running command's output, readable as it runs).
+
+    Beside :class:`TransferConfig` rather than in it: these are per run (a test shrinks them
+    to milliseconds and kilobytes), and none of them changes how bytes travel.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: A segment is cut this many seconds after its first byte arrived...
+    segment_interval: float = Field(default=1.0, gt=0, le=60)
+    #: ...or once it holds this many raw bytes, whichever comes first.
+    segment_bytes: int = Field(default=1 * MiB, ge=64, le=64 * MiB)
+    #: The state is rewritten at least this often while the command is quiet, so a reader
+    #: (and GC) can tell a quiet command from a dead writer.
+    heartbeat_interval: float = Field(default=5.0, gt=0)
+    #: A running state whose heartbeat is older than this is ``lost`` (its writer died).
+    lost_after: float = Field(default=60.0, gt=0)
+    #: Raw bytes kept per live artifact; past it the head and the newest window are kept.
+    max_bytes: int = Field(default=4 * 1024 * MiB, ge=1024)
+    #: Of ``max_bytes``, what the head keeps (the first output, never dropped).
+    head_bytes: int = Field(default=64 * MiB, ge=0)
+    #: Once the state lists twice this many segments inline, the oldest this many move into
+    #: an immutable table object: the state (rewritten every second, read by every reader)
+    #: stays a few KiB however long the output.
+    table_segments: int = Field(default=32, ge=2, le=4096)
+    #: Raw bytes that may wait between the command's pipe and the store (backpressure past it).
+    queue_bytes: int = Field(default=8 * MiB, ge=64 * 1024)

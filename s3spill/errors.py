@@ -28,6 +28,7 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     ├── SourceIdError                a source id that is malformed or names another session
     ├── InvalidRequest               a page or search that cannot be served (offset past the end)
     ├── ArtifactPublicationRejected  the memory owner guarantees nothing was, or will be, written
+    ├── LiveFenced                   another process took over a live artifact (declared it lost)
     ├── JournalError                 the lease journal could not be used
     │   ├── JournalCorrupt           chain break, sequence gap, foreign record, rewritten intent
     │   ├── JournalContention        CAS attempts exhausted against concurrent writers
@@ -142,6 +143,11 @@ class ArtifactPublicationRejected(S3SpillError):
     Only this exception lets the journal abort a prepared transaction; any other
     exception leaves the transaction PREPARED because the write may have landed.
     """
+
+
+class LiveFenced(S3SpillError):
+    """A live artifact's writer found its state taken over (declared lost, or finished by
+    someone else): it must stop writing, because its next segment would be read by nobody."""
 
 
 class JournalError(S3SpillError):

@@ -22,6 +22,10 @@ Actions:
 ``off``
     inert (handy to switch one point off in a list).
 
+Any action may end in ``@N``: it fires on the N-th time the point is reached in this
+process (earlier passes are inert), for steps that repeat — ``live.after_segment=kill@5``
+dies after the fifth segment, with four committed before it.
+
 Names are declared by the module that owns the step (:func:`declare`), so ``s3spill
 failpoints`` style tooling and tests can list them; a name in the environment that no
 imported module declared is ignored with a warning (it may belong to a module this
@@ -42,7 +46,7 @@ from s3spill.log import get_logger
 ENV_VAR = "S3SPILL_FAILPOINTS"
 REACHED_MARKER = "S3SPILL_FAILPOINT_REACHED"
 
-_ACTION = re.compile(r"^(kill|raise|off|sleep)(?:\((\d{1,9})\))?$")
+_ACTION = re.compile(r"^(kill|raise|off|sleep)(?:\((\d{1,9})\))?(?:@([1-9]\d{0,8}))?$")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 
 log = get_logger("s3spill.failpoints")
@@ -50,6 +54,7 @@ log = get_logger("s3spill.failpoints")
 _declared: dict[str, str] = {}
 _parsed_for: str | None = None
 _active: dict[str, Action] = {}
+_hits: dict[str, int] = {}
 
 
 class FailpointTriggered(Exception):
@@ -60,6 +65,8 @@ class FailpointTriggered(Exception):
 class Action:
     kind: str
     millis: int | None = None
+    #: Fire only on this pass (1-based); None: every pass.
+    hit: int | None = None
 
 
 def declare(name: str, description: str) -> str:
@@ -86,10 +93,12 @@ def parse(spec: str) -> dict[str, Action]:
         name, action = name.strip(), action.strip()
         m = _ACTION.match(action)
         if not sep or not _NAME.match(name) or not m:
-            raise ValueError(f"malformed failpoint {item!r}: expected name=kill|sleep[(ms)]|raise|off")
+            raise ValueError(f"malformed failpoint {item!r}: expected"
+                             " name=kill|sleep[(ms)]|raise|off[@N]")
         if m.group(2) is not None and m.group(1) != "sleep":
             raise ValueError(f"only sleep takes an argument: {item!r}")
-        out[name] = Action(m.group(1), int(m.group(2)) if m.group(2) is not None else None)
+        out[name] = Action(m.group(1), int(m.group(2)) if m.group(2) is not None else None,
+                           int(m.group(3)) if m.group(3) is not None else None)
     return out
 
 
@@ -116,6 +125,10 @@ def failpoint(name: str) -> None:
     action = _actions().get(name)
     if action is None or action.kind == "off":
         return
+    if action.hit is not None:
+        _hits[name] = _hits.get(name, 0) + 1
+        if _hits[name] != action.hit:
+            return
     if action.kind == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(60)  # pragma: no cover - SIGKILL is not deliverable late, but be sure

@@ -17,6 +17,9 @@ matches on, so changing it is a breaking change (bump ``LAYOUT_VERSION``)::
     <prefix>/v1/erasures/<session_hash>.json                     the audit record of a purge
     <prefix>/v1/gc/plans/<plan_id>.jsonl                         a cleanup plan kept in the store
     <prefix>/v1/gc/locks/<scope>.json                            a GC run's lock (expiry + fence)
+    <prefix>/v1/sessions/<session_hash>/live/<name>/state.json   a live artifact's state (CAS)
+    <prefix>/v1/sessions/<session_hash>/live/<name>/<seq>-<sha16>.seg  one of its segments
+    <prefix>/v1/sessions/<session_hash>/live/<name>/<first>-<last>-<sha16>.tbl  older segments' list
 
 ``<prefix>`` is the store's own root (``s3://bucket/prefix``); keys here are
 relative to it.
@@ -39,9 +42,11 @@ __all__ = [
     "GC_PLANS",
     "INDEX_SUFFIX",
     "LAYOUT_VERSION",
+    "LIVE_SCHEME",
     "OWNER",
     "SESSIONS",
     "USAGE",
+    "LiveId",
     "ParsedKey",
     "SourceId",
     "artifact_key",
@@ -51,6 +56,11 @@ __all__ = [
     "gc_lock_key",
     "gc_plan_key",
     "index_key",
+    "is_live_id",
+    "live_prefix",
+    "live_segment_key",
+    "live_state_key",
+    "live_table_key",
     "manifest_key",
     "new_artifact_name",
     "owner_slot_key",
@@ -73,10 +83,13 @@ GC_LOCKS = f"{LAYOUT_VERSION}/gc/locks"
 USAGE = f"{LAYOUT_VERSION}/usage"
 ERASURES = f"{LAYOUT_VERSION}/erasures"
 INDEX_SUFFIX = ".idx"
+LIVE_SCHEME = "live"
 
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
 _NAME = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-[a-z0-9_-]{1,24}$")
 _SHA_PREFIX = re.compile(r"^[0-9a-f]{16}$")
+_LIVE_SEGMENT = re.compile(r"^[0-9]{10}-[0-9a-f]{16}\.seg$")
+_LIVE_TABLE = re.compile(r"^[0-9]{10}-[0-9]{10}-[0-9a-f]{16}\.tbl$")
 
 
 def session_hash(session_id: str) -> str:
@@ -151,6 +164,32 @@ def segment_key(shash: str, first_seq: int, last_seq: int, content_sha256: str |
     )
 
 
+def live_prefix(shash: str, name: str) -> str:
+    """Everything of one live artifact (its state and segments) sits under this prefix."""
+    return validate_key(
+        f"{SESSIONS}/{check_session_hash(shash)}/live/{check_artifact_name(name)}") + "/"
+
+
+def live_state_key(shash: str, name: str) -> str:
+    return validate_key(live_prefix(shash, name) + "state.json")
+
+
+def live_segment_key(shash: str, name: str, seq: int, sha256: str) -> str:
+    """Segment ``seq`` of a live artifact; content-addressed, so a stray object never
+    impersonates the segment the state lists."""
+    if not 0 <= seq < 10**10 or not re.match(r"^[0-9a-f]{64}$", sha256):
+        raise InvalidKey("bad live segment")
+    return validate_key(live_prefix(shash, name) + f"{seq:010d}-{sha256[:16]}.seg")
+
+
+def live_table_key(shash: str, name: str, first_seq: int, last_seq: int, sha256: str) -> str:
+    """The immutable list of segments ``first_seq``-``last_seq`` (moved out of the state so
+    the state stays small however long the output); content-addressed like a segment."""
+    if not 0 <= first_seq <= last_seq < 10**10 or not re.match(r"^[0-9a-f]{64}$", sha256):
+        raise InvalidKey("bad live table")
+    return validate_key(live_prefix(shash, name) + f"{first_seq:010d}-{last_seq:010d}-{sha256[:16]}.tbl")
+
+
 def owner_slot_key(shash: str, transaction_id: str) -> str:
     """One publication slot per transaction id; the id itself is hashed, never embedded."""
     tx = hashlib.sha256(b"s3spill-txid\0" + transaction_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
@@ -190,7 +229,9 @@ def gc_lock_key(scope: str) -> str:
 class ParsedKey:
     """What a listed key is, by layout; ``kind`` is ``unknown`` for anything else."""
 
-    kind: str  # artifact | index | manifest | segment | usage | owner | erasure | gc_plan | gc_lock | unknown
+    #: artifact | index | manifest | segment | usage | live_state | live_segment | live_table |
+    #: owner | erasure | gc_plan | gc_lock | unknown
+    kind: str
     session_hash: str | None = None
     name: str | None = None
 
@@ -198,32 +239,39 @@ class ParsedKey:
 def parse_key(key: str) -> ParsedKey:
     """Classify a key found by listing; anything off-layout is ``unknown`` (GC leaves it)."""
     parts = key.split("/")
-    if len(parts) == 5 and f"{parts[0]}/{parts[1]}" == SESSIONS and _HEX32.match(parts[2]):
-        shash = parts[2]
-        if parts[3] == "artifacts":
-            leaf = parts[4]
+    if len(parts) >= 5 and f"{parts[0]}/{parts[1]}" == SESSIONS and _HEX32.match(parts[2]):
+        return _session_key(parts)
+    return _store_key(key, parts)
+
+
+def _session_key(parts: list[str]) -> ParsedKey:
+    """A key under ``v1/sessions/<session_hash>/``."""
+    shash, area = parts[2], parts[3:]
+    if len(area) == 2:
+        leaf = area[1]
+        if area[0] == "artifacts":
             if leaf.endswith(INDEX_SUFFIX) and _NAME.match(leaf[: -len(INDEX_SUFFIX)]):
                 return ParsedKey("index", shash, leaf[: -len(INDEX_SUFFIX)])
             if _NAME.match(leaf):
                 return ParsedKey("artifact", shash, leaf)
-        if parts[3] == "journal" and parts[4] == "manifest.json":
-            return ParsedKey("manifest", shash)
-        if parts[3] == "journal" and parts[4] == "usage.json":
-            return ParsedKey("usage", shash)
-    if (
-        len(parts) == 6
-        and f"{parts[0]}/{parts[1]}" == SESSIONS
-        and _HEX32.match(parts[2])
-        and parts[3:5] == ["journal", "segments"]
-        and re.match(r"^[0-9]{12}-[0-9]{12}(-[0-9a-f]{16})?\.json$", parts[5])
-    ):
-        return ParsedKey("segment", parts[2])
-    if (
-        len(parts) == 4
-        and f"{parts[0]}/{parts[1]}" == OWNER
-        and _HEX32.match(parts[2])
-        and re.match(r"^[0-9a-f]{40}\.json$", parts[3])
-    ):
+        if area[0] == "journal" and leaf in ("manifest.json", "usage.json"):
+            return ParsedKey("manifest" if leaf == "manifest.json" else "usage", shash)
+    if (len(area) == 3 and area[:2] == ["journal", "segments"]
+            and re.match(r"^[0-9]{12}-[0-9]{12}(-[0-9a-f]{16})?\.json$", area[2])):
+        return ParsedKey("segment", shash)
+    if len(area) == 3 and area[0] == "live" and _NAME.match(area[1]):
+        leaf = area[2]
+        kind = ("live_state" if leaf == "state.json" else "live_segment" if _LIVE_SEGMENT.match(leaf)
+                else "live_table" if _LIVE_TABLE.match(leaf) else None)
+        if kind:
+            return ParsedKey(kind, shash, area[1])
+    return ParsedKey("unknown")
+
+
+def _store_key(key: str, parts: list[str]) -> ParsedKey:
+    """A key outside any session's prefix: owner slots, store counters, audit records, GC's own."""
+    if (len(parts) == 4 and f"{parts[0]}/{parts[1]}" == OWNER and _HEX32.match(parts[2])
+            and re.match(r"^[0-9a-f]{40}\.json$", parts[3])):
         return ParsedKey("owner", parts[2])
     if len(parts) == 3 and key.startswith(USAGE + "/") and re.match(r"^shard-[0-9]{3}\.json$", parts[2]):
         return ParsedKey("usage")
@@ -266,4 +314,39 @@ class SourceId:
         """Refuse an id that belongs to any session other than the caller's."""
         if self.session_hash != session_hash(session_id):
             raise SourceIdError(f"source id {self} does not belong to this session")
+        return self
+
+
+def is_live_id(text: object) -> bool:
+    """Whether a locator names a live artifact (``live:...``) rather than a stored one."""
+    return isinstance(text, (str, LiveId)) and str(text).strip().startswith(LIVE_SCHEME + ":")
+
+
+@dataclass(frozen=True)
+class LiveId:
+    """``live:<session_hash>:<name>`` — the locator of a running (or finished) command's output.
+
+    No digest: it is handed out before the first byte exists. Reads verify each segment
+    against the digest its state lists, and the finished artifact has its own source id.
+    """
+
+    session_hash: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{LIVE_SCHEME}:{self.session_hash}:{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> LiveId:
+        if not isinstance(text, str) or len(text) > 200:
+            raise SourceIdError("malformed live id")
+        parts = text.strip().split(":")
+        if (len(parts) != 3 or parts[0] != LIVE_SCHEME or not _HEX32.match(parts[1])
+                or not _NAME.match(parts[2])):
+            raise SourceIdError(f"malformed live id {text[:80]!r}: expected live:<session>:<name>")
+        return cls(parts[1], parts[2])
+
+    def require_session(self, session_id: str) -> LiveId:
+        if self.session_hash != session_hash(session_id):
+            raise SourceIdError(f"live id {self} does not belong to this session")
         return self

@@ -65,7 +65,7 @@ def test_list_refuses_bad_limits_and_is_empty_for_a_new_session(local_store: Obj
         assert outcome.is_error and outcome.text.startswith("InvalidRequest: limit")
         assert outcome.structured is None
     empty = tools.call("list_artifacts", {})
-    assert empty.structured == {"total": 0, "shown": 0, "unreadable": 0, "artifacts": []}
+    assert empty.structured == {"total": 0, "shown": 0, "unreadable": 0, "artifacts": [], "running": []}
     assert empty.text.startswith("[0 stored outputs in this session")
 
 

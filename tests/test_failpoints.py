@@ -28,6 +28,21 @@ def test_malformed_specs_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
             failpoints.parse(bad)
     assert failpoints.parse("a.b=sleep(5), c.d=kill") == {
         "a.b": failpoints.Action("sleep", 5), "c.d": failpoints.Action("kill")}
+    assert failpoints.parse("a.b=raise@3")["a.b"] == failpoints.Action("raise", None, 3)
+    for bad in ["a.b=kill@0", "a.b=kill@", "a.b=kill@x"]:
+        with pytest.raises(ValueError):
+            failpoints.parse(bad)
+
+
+def test_a_failpoint_with_a_count_fires_on_that_pass_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """name=raise@3 lets the first two passes through, raises on the third, and not after."""
+    monkeypatch.setenv(failpoints.ENV_VAR, "journal.after_prepared=raise@3")
+    monkeypatch.setattr(failpoints, "_hits", {})
+    failpoints.failpoint("journal.after_prepared")
+    failpoints.failpoint("journal.after_prepared")
+    with pytest.raises(failpoints.FailpointTriggered):
+        failpoints.failpoint("journal.after_prepared")
+    failpoints.failpoint("journal.after_prepared")
     monkeypatch.setenv(failpoints.ENV_VAR, "nonsense")
     with pytest.raises(RuntimeError, match="S3SPILL_FAILPOINTS"):
         failpoints.failpoint("journal.after_prepared")

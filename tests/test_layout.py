@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "testing": {"config", "errors", "store"},
     "textview": set(),
     "context": {"textview"},
-    "artifacts": {"config", "errors", "keys", "log", "models", "store", "textview"},
+    "artifacts": {"config", "errors", "failpoints", "keys", "log", "models", "store", "textview"},
     "leases": {"config", "errors", "failpoints", "keys", "log", "models", "store"},
     "gc": {"config", "errors", "failpoints", "keys", "leases", "log", "models", "store"},
     "spill": {"artifacts", "context", "keys", "leases", "log", "models", "store", "errors", "config",

@@ -170,8 +170,9 @@ class AsyncAgentTools:
         return self.tools.grep_name
 
     async def read_artifact(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
-                            char_offset: int = 0) -> str:
-        return await asyncio.to_thread(self.tools.read_artifact, source_id, offset, limit, char_offset)
+                            char_offset: int = 0, since: int | None = None) -> str:
+        return await asyncio.to_thread(self.tools.read_artifact, source_id, offset, limit, char_offset,
+                                       since=since)
 
     async def grep_artifact(self, source_id: str, pattern: str, context: int = 0,
                             max_matches: int = DEFAULT_GREP_MATCHES) -> str:

@@ -20,7 +20,10 @@ from typing import Any
 
 from s3spill import keys
 from s3spill.artifacts.index import ArtifactIndex
+from s3spill.artifacts.live_read import LiveSummary, summarize
+from s3spill.artifacts.live_segments import read_state
 from s3spill.artifacts.store import ArtifactStore
+from s3spill.config import LiveConfig
 from s3spill.context.pointer import one_line
 from s3spill.errors import IntegrityError, InvalidRequest, NotFound
 from s3spill.models import ArtifactReference
@@ -39,15 +42,24 @@ class ArtifactListing:
     artifacts: tuple[ArtifactReference, ...]
     unreadable: int = 0
     limit: int = DEFAULT_LIST_LIMIT
+    #: Background commands of the session whose output is not an artifact yet (newest first).
+    running: tuple[LiveSummary, ...] = ()
 
     def first(self, k: int) -> ArtifactListing:
-        return ArtifactListing(self.total, self.artifacts[:k], self.unreadable, self.limit)
+        return ArtifactListing(self.total, self.artifacts[:k], self.unreadable, self.limit,
+                               self.running)
 
     def render(self) -> str:
         shown = len(self.artifacts)
         plural = "s" if self.total != 1 else ""
+        rows = []
+        if self.running:
+            rows.append(f"[{len(self.running)} background command output(s) not finished yet;"
+                        " read or grep them by their live: id, since= for only what is new]")
+            rows += [f"{r.live_id} | {r.status} | {r.committed_bytes:,} bytes, {r.line_count:,}"
+                     " lines so far" for r in self.running]
         head = f"[{self.total:,} stored output{plural} in this session, newest first; showing {shown}]"
-        rows = [head]
+        rows.append(head)
         for ref in self.artifacts:
             who = one_line(ref.tool, 40) + (f" call {one_line(ref.call_id, 40)}" if ref.call_id else "")
             label = f" | {one_line(ref.label, 80)}" if ref.label else ""
@@ -73,6 +85,9 @@ class ArtifactListing:
                 "tool": ref.tool, "call_id": ref.call_id, "label": ref.label,
                 "size_bytes": ref.size_bytes, "line_count": ref.line_count, "summary": ref.summary,
             } for ref in self.artifacts],
+            "running": [{"source_id": r.live_id, "status": r.status,
+                         "committed_bytes": r.committed_bytes, "line_count": r.line_count}
+                        for r in self.running],
         }
 
 
@@ -100,7 +115,24 @@ def list_artifacts(artifacts: ArtifactStore, session_id: str,
         except (NotFound, IntegrityError):
             unreadable += 1
     found.sort(key=lambda ref: (ref.created_at, ref.name), reverse=True)
-    return ArtifactListing(len(names), tuple(found[:limit]), unreadable, limit)
+    return ArtifactListing(len(names), tuple(found[:limit]), unreadable, limit,
+                           _running(artifacts, shash, limit))
+
+
+def _running(artifacts: ArtifactStore, shash: str, limit: int) -> tuple[LiveSummary, ...]:
+    """The session's live outputs that are not an artifact yet, newest first (one more LIST)."""
+    names = sorted({p.name for p in (keys.parse_key(i.key) for i in
+                                     artifacts.store.list(keys.session_prefix(shash) + "live/"))
+                    if p.kind == "live_state" and p.name}, reverse=True)
+    out: list[LiveSummary] = []
+    for name in names[:limit]:
+        try:
+            state, _ = read_state(artifacts.store, keys.LiveId(shash, name))
+        except (NotFound, IntegrityError):
+            continue
+        if state.final_source_id is None:
+            out.append(summarize(state, LiveConfig(), state.committed_bytes))
+    return tuple(out)
 
 
 def _reference(artifacts: ArtifactStore, session_id: str, shash: str, name: str) -> ArtifactReference:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from s3spill import keys
 from s3spill.artifacts.bytepage import DEFAULT_BYTES, BytePage
 from s3spill.artifacts.jsonpath import JsonPage
 from s3spill.artifacts.paging import Page
@@ -25,8 +26,15 @@ Build = Callable[[int], tuple[str, dict[str, Any]]]
 
 def page_reader(artifacts: ArtifactStore, session_id: str, source_id: str, *, offset: int, limit: int,
                 char_offset: int, byte_offset: int | None, nbytes: int | None, path: str | None,
-                record_offset: int | None) -> Build:
-    """The reader the arguments ask for; a binary artifact defaults to its hexdump."""
+                record_offset: int | None, since: int | None = None) -> Build:
+    """The reader the arguments ask for; a binary artifact defaults to its hexdump, a live
+    output (``live:...``, or ``since`` given) is read by line."""
+    if keys.is_live_id(source_id) or since is not None:
+        if path is not None or byte_offset is not None or nbytes is not None or (
+                record_offset is not None):
+            raise InvalidRequest("a running command's output (or a read with since) is read by"
+                                 " line: path, byte_offset, bytes and record_offset do not apply")
+        return _lines(artifacts, session_id, source_id, offset, limit, char_offset, since, "text")
     if record_offset is not None:
         if path is not None or byte_offset is not None or nbytes is not None or char_offset:
             raise InvalidRequest("record_offset reads CSV/TSV records: path, byte_offset, "
@@ -65,9 +73,14 @@ def page_reader(artifacts: ArtifactStore, session_id: str, source_id: str, *, of
 
         return hexdump
 
+    return _lines(artifacts, session_id, source_id, offset, limit, char_offset, None, kind)
+
+
+def _lines(artifacts: ArtifactStore, session_id: str, source_id: str, offset: int, limit: int,
+           char_offset: int, since: int | None, kind: str) -> Build:
     def lines(max_chars: int) -> tuple[str, dict[str, Any]]:
         page = artifacts.read_page(source_id, offset=offset, limit=limit, char_offset=char_offset,
-                                   max_chars=max_chars, session_id=session_id)
+                                   max_chars=max_chars, since=since, session_id=session_id)
         text = page.render()
         return text, _page_data(page, text, kind)
 

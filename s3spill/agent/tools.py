@@ -57,7 +57,8 @@ _SHRINK_STEPS = 8
 
 SOURCE_ID_HELP = (
     'The source_id from an s3spill pointer: the text after stored as source_id="…", e.g. '
-    "artifact:<32 hex>:<name>:<16 hex>. Copy it exactly."
+    "artifact:<32 hex>:<name>:<16 hex>; or live:<32 hex>:<name> for the output of a command "
+    "running in the background (what is committed so far). Copy it exactly."
 )
 
 READ_DESCRIPTION = """\
@@ -103,7 +104,8 @@ List the tool outputs stored in this session (artifacts), newest first: one line
 its source_id, when it was stored, the tool (and call id) that produced it, its size in bytes \
 and lines, and a one-line summary. Use it to find an output whose pointer is no longer in \
 your context, instead of re-running the command; then read_artifact or grep_artifact it by \
-its source_id."""
+its source_id. Commands still running in the background come first, by their live: id \
+(readable while they run)."""
 
 #: Human-facing titles (MCP ``title``), by tool kind.
 TITLES = {"read": "Read a stored tool output", "grep": "Search a stored tool output",
@@ -168,6 +170,10 @@ def _parameters(name: str) -> dict[str, Any]:
                 "record_offset": {"type": "integer", "minimum": 0,
                                   "description": "CSV/TSV outputs: records to skip (0 = from the "
                                   "header); a page shows whole records and repeats the header."},
+                "since": {"type": "integer", "minimum": 0,
+                          "description": "Of a running command's output (source_id live:…): "
+                          "start at this byte, as its previous page's footer says, to read only "
+                          "what is new. Omit otherwise."},
             },
             "required": ["source_id"],
         }
@@ -221,8 +227,15 @@ def output_schema(kind: str) -> dict[str, Any]:
             "label": {"type": ["string", "null"]}, "size_bytes": {"type": "integer"},
             "line_count": {"type": "integer"}, "summary": {"type": "string"}},
             "required": ["source_id", "created_at", "tool", "size_bytes", "line_count", "summary"]}
+        running = {"type": "object", "properties": {
+            "source_id": {"type": "string"}, "status": {"type": "string"},
+            "committed_bytes": {"type": "integer"}, "line_count": {"type": "integer"}},
+            "required": ["source_id", "status", "committed_bytes", "line_count"]}
         props = {"total": {"type": "integer"}, "shown": {"type": "integer"},
-                 "unreadable": {"type": "integer"}, "artifacts": {"type": "array", "items": entry}}
+                 "unreadable": {"type": "integer"}, "artifacts": {"type": "array", "items": entry},
+                 "running": {"type": "array", "items": running,
+                             "description": "Background commands whose output is readable by its"
+                             " live: id while they run."}}
     return {"type": "object", "properties": props, "required": sorted(props)}
 
 
@@ -271,25 +284,28 @@ class AgentTools:
     def read_artifact(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
                       char_offset: int = 0, *, byte_offset: int | None = None,
                       nbytes: int | None = None, path: str | None = None,
-                      record_offset: int | None = None) -> str:
+                      record_offset: int | None = None, since: int | None = None) -> str:
         """One verified page, rendered, made smaller until the policy would keep it inline.
 
         A binary artifact (or any artifact when ``byte_offset``/``nbytes`` is given) is read
         as a hexdump from ``byte_offset``; with ``path``, the JSON value at that JSON Pointer
-        (``offset``/``limit`` then count its elements); otherwise by line.
+        (``offset``/``limit`` then count its elements); otherwise by line. ``since`` (a byte
+        offset, from a live page's footer) reads a running command's output from there.
         """
         return self.read_outcome(source_id, offset, limit, char_offset, byte_offset=byte_offset,
-                                 nbytes=nbytes, path=path, record_offset=record_offset).text
+                                 nbytes=nbytes, path=path, record_offset=record_offset,
+                                 since=since).text
 
     def read_outcome(self, source_id: str, offset: int = 0, limit: int = DEFAULT_PAGE_LINES,
                      char_offset: int = 0, *, byte_offset: int | None = None,
                      nbytes: int | None = None, path: str | None = None,
-                     record_offset: int | None = None) -> ToolOutcome:
+                     record_offset: int | None = None, since: int | None = None) -> ToolOutcome:
         """:meth:`read_artifact` with the page's facts as structured data."""
         with self._journal_says():  # choosing the reader reads the index
             build = page_reader(self.artifacts, self.session_id, source_id, offset=offset,
                                 limit=limit, char_offset=char_offset, byte_offset=byte_offset,
-                                nbytes=nbytes, path=path, record_offset=record_offset)
+                                nbytes=nbytes, path=path, record_offset=record_offset,
+                                since=since)
         return self._fitted(build, source_id)
 
     def _fitted(self, build: Build, source_id: str) -> ToolOutcome:
@@ -433,7 +449,7 @@ class AgentTools:
 
 
 _READ_ARGS = {"source_id": str, "offset": int, "limit": int, "char_offset": int, "byte_offset": int,
-              "bytes": int, "path": str, "record_offset": int}
+              "bytes": int, "path": str, "record_offset": int, "since": int}
 _GREP_ARGS = {"source_id": str, "pattern": str, "context": int, "max_matches": int}
 _LIST_ARGS = {"limit": int}
 

@@ -89,6 +89,7 @@ from s3spill.errors import (
     BucketNotFound,
     ConfigError,
     IntegrityError,
+    InvalidRequest,
     NotFound,
     SourceIdError,
 )
@@ -163,7 +164,15 @@ class ArtifactStore:
         ``output_kind``/``output_description`` are what the caller detected (the context
         layer's detector; this layer does not import it) and go into the index.
         """
-        shash = keys.session_hash(session_id)
+        return self.write_hashed(keys.session_hash(session_id), stream, tool, call_id, label,
+                                 output_kind=output_kind, output_description=output_description)
+
+    def write_hashed(self, shash: str, stream: Body, tool: str, call_id: str | None = None,
+                     label: str | None = None, *, output_kind: OutputKind = "text",
+                     output_description: str | None = None) -> ArtifactReference:
+        """:meth:`write` for a caller that holds only the session's hash: a batch job that
+        finishes a dead writer's live output (:func:`~s3spill.artifacts.live_finish.finish_lost`)."""
+        keys.check_session_hash(shash)
         created_at = datetime.now(UTC)
         # ``source`` gives the content again for another name; None for a one-shot stream.
         source: Callable[[], Iterable[bytes]] | None
@@ -387,10 +396,24 @@ class ArtifactStore:
                 self._chunk_bytes -= len(old)
         return data
 
-    def read_page(self, source: SourceRef, offset: int = 0, limit: int = DEFAULT_LIMIT,
-                  char_offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS, *,
+    def read_page(self, source: SourceRef | keys.LiveId, offset: int = 0,
+                  limit: int = DEFAULT_LIMIT, char_offset: int = 0,
+                  max_chars: int = DEFAULT_MAX_CHARS, *, since: int | None = None,
                   session_id: str | None = None) -> Page:
-        """One verified page; see :mod:`s3spill.artifacts.paging` for its conventions."""
+        """One verified page; see :mod:`s3spill.artifacts.paging` for its conventions.
+
+        A live id (``live:...``) reads what its running command committed so far
+        (:mod:`s3spill.artifacts.live_read`). ``since`` (a byte offset, as a live page's
+        footer gives it) starts at the line holding that byte instead of at ``offset``.
+        """
+        if keys.is_live_id(source):
+            from s3spill.artifacts.live_read import LiveReader
+
+            return LiveReader(self).read_page(str(source), offset, limit, char_offset, max_chars,
+                                              since=since, session_id=session_id)
+        assert not isinstance(source, keys.LiveId)
+        if since is not None:
+            offset, char_offset = self.line_at(source, since, session_id=session_id), 0
         art = self.resolve(source, session_id)
         index = self._index(art)
         page = build_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
@@ -398,6 +421,18 @@ class ArtifactStore:
         log.debug("artifact.read_page", source_id=str(art.source_id), offset=offset,
                   lines=len(page.lines), bytes=page.byte_end - page.byte_start)
         return page
+
+    def line_at(self, source: SourceRef, byte: int, session_id: str | None = None) -> int:
+        """The 0-based line holding byte ``byte`` (the line count when it is past the end)."""
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        if byte < 0:
+            raise InvalidRequest("a byte offset must be >= 0")
+        if byte >= index.size_bytes:
+            return index.line_count
+        k = byte // index.chunk_size
+        data = self._fetch_chunk(art, index, k)
+        return index.newlines_before[k] + data[: byte - k * index.chunk_size].count(b"\n")
 
     def read_bytes(self, source: SourceRef, byte_offset: int = 0, nbytes: int = DEFAULT_BYTES,
                    max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> BytePage:
@@ -471,10 +506,18 @@ class ArtifactStore:
             pass
         return index
 
-    def grep(self, source: SourceRef, pattern: str, context: int = 0,
+    def grep(self, source: SourceRef | keys.LiveId, pattern: str, context: int = 0,
              max_matches: int = DEFAULT_MAX_MATCHES, *, ignore_case: bool = False,
              session_id: str | None = None) -> GrepResult:
-        """Search every line of a verified artifact; see :mod:`s3spill.artifacts.search`."""
+        """Search every line of a verified artifact; see :mod:`s3spill.artifacts.search`.
+
+        A live id searches the segments committed so far."""
+        if keys.is_live_id(source):
+            from s3spill.artifacts.live_read import LiveReader
+
+            return LiveReader(self).grep(str(source), pattern, context, max_matches,
+                                         ignore_case=ignore_case, session_id=session_id)
+        assert not isinstance(source, keys.LiveId)
         compiled = compile_pattern(pattern, ignore_case=ignore_case)
         art = self.resolve(source, session_id)
         index = self._index(art)

@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.gc_cmds",
     "s3spill.cli.artifact_cmds",
     "s3spill.cli.run_cmds",
+    "s3spill.cli.live_cmds",
     "s3spill.cli.mcp_cmds",
     "s3spill.cli.proxy_cmds",
     "s3spill.cli.hook_cmds",
@@ -49,6 +50,8 @@ COMMAND_HOMES: dict[str, str] = {
     "mcp-proxy": "s3spill.cli.proxy_cmds", "hook": "s3spill.cli.hook_cmds",
     "ref": "s3spill.cli.journal_cmds", "journal": "s3spill.cli.journal_cmds",
     "reconcile": "s3spill.cli.journal_cmds", "purge": "s3spill.cli.purge_cmds",
+    "status": "s3spill.cli.live_cmds", "stop": "s3spill.cli.live_cmds",
+    "finish-lost": "s3spill.cli.live_cmds",
 }
 _VALUE_OPTIONS = frozenset({"--store", "--session", "--log-level"})
 
@@ -74,7 +77,8 @@ def log_level(value: str) -> str:
 #: for them (a leftover S3SPILL_ALL must never widen `gc plan --session X` to every
 #: session, and the demo never takes its store from the environment).
 _NOT_SETTINGS = {"help", "version", "offset", "char_offset", "call_id", "txid", "label", "all",
-                 "shard", "gc_session", "retain_until", "demo_store", "file", "reason"}
+                 "shard", "gc_session", "retain_until", "demo_store", "file", "reason", "since",
+                 "background", "finish"}
 #: Switches that delete for real or lower a safety margin: only an explicit flag on the
 #: command line turns them on, never a variable left in some environment.
 FLAG_ONLY = {"apply", "force_unverified_deletes", "allow_dangerously_short_ttl", "allow_remote", "no_probe",

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from s3spill import keys
 from s3spill.artifacts.bytepage import DEFAULT_BYTES, MAX_BYTES
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
@@ -131,7 +132,8 @@ def cmd_read(args: argparse.Namespace) -> int:
             _out(rec.model_dump_json() + "\n" if args.json else rec.render("cli"))
             return 0
         by_bytes = args.byte_offset is not None or args.bytes is not None
-        if by_bytes or arts.index(args.source_id).output_kind == "binary":
+        by_line = keys.is_live_id(args.source_id) or args.since is not None  # a live output
+        if by_bytes or (not by_line and arts.index(args.source_id).output_kind == "binary"):
             # A hexdump: plain ASCII, so no byte of the artifact reaches the terminal as a control.
             got = arts.read_bytes(args.source_id, byte_offset=args.byte_offset or 0,
                                   nbytes=args.bytes or DEFAULT_BYTES, max_chars=args.max_chars)
@@ -143,6 +145,7 @@ def cmd_read(args: argparse.Namespace) -> int:
             limit=args.limit,
             char_offset=args.char_offset,
             max_chars=args.max_chars,
+            since=args.since,
         )
     _out(page.model_dump_json() + "\n" if args.json else page.render("cli"))
     return 0
@@ -201,6 +204,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--record-offset", type=count, default=None,
                    help="CSV/TSV outputs: page by record from here (records to skip; --limit counts"
                    " records); every page repeats the header")
+    p.add_argument("--since", type=count, metavar="BYTES",
+                   help="start at the line holding this byte: a live output's footer gives the"
+                        " value that shows only what is new")
     p.add_argument("--json", action="store_true", help="print the structured Page as JSON")
     p.set_defaults(func=cmd_read)
 

@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
+from s3spill.cli.live_cmds import add_background_flags, run_background
 from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
 
@@ -55,6 +56,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="how the pointer says to read the output back: `s3spill read` commands "
                    "(cli, the default: a model with a shell) or read_artifact/grep_artifact tool "
                    "calls (tools: a harness that also serves those tools, e.g. over MCP)")
+    add_background_flags(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="the command to run, after --")
     p.set_defaults(func=run)
@@ -104,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         print("s3spill run: no command given (usage: s3spill run [--tool NAME] [--json] -- CMD ARGS...)",
               file=sys.stderr)
         return 2
+    if args.background:
+        return run_background(args, cmd)
     session = session_from_args(args)
     store = store_from_args(args)
     try:

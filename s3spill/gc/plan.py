@@ -58,6 +58,12 @@ def _name_time(name: str) -> datetime:
     return datetime.strptime(name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
 
 
+#: Live output is never GC's to delete: its writer deletes segments once they are an
+#: ordinary artifact, and a lost one is finished into one (which GC then judges by its TTLs).
+_LIVE_REASON = ("live output (state or segment): never deleted by GC; a finished or lost one "
+                "becomes an ordinary artifact (s3spill status ID --finish)")
+
+
 def object_created(name: str, info: ObjectInfo) -> datetime:
     """The later of the object's mtime and the stamp in its name (a clock-skew-safe age)."""
     try:
@@ -97,9 +103,9 @@ class _SessionGroup:
         elif parsed.kind == "index":
             self.indexes[str(parsed.name)] = info
         else:
-            kind: ObjectKind = ("manifest" if parsed.kind == "manifest" else
-                                "usage" if parsed.kind == "usage" else "segment")
-            self.protocol.append((kind, info))
+            kind: dict[str, ObjectKind] = {"manifest": "manifest", "usage": "usage", "live_state": "live",
+                                           "live_segment": "live", "live_table": "live"}
+            self.protocol.append((kind.get(parsed.kind, "segment"), info))
 
 
 
@@ -241,7 +247,8 @@ class _Planner:
         shash = group.shash
         for kind, info in group.protocol:
             self._emit("retained_protocol", kind, info, shash=shash,
-                       reason="protocol object: GC never deletes journal or owner state")
+                       reason=_LIVE_REASON if kind == "live"
+                       else "protocol object: GC never deletes journal or owner state")
         try:
             facts = self.facts_reader(self.store, shash, lambda: self.now)
             evidence = read_history_evidence(self.store, shash)

@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Literal
 
 from s3spill.artifacts.store import ArtifactStore
+from s3spill.config import LiveConfig
 from s3spill.context.block_plan import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_budget
 from s3spill.context.policy import SpillPolicy
@@ -33,6 +34,7 @@ from s3spill.leases.journal import LeaseJournal
 from s3spill.log import get_logger
 from s3spill.spill.block_spill import BlocksResult, externalize_blocks
 from s3spill.spill.job import ExitCode, Note, SpillJob, SpillResult
+from s3spill.spill.live import LiveHandle, LiveSource, start_live
 from s3spill.spill.quota import Quota, QuotaGuard
 from s3spill.spill.sink import LivenessMark, SpillSink
 from s3spill.spill.source import Output
@@ -78,6 +80,7 @@ class Spiller:
             journal = LeaseJournal(store.store, session_id, store.config)
         self.artifacts = store
         self.session_id = session_id
+        self.journal = journal
         self.policy = policy or SpillPolicy()
         #: Quota counters and refusals of this session (None: no quota).
         self.quota = QuotaGuard(store.store, session_hash(session_id), quota) if quota else None
@@ -172,6 +175,19 @@ class Spiller:
         """
         return externalize_blocks(self.sink, self.policy, self.externalize, blocks, tool, call_id,
                                   exit_code)
+
+    def start(self, source: LiveSource, tool: str = "bash", *, label: str | None = None,
+              config: LiveConfig | None = None, env: dict[str, str] | None = None,
+              cwd: str | None = None) -> LiveHandle:
+        """Run a command (argv list) or drain a stream in the background, readable as it runs.
+
+        Returns at once; the handle's ``source_id`` (``live:...``) reads and greps what is
+        committed so far (see :mod:`s3spill.spill.live`); when the run ends its output is
+        an ordinary artifact. The session's liveness mark is kept fresh meanwhile.
+        """
+        return start_live(self.artifacts.store, self.session_id, source, tool, label=label,
+                          config=config, transfer=self.artifacts.config, journal=self.journal,
+                          env=env, cwd=cwd)
 
     def close(self, timeout: float | None = None) -> None:
         """Wait (bounded) for follow-up work of accepted uploads, e.g. the liveness mark."""

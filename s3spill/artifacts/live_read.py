@@ -1,0 +1,406 @@
+"""Pages and searches of a live artifact while its command runs (``live:<session>:<name>``).
+
+A read fetches the state (one small object) and only the segments its page touches, each
+verified against the digest the state lists; the segments are assembled into a window,
+indexed in memory, and paged with the same :func:`~s3spill.artifacts.paging.build_page`
+every stored artifact uses — so lines, budgets, escapes and ``char_offset`` continuation
+behave identically. Line numbers and byte offsets are those of the whole output. Cost: the
+state plus about one page of segments, however long the output (``since`` and the newest
+page included); grep reads every committed segment, as it does for a stored artifact.
+
+The footer says how the run stands (running with its last heartbeat, exited, killed,
+lost), how much is committed, whether the size cap dropped the middle, and the ``since``
+to pass to read only what is new. Once the output is finished, the live id reads the
+ordinary artifact it became.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from s3spill import keys
+from s3spill.artifacts.index import build_stats
+from s3spill.artifacts.live_segments import (
+    fetch_segment,
+    iter_committed,
+    iter_segments,
+    read_state,
+)
+from s3spill.artifacts.live_state import LiveSegment, LiveState, Span
+from s3spill.artifacts.paging import ArgStyle, Page, build_page, spell_args
+from s3spill.artifacts.search import Grep, GrepResult, compile_pattern
+from s3spill.config import LiveConfig
+from s3spill.errors import InvalidRequest, NotFound
+
+if TYPE_CHECKING:
+    from s3spill.artifacts.store import ArtifactStore
+
+#: Characters a live page keeps free for its live footer and its larger header numbers.
+LIVE_RESERVE = 480
+_WINDOW_CHUNK = 1024 * 1024
+
+
+class LiveSummary(BaseModel):
+    """How a live output stands, as the footer of every read and grep of it says."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    live_id: str
+    status: str
+    exit_code: int | None
+    signal: int | None
+    heartbeat: datetime
+    heartbeat_age: float
+    committed_bytes: int
+    total_bytes: int
+    line_count: int
+    truncated: bool
+    dropped_bytes: int
+    dropped_lines: int
+    final_source_id: str | None
+    note: str | None = None
+    #: Pass as ``since`` to read only what comes after what this answer covered.
+    next_since: int
+
+    def line(self, style: ArgStyle = "call") -> str:
+        if self.status == "running":
+            run = f"running, heartbeat {self.heartbeat_age:.0f}s ago"
+        elif self.status == "exited":
+            run = f"exited with code {self.exit_code}"
+        elif self.status == "killed":
+            run = f"killed (signal {self.signal})" if self.signal else "killed"
+        else:
+            run = (f"lost: no heartbeat for {self.heartbeat_age:.0f}s (its writer died; what is"
+                   " committed is kept)")
+        cut = (f" | truncated: {self.dropped_bytes:,} bytes ({self.dropped_lines:,} lines) in the"
+               " middle dropped by the size cap" if self.truncated else "")
+        so_far = "so far " if self.status == "running" else ""
+        done = f" | stored as {self.final_source_id}" if self.final_source_id else ""
+        if self.note:
+            done += f" | {self.note}"
+        new = (f" | new output from here: {spell_args(style, since=self.next_since)}"
+               if self.status == "running" else "")
+        return (f"[{self.live_id}: {run} | {so_far}{self.committed_bytes:,} bytes,"
+                f" {self.line_count:,} lines committed{cut}{done}{new}]")
+
+
+def summarize(state: LiveState, config: LiveConfig, next_since: int,
+              now: datetime | None = None) -> LiveSummary:
+    now = now or datetime.now(UTC)
+    t = state.truncated
+    return LiveSummary(
+        live_id=str(state.live_id), status=state.effective_status(now, config.lost_after),
+        exit_code=state.exit_code, signal=state.signal, heartbeat=state.heartbeat,
+        heartbeat_age=max(0.0, (now - state.heartbeat).total_seconds()),
+        committed_bytes=state.committed_bytes, total_bytes=state.total_bytes,
+        line_count=state.line_count, truncated=t is not None,
+        dropped_bytes=t.dropped_bytes if t else 0, dropped_lines=t.dropped_lines if t else 0,
+        final_source_id=state.final_source_id, note=state.note, next_since=next_since)
+
+
+class LivePage(Page):
+    """A :class:`Page` of a live output, with the live footer."""
+
+    live: LiveSummary
+
+    def footer(self, style: ArgStyle = "call") -> str:
+        running = self.live.status == "running"
+        if self.eof and running:
+            if self.lines:
+                base = (f"[end of the output so far: line {self.total_lines:,}; the command is"
+                        " still running]")
+            elif self.total_lines:
+                base = (f"[nothing after line {self.total_lines:,} yet; the command is still"
+                        " running]")
+            else:
+                base = "[no output yet; the command is still running]"
+        elif self.eof and not self.lines:
+            base = "[no new output]" if self.byte_start else super().footer(style)
+        else:
+            base = super().footer(style)
+        return f"{base}\n{self.live.line(style)}"
+
+
+class LiveGrepResult(GrepResult):
+    """A :class:`GrepResult` over the committed part of a live output."""
+
+    live: LiveSummary
+
+    def footer(self, style: ArgStyle = "call") -> str:
+        return f"{super().footer(style)}\n{self.live.line(style)}"
+
+
+def _dropped(state: LiveState, what: str) -> InvalidRequest:
+    kept = ", ".join(f"lines {r[0].line_start + 1:,}-{_run_lines_end(r):,}" for r in _runs(state))
+    return InvalidRequest(f"{what} of {state.live_id} was dropped by the live size cap"
+                          f" (kept: {kept or 'nothing'})")
+
+
+def _run_lines_end(run: list[Span]) -> int:
+    last = run[-1]
+    return last.line_start + last.newlines + (0 if last.last_byte_newline else 1)
+
+
+def _runs(state: LiveState) -> list[list[Span]]:
+    """Contiguous stretches of kept output (one, unless the size cap dropped a middle)."""
+    runs: list[list[Span]] = []
+    for span in state.spans:
+        if runs and runs[-1][-1].byte_end == span.byte_start:
+            runs[-1].append(span)
+        else:
+            runs.append([span])
+    return runs
+
+
+@dataclass
+class _Start:
+    """Where a live page starts: the first line's bytes, and the segments after them."""
+
+    segs: Iterator[LiveSegment]
+    seg: LiveSegment
+    data: bytearray  #: from the page's first byte to the end of ``seg``
+    w0: int  #: output byte offset of ``data[0]``
+    shift: int  #: newlines in the output before ``data[0]`` (the first line's 0-based number)
+
+
+class LiveReader:
+    """Reads of live ids through an :class:`ArtifactStore` (its store, session and caches)."""
+
+    def __init__(self, arts: ArtifactStore, config: LiveConfig | None = None) -> None:
+        self.arts = arts
+        self.config = config or LiveConfig()
+
+    def _state(self, source: str | keys.LiveId, session_id: str | None) -> LiveState:
+        live = source if isinstance(source, keys.LiveId) else keys.LiveId.parse(str(source))
+        live.require_session(self.arts._session(session_id))
+        return read_state(self.arts.store, live)[0]
+
+    def status(self, source: str | keys.LiveId, session_id: str | None = None) -> LiveSummary:
+        state = self._state(source, session_id)
+        return summarize(state, self.config, state.committed_bytes)
+
+    # -- pages -------------------------------------------------------------------------
+
+    def read_page(self, source: str | keys.LiveId, offset: int = 0, limit: int = 2000,
+                  char_offset: int = 0, max_chars: int = 40_000, *, since: int | None = None,
+                  session_id: str | None = None) -> LivePage:
+        for attempt in (1, 2):
+            state = self._state(source, session_id)
+            try:
+                return self._page(state, offset, limit, char_offset, max_chars, since,
+                                  session_id)
+            except NotFound:
+                # The output finished (its segments deleted) between the state and a
+                # segment: the second state names the artifact it became.
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _page(self, state: LiveState, offset: int, limit: int, char_offset: int,
+              max_chars: int, since: int | None, session_id: str | None) -> LivePage:
+        if since is not None and (since < 0 or char_offset):
+            raise InvalidRequest("since must be >= 0, and is used without char_offset")
+        if state.final_source_id is not None:
+            return self._final_page(state, offset, limit, char_offset, max_chars, since,
+                                    session_id)
+        if max_chars - LIVE_RESERVE < 256:
+            raise InvalidRequest(f"max_chars={max_chars} is too small for a page of a live output")
+        start = (self._start_since(state, since) if since is not None
+                 else self._start_offset(state, offset, char_offset))
+        if isinstance(start, int):  # nothing to show from there (yet)
+            return self._wrap(_empty(str(state.live_id), state, start, max_chars), state, start)
+        window, to_end = self._window(state, start, limit, 4 * max_chars + 4 * char_offset + 1024)
+        page = self._render(state, start, window, to_end, limit, char_offset, max_chars)
+        return self._wrap(page, state, page.byte_end)
+
+    def _start_since(self, state: LiveState, since: int) -> _Start | int:
+        """Where a page from byte ``since`` starts (the next kept byte, past a dropped stretch)."""
+        spans = state.spans
+        since = min(since, state.committed_bytes)
+        i = bisect_right([s.byte_start for s in spans], since) - 1
+        if i >= 0 and since >= spans[i].byte_end:
+            i += 1  # in a dropped stretch, or at the very end: the next kept segment
+        i = max(i, 0)
+        if i >= len(spans):
+            return since
+        at = max(since, spans[i].byte_start)
+        segs = iter_segments(self.arts.store, state, lambda sp: sp.byte_end <= at)
+        seg = next(segs)
+        first = fetch_segment(self.arts.store, state, seg)
+        skip = max(0, since - seg.byte_start)
+        return _Start(segs, seg, bytearray(first[skip:]), seg.byte_start + skip,
+                      seg.line_start + first[:skip].count(b"\n"))
+
+    def _start_offset(self, state: LiveState, offset: int, char_offset: int) -> _Start | int:
+        """Where the page of line ``offset + 1`` starts: the segment holding the newline before it."""
+        sid, spans, total = str(state.live_id), state.spans, state.line_count
+        if total == 0:
+            if offset or char_offset:
+                raise InvalidRequest(f"{sid} has no output yet: only offset=0 can be read")
+            return 0
+        if offset >= total and state.status == "running":
+            return state.committed_bytes
+        if offset >= total:
+            raise InvalidRequest(f"offset {offset} is beyond the end of {sid}: it has"
+                                 f" {total} lines so far (offsets 0-{total - 1})")
+        if offset == 0 and spans[0].byte_start != 0:
+            raise _dropped(state, "line 1")
+        if offset:
+            i = next((k for k, sp in enumerate(spans) if sp.line_start + sp.newlines >= offset),
+                     len(spans))
+            if i == len(spans) or spans[i].line_start >= offset:
+                raise _dropped(state, f"line {offset + 1}")
+        segs = iter_segments(self.arts.store, state, lambda sp: offset > 0 and (
+            sp.line_start + sp.newlines < offset))
+        seg = next(segs)
+        data = bytearray(fetch_segment(self.arts.store, state, seg))
+        skip = _nth_newline_end(data, offset - seg.line_start)
+        del data[:skip]  # the window begins at the page's first line
+        return _Start(segs, seg, data, seg.byte_start + skip, offset)
+
+    def _window(self, state: LiveState, start: _Start, limit: int, need: int) -> tuple[bytes, bool]:
+        """The bytes one page can use (its lines, at most about ``need`` of them), and whether
+        they reach the end of what is committed."""
+        data, prev = start.data, start.seg
+        while data.count(b"\n") < limit + 1 and len(data) < need:
+            nxt = next(start.segs, None)
+            if nxt is None or nxt.byte_start != prev.byte_end:
+                break
+            data += fetch_segment(self.arts.store, state, nxt)
+            prev = nxt
+        to_end = prev.byte_end == state.committed_bytes
+        end = len(data)
+        if data.count(b"\n") >= limit + 1:
+            end = _nth_newline_end(data, limit + 1)
+        if end > need and (cut := data.rfind(b"\n", 0, need) + 1):
+            end = cut
+        if end < len(data):
+            del data[end:]
+            to_end = False
+        if not to_end:
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                del data[cut:]
+            elif not data:
+                raise _dropped(state, f"line {start.shift + 1}")
+        return bytes(data), to_end
+
+    def _render(self, state: LiveState, start: _Start, window: bytes, to_end: bool, limit: int,
+                char_offset: int, max_chars: int) -> Page:
+        """The window indexed in memory and paged like any artifact, renumbered as the output."""
+        sid, shift = str(state.live_id), start.shift
+        stats = build_stats(window, _WINDOW_CHUNK)
+        index = stats.to_index(session_hash=state.session_hash, name=state.name,
+                               created_at=state.created_at, tool=state.tool, call_id=None,
+                               label=None, body_etag="live-window")
+        page = build_page(index, lambda k: window[k * _WINDOW_CHUNK:(k + 1) * _WINDOW_CHUNK], sid,
+                          offset=0, limit=limit, char_offset=char_offset,
+                          max_chars=max_chars - LIVE_RESERVE)
+        cut_short = page.eof and not to_end  # the window ended, the output did not
+        next_line = page.next_offset
+        if cut_short:
+            next_line = index.line_count - (0 if window.endswith(b"\n") else 1)
+        return Page.model_construct(
+            source_id=sid, offset=shift, char_offset=char_offset,
+            total_lines=state.line_count, size_bytes=state.committed_bytes,
+            lines=tuple(dataclasses.replace(ln, number=ln.number + shift) for ln in page.lines),
+            eof=page.eof and to_end, next_offset=None if next_line is None else next_line + shift,
+            next_char_offset=0 if cut_short else page.next_char_offset,
+            byte_start=start.w0 + page.byte_start, byte_end=start.w0 + page.byte_end,
+            max_chars=max_chars)
+
+    def _wrap(self, page: Page, state: LiveState, next_since: int) -> LivePage:
+        fields = {name: getattr(page, name) for name in Page.model_fields}
+        return LivePage.model_construct(**fields, live=summarize(state, self.config, next_since))
+
+    def _final_page(self, state: LiveState, offset: int, limit: int, char_offset: int,
+                    max_chars: int, since: int | None, session_id: str | None) -> LivePage:
+        final = str(state.final_source_id)
+        if since is not None:
+            if state.truncated is not None:
+                raise InvalidRequest(f"{state.live_id} finished truncated: read {final} by"
+                                     " offset (since counted bytes of the live output)")
+            offset = self.arts.line_at(final, since, session_id=session_id)
+            if offset >= state.line_count:
+                return self._wrap(_empty(str(state.live_id), state, since, max_chars), state,
+                                  since)
+        page = self.arts.read_page(final, offset=offset, limit=limit, char_offset=char_offset,
+                                   max_chars=max_chars - LIVE_RESERVE, session_id=session_id)
+        return self._wrap(page, state, page.byte_end)
+
+    # -- grep --------------------------------------------------------------------------
+
+    def grep(self, source: str | keys.LiveId, pattern: str, context: int = 0,
+             max_matches: int = 100, *, ignore_case: bool = False,
+             session_id: str | None = None) -> LiveGrepResult:
+        compiled = compile_pattern(pattern, ignore_case=ignore_case)
+        for attempt in (1, 2):
+            state = self._state(source, session_id)
+            try:
+                if state.final_source_id is not None:
+                    result = self.arts.grep(state.final_source_id, pattern, context, max_matches,
+                                            ignore_case=ignore_case, session_id=session_id)
+                else:
+                    result = self._grep(state, compiled, context, max_matches)
+            except NotFound:
+                if attempt == 2:
+                    raise
+                continue
+            fields = {name: getattr(result, name) for name in GrepResult.model_fields}
+            return LiveGrepResult.model_construct(
+                **fields, live=summarize(state, self.config, state.committed_bytes))
+        raise AssertionError("unreachable")
+
+    def _grep(self, state: LiveState, compiled: object, context: int,
+              max_matches: int) -> GrepResult:
+        sid = str(state.live_id)
+        results: list[GrepResult] = []
+        starts: list[int] = []
+        g: Grep | None = None
+        prev_end = -1
+        for seg in iter_segments(self.arts.store, state):
+            if g is None or seg.byte_start != prev_end:  # a new run (after the size cap's gap)
+                if g is not None:
+                    results.append(g.result())
+                g = Grep(sid, compiled, context=context, max_matches=max_matches)  # type: ignore[arg-type]
+                g.line_no, g.line_start, g.bytes = seg.line_start, seg.byte_start, seg.byte_start
+                starts.append(seg.byte_start)
+            g.feed(fetch_segment(self.arts.store, state, seg))
+            prev_end = seg.byte_end
+        if g is None:
+            g = Grep(sid, compiled, context=context, max_matches=max_matches)  # type: ignore[arg-type]
+            starts.append(0)
+        results.append(g.result())
+        if len(results) == 1:
+            return results[0]
+        matches = tuple(m for r in results for m in r.matches)[:max_matches]
+        total = sum(r.total_matches for r in results)
+        return results[0].model_copy(update={
+            "matches": matches, "total_matches": total, "omitted": total - len(matches),
+            "exact": all(r.exact for r in results), "lines_scanned": results[-1].lines_scanned,
+            "bytes_scanned": sum(r.bytes_scanned - b for r, b in zip(results, starts, strict=True))})
+
+
+def _nth_newline_end(data: bytearray, n: int) -> int:
+    """Position just after the ``n``-th newline of ``data`` (0 for ``n == 0``)."""
+    if n == 0:
+        return 0
+    rest = data.split(b"\n", n)[-1]  # the split runs in C
+    return len(data) - len(rest)
+
+
+def _empty(sid: str, state: LiveState, at: int, max_chars: int) -> Page:
+    return Page.model_construct(
+        source_id=sid, offset=state.line_count, char_offset=0, total_lines=state.line_count,
+        size_bytes=state.committed_bytes, lines=(), eof=True, next_offset=None,
+        next_char_offset=None, byte_start=at, byte_end=at, max_chars=max_chars)
+
+
+__all__ = ["LiveGrepResult", "LivePage", "LiveReader", "LiveSummary", "iter_committed", "summarize"]
