@@ -8,29 +8,25 @@ import pytest
 
 from s3spill import keys
 from s3spill.agent.tools import AgentTools
-from s3spill.cli import main
 from s3spill.cli.exitcodes import ExitCode
 from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
 from s3spill.store.local import LocalStore
 from s3spill.testing import EmbeddedS3
+from tests.cli_support import cli_call, local_cli_env
 from tests.gc_support import later
 
 SESSION = "diag"
 
 
 def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
+    return cli_call(argv, capsys)
 
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalStore:
-    monkeypatch.setenv("S3SPILL_STORE", (tmp_path / "store").as_uri())
-    monkeypatch.setenv("S3SPILL_SESSION", SESSION)
-    return LocalStore(tmp_path / "store")
+    return local_cli_env(tmp_path, monkeypatch, SESSION)
 
 
 def _spill(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
