@@ -44,11 +44,39 @@ def _import_tree(tree: Path) -> None:
     sys.path.insert(0, str(tree))
 
 
-def populate(endpoint: str, artifacts: int, sessions: int, workers: int, legacy: bool) -> dict[str, Any]:
+def populate_session(store: Any, writer: Any, i: int, per_session: int, legacy: bool) -> int:
+    """Session ``i``: ``per_session`` artifacts, a quarter of them referenced through the journal.
+
+    ``legacy`` writes version 1 bodies (raw, SHA-256 in metadata) for the baseline tree.
+    """
     from s3spill import keys
-    from s3spill.artifacts.store import ArtifactStore
     from s3spill.leases.journal import LeaseJournal
     from s3spill.models import ArtifactRetentionClaim
+
+    sid = f"bench-session-{i}"
+    shash = keys.session_hash(sid)
+    claims = []
+    for j in range(per_session):
+        body = (f"session {i} artifact {j}\n" * 40).encode()
+        if legacy:
+            name = keys.new_artifact_name("bash")
+            put = store.put_if_absent(keys.artifact_key(shash, name), body)
+            store.put_if_absent(keys.index_key(shash, name), b'{"lines":[]}')
+            assert put.sha256 is not None
+            source_id, sha = str(keys.SourceId(shash, name, put.sha256[:16])), put.sha256
+        else:
+            ref = writer.write(sid, body, "bash")
+            source_id, sha = ref.source_id, ref.sha256
+        if j % 4 == 0:
+            claims.append(ArtifactRetentionClaim(source_id=source_id, sha256=sha))
+    journal = LeaseJournal(store, sid)
+    for k, claim in enumerate(claims):
+        journal.publish_reference(claim, lambda: None, transaction_id=f"tx-{i}-{k}")
+    return per_session
+
+
+def populate(endpoint: str, artifacts: int, sessions: int, workers: int, legacy: bool) -> dict[str, Any]:
+    from s3spill.artifacts.store import ArtifactStore
     from s3spill.testing import EmbeddedS3
 
     s3 = EmbeddedS3()
@@ -58,26 +86,7 @@ def populate(endpoint: str, artifacts: int, sessions: int, workers: int, legacy:
     per_session = artifacts // sessions
 
     def one_session(i: int) -> int:
-        sid = f"bench-session-{i}"
-        shash = keys.session_hash(sid)
-        claims = []
-        for j in range(per_session):
-            body = (f"session {i} artifact {j}\n" * 40).encode()
-            if legacy:
-                name = keys.new_artifact_name("bash")
-                put = store.put_if_absent(keys.artifact_key(shash, name), body)
-                store.put_if_absent(keys.index_key(shash, name), b'{"lines":[]}')
-                assert put.sha256 is not None
-                source_id, sha = str(keys.SourceId(shash, name, put.sha256[:16])), put.sha256
-            else:
-                ref = writer.write(sid, body, "bash")
-                source_id, sha = ref.source_id, ref.sha256
-            if j % 4 == 0:
-                claims.append(ArtifactRetentionClaim(source_id=source_id, sha256=sha))
-        journal = LeaseJournal(store, sid)
-        for k, claim in enumerate(claims):
-            journal.publish_reference(claim, lambda: None, transaction_id=f"tx-{i}-{k}")
-        return per_session
+        return populate_session(store, writer, i, per_session, legacy)
 
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -188,15 +197,12 @@ def _child(tree: Path, endpoint: str, args: argparse.Namespace, plan_only: bool)
 
 def run_local(artifacts: int, sessions: int, concurrency: int, legacy: bool) -> dict[str, Any]:
     """The same population and GC on the local store, in this process: CPU and wall per artifact."""
-    from s3spill import keys
     from s3spill.artifacts.store import ArtifactStore
     from s3spill.config import TransferConfig
     from s3spill.gc.apply import apply_cleanup
     from s3spill.gc.metered_store import MeteredStore
     from s3spill.gc.models import CleanupPolicy, CleanupScope
     from s3spill.gc.plan import plan_cleanup
-    from s3spill.leases.journal import LeaseJournal
-    from s3spill.models import ArtifactRetentionClaim
     from s3spill.store.local import LocalStore
 
     config = TransferConfig(max_concurrency=concurrency)
@@ -205,24 +211,7 @@ def run_local(artifacts: int, sessions: int, concurrency: int, legacy: bool) -> 
         writer = ArtifactStore(store, config)
         per_session = artifacts // sessions
         for i in range(sessions):
-            sid = f"bench-session-{i}"
-            claims = []
-            for j in range(per_session):
-                body = (f"session {i} artifact {j}\n" * 40).encode()
-                if legacy:
-                    shash, name = keys.session_hash(sid), keys.new_artifact_name("bash")
-                    put = store.put_if_absent(keys.artifact_key(shash, name), body)
-                    store.put_if_absent(keys.index_key(shash, name), b'{"lines":[]}')
-                    assert put.sha256 is not None
-                    source_id, sha = str(keys.SourceId(shash, name, put.sha256[:16])), put.sha256
-                else:
-                    ref = writer.write(sid, body, "bash")
-                    source_id, sha = ref.source_id, ref.sha256
-                if j % 4 == 0:
-                    claims.append(ArtifactRetentionClaim(source_id=source_id, sha256=sha))
-            journal = LeaseJournal(store, sid)
-            for k, claim in enumerate(claims):
-                journal.publish_reference(claim, lambda: None, transaction_id=f"tx-{i}-{k}")
+            populate_session(store, writer, i, per_session, legacy)
         later = datetime.now(UTC) + timedelta(days=3)
         policy = CleanupPolicy(dry_run=False, max_deletions=None)
         meter = MeteredStore(store)
