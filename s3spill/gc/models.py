@@ -279,6 +279,7 @@ _SUMMARY_LABELS = {
     "retained_limit": "kept over --max-deletions",
     "retained_unknown": "kept unrecognised",
     "retained_journal_doubt": "kept (journal in doubt)",
+    "retained_no_manifest": "kept (session has no manifest yet)",
     "retained_corrupt": "kept corrupt",
     "retained_unverifiable": "kept unverifiable",
     "race_detected": "kept (changed since the plan)",
