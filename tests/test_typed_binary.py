@@ -128,10 +128,27 @@ def test_hexdump_pages_fit_their_budget_and_tools_read_by_byte(local_store: Loca
     assert beyond.is_error and "beyond the end" in beyond.text
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+def test_grep_of_a_binary_artifact_is_refused_without_printing_its_bytes(local_store: LocalStore,
+                                                                       tmp_path: Path) -> None:
+    """grep over binary data is one clean refusal that points at the hexdump, never raw bytes."""
+    data = _random(300_000)
+    with Spiller(local_store, SESSION, journal=None) as spiller:
+        sid = source_id_of(spiller.externalize(data, "bash").context_text)
+    tools = AgentTools(local_store, SESSION, policy=SpillPolicy())
+    refused = tools.call("grep_artifact", {"source_id": sid, "pattern": "a"})
+    assert refused.is_error and "grep searches text" in refused.text
+    _assert_clean(refused.text)
+    spilled = _cli(tmp_path, "spill", "-", input_bytes=data)
+    cli_sid = spilled.stdout.decode().splitlines()[0]
+    proc = _cli(tmp_path, "grep", cli_sid, "a")
+    assert proc.returncode == 2 and proc.stdout == b"" and b"--byte-offset" in proc.stderr
+    _assert_clean(proc.stderr.decode())
+
+
+def _cli(tmp_path: Path, *args: str, input_bytes: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     env = child_env({"S3SPILL_STORE": (tmp_path / "store").as_uri(), "S3SPILL_SESSION": SESSION})
     return subprocess.run([sys.executable, "-m", "s3spill", *args], env=env, capture_output=True,
-                          timeout=120)
+                          input=input_bytes, timeout=120)
 
 
 @pytest.mark.slow

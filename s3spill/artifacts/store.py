@@ -521,6 +521,14 @@ class ArtifactStore:
         compiled = compile_pattern(pattern, ignore_case=ignore_case)
         art = self.resolve(source, session_id)
         index = self._index(art)
+        if index.output_kind == "binary":
+            # Lines of random bytes are not text: a match would put control bytes in front
+            # of the model (or a terminal). The hexdump is the way into binary data.
+            raise InvalidRequest(
+                f"{art.source_id} is {index.output_description or 'binary data'}: grep searches "
+                "text, and this output has none",
+                hint="page it as a hexdump by byte offset instead (byte_offset=/bytes=, or "
+                     "`s3spill read ID --byte-offset N --bytes M`)")
         result = grep_chunks(self._iter_verified(art, index), str(art.source_id), compiled,
                              context=context, max_matches=max_matches,
                              expected_lines=index.line_count)
