@@ -18,7 +18,6 @@ Progress notifications are sent on the stream of the request that asked for them
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -30,12 +29,13 @@ import anyio
 import mcp_types as types
 import orjson
 from mcp.server.streamable_http import StreamableHTTPServerTransport
-from mcp.shared.message import ServerMessageMetadata, SessionMessage
+from mcp.shared.message import ServerMessageMetadata
 
 from s3spill.agent.tools import AgentTools
 from s3spill.log import get_logger
 from s3spill.proxy.relay import Channel, Relay
 from s3spill.proxy.results import ResultSpiller
+from s3spill.proxy.sdk_streams import SdkStreams
 from s3spill.proxy.settings import ProxySettings
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
@@ -49,30 +49,20 @@ _UNAUTHORIZED = (b'{"error": "unauthorized", '
                  b'"error_description": "a bearer token issued for a session is required"}')
 
 
-class ServerSdkChannel:
+class ServerSdkChannel(SdkStreams):
     """The client side of the relay over the SDK's server transport streams."""
 
+    side = "client"
+
     def __init__(self, read_stream: Any, write_stream: Any) -> None:
-        self.read_stream = read_stream
-        self.write_stream = write_stream
+        super().__init__(read_stream, write_stream)
         self._progress: dict[Any, Any] = {}  # progressToken -> id of the request that set it
 
-    async def receive(self) -> bytes | None:
-        while True:
-            try:
-                item = await self.read_stream.receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError):
-                return None
-            if isinstance(item, Exception):
-                log.warning("proxy.client_transport_error", error=f"{type(item).__name__}: {item}")
-                continue
-            message = item.message
-            if isinstance(message, types.JSONRPCRequest) and isinstance(message.params, dict):
-                meta = message.params.get("_meta")
-                if isinstance(meta, dict) and meta.get("progressToken") is not None:
-                    self._progress[meta["progressToken"]] = message.id
-            raw: str = message.model_dump_json(by_alias=True, exclude_unset=True)
-            return raw.encode()
+    def _observe(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCRequest) and isinstance(message.params, dict):
+            meta = message.params.get("_meta")
+            if isinstance(meta, dict) and meta.get("progressToken") is not None:
+                self._progress[meta["progressToken"]] = message.id
 
     async def send(self, message: bytes) -> None:
         parsed = types.jsonrpc_message_adapter.validate_json(message, by_name=False)
@@ -84,12 +74,7 @@ class ServerSdkChannel:
                 metadata = ServerMessageMetadata(related_request_id=related)
         elif isinstance(parsed, types.JSONRPCResponse | types.JSONRPCError):
             self._progress = {k: v for k, v in self._progress.items() if v != parsed.id}
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            await self.write_stream.send(SessionMessage(parsed, metadata=metadata))
-
-    async def close(self) -> None:
-        with contextlib.suppress(anyio.ClosedResourceError):
-            await self.write_stream.aclose()
+        await self._write(parsed, metadata)
 
 
 class SessionSpillers:

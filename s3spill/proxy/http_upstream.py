@@ -11,47 +11,36 @@ Messages cross as JSON-RPC models (the SDK's transport speaks nothing else); the
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
-from mcp.shared.message import ClientMessageMetadata, SessionMessage
+from mcp.shared.message import ClientMessageMetadata
 
 from s3spill.log import get_logger
 from s3spill.proxy.relay import Relay
+from s3spill.proxy.sdk_streams import SdkStreams
 from s3spill.proxy.stdio import MAX_MESSAGE_BYTES, own_stdio
 
 log = get_logger("s3spill.proxy")
 
 
-class SdkChannel:
+class SdkChannel(SdkStreams):
     """A relay channel over the SDK's client transport streams."""
 
+    side = "upstream"
+
     def __init__(self, read_stream: Any, write_stream: Any) -> None:
-        self.read_stream = read_stream
-        self.write_stream = write_stream
+        super().__init__(read_stream, write_stream)
         self.version: str | None = None
         self._initialize_ids: set[Any] = set()
 
-    async def receive(self) -> bytes | None:
-        while True:
-            try:
-                item = await self.read_stream.receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError):
-                return None
-            if isinstance(item, Exception):
-                log.warning("proxy.upstream_transport_error", error=f"{type(item).__name__}: {item}")
-                continue
-            message = item.message
-            if isinstance(message, types.JSONRPCResponse) and message.id in self._initialize_ids:
-                self._initialize_ids.discard(message.id)
-                version = message.result.get("protocolVersion") if isinstance(message.result, dict) else None
-                self.version = version if isinstance(version, str) else self.version
-            raw: str = message.model_dump_json(by_alias=True, exclude_unset=True)
-            return raw.encode()
+    def _observe(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCResponse) and message.id in self._initialize_ids:
+            self._initialize_ids.discard(message.id)
+            version = message.result.get("protocolVersion") if isinstance(message.result, dict) else None
+            self.version = version if isinstance(version, str) else self.version
 
     async def send(self, message: bytes) -> None:
         parsed = types.jsonrpc_message_adapter.validate_json(message, by_name=False)
@@ -61,12 +50,7 @@ class SdkChannel:
         metadata = None
         if self.version is not None:
             metadata = ClientMessageMetadata(headers={MCP_PROTOCOL_VERSION_HEADER: self.version})
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            await self.write_stream.send(SessionMessage(parsed, metadata=metadata))
-
-    async def close(self) -> None:
-        with contextlib.suppress(anyio.ClosedResourceError):
-            await self.write_stream.aclose()
+        await self._write(parsed, metadata)
 
 
 async def relay_http(relay: Relay, url: str) -> int:
