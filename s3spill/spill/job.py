@@ -21,7 +21,7 @@ import dataclasses
 import hashlib
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
@@ -58,6 +58,7 @@ from s3spill.textview import show
 __all__ = ["ExitCode", "Mode", "Note", "SpillJob", "SpillResult"]
 
 log = get_logger("s3spill.spill.spiller")
+_T = TypeVar("_T")
 
 #: An exit status, or a callable that returns it once the output has ended.
 ExitCode = int | Callable[[], int | None] | None
@@ -137,24 +138,21 @@ class SpillJob:
 
     def ended(self) -> None:
         """The output is fully read: now the exit status can be known."""
-        code = self._exit_code
-        if callable(code):
-            try:
-                code = code()
-            except Exception as exc:  # noqa: BLE001 - an unknown status must not break the turn
-                log.warning("spill.exit_code_failed", tool=self.tool, error=describe_error(exc))
-                code = None
-        self.exit_code = code
-        self._exit_code = code
-        note = self._note
-        if callable(note):
-            try:
-                note = note()
-            except Exception as exc:  # noqa: BLE001 - a note is never worth breaking the turn
-                log.warning("spill.note_failed", tool=self.tool, error=describe_error(exc))
-                note = None
-        self.note = note
-        self._note = note
+        self.exit_code = self._exit_code = self._settle(self._exit_code, "spill.exit_code_failed")
+        self.note = self._note = self._settle(self._note, "spill.note_failed")
+
+    def _settle(self, value: _T | Callable[[], _T | None] | None, event: str) -> _T | None:
+        """``value``, or what calling it gives; a failing call is logged and gives ``None``.
+
+        An unknown exit status or a missing note must never break the agent's turn.
+        """
+        if not callable(value):
+            return value
+        try:
+            return value()
+        except Exception as exc:  # noqa: BLE001 - see above: fail open, say so in the log
+            log.warning(event, tool=self.tool, error=describe_error(exc))
+            return None
 
     def result(self, text: str, mode: Mode, total: int, omitted: int, *,
                artifact: ArtifactReference | None = None, reason: str | None = None) -> SpillResult:
