@@ -1,4 +1,4 @@
-"""Claude Code ``PreToolUse`` for Bash: run the command with its output going to ``s3spill run --stdin``.
+"""Claude Code ``PreToolUse`` for Bash: the command runs with its output going to ``s3spill run --follow``.
 
 Why before rather than after: Claude Code 2.1.332 keeps only 30,000 characters of a Bash
 output for its ``PostToolUse`` hooks (the rest is in a file it may or may not keep), and a
@@ -25,6 +25,9 @@ from a file after the shell exits. The rewrite therefore:
   spool as it is: the harness then gets the raw output, exactly as without the hook;
 * if the directory or ``run`` cannot be set up, runs the original text unwrapped.
 
+The shell side is :data:`WRAP_SCRIPT` (``claude_code_wrap.sh``), sourced by the rewritten
+command.
+
 ``run_in_background`` commands are left alone: their output is read while they run
 through Claude Code's own task output, which a wrapper that prints at the end would hide.
 A command that is already wrapped is left alone (the marker below), so wrapping never
@@ -38,6 +41,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 #: Present in every rewritten command (and nowhere a user would type it): "already wrapped".
@@ -48,27 +52,24 @@ def is_wrapped(command: str) -> bool:
     return MARKER in command
 
 
-def wrap(command: str, capture: Sequence[str]) -> str:
-    """``command`` rewritten so that its output goes through ``capture`` (an argv).
+#: The shell side of the wrapper, sourced by every rewritten command.
+WRAP_SCRIPT = Path(__file__).with_name("claude_code_wrap.sh")
 
-    ``capture`` gets ``--follow DIR --watch-pid PID`` appended: it follows ``DIR/o``,
-    stops once ``DIR/rc`` holds the exit status (or the shell ``PID`` is gone), prints what
-    the model should see and writes ``DIR/done``. The shell names all start with the marker.
+
+def wrap(command: str, capture: Sequence[str]) -> str:
+    """``command`` rewritten so that its output goes through ``s3spill run --follow``.
+
+    ``capture`` is ``[python, store, session, server, call_id?]`` (:func:`capture_args`).
+    Short on purpose: Claude Code shows the command it ran in its background-task
+    notifications, so the logic lives in :data:`WRAP_SCRIPT`; the original text comes first
+    so that what is shown of it names the real command. Without the script (a package
+    removed under a running session) the original runs as it is.
     """
-    cap = " ".join(shlex.quote(arg) for arg in capture)
-    m = MARKER
-    d = f'"${m}_d"'
-    return (
-        f'if {m}_d=$(mktemp -d 2>/dev/null) && : >"${m}_d/o" && '
-        f'( exec {cap} --follow {d} --watch-pid $$ </dev/null 2>/dev/null & echo $! >|"${m}_d/p" ) && '
-        f'read -r {m}_p <"${m}_d/p"; then\n'
-        f'{m}_end() {{ {m}_rc=$1; trap - EXIT; printf "%s\\n" "${m}_rc" >|"${m}_d/rc"; '
-        f'while [ ! -e "${m}_d/done" ] && kill -0 "${m}_p" 2>/dev/null; do sleep 0.02; done; '
-        f'[ -e "${m}_d/done" ] || cat "${m}_d/o"; rm -rf "${m}_d"; return "${m}_rc"; }}\n'
-        f"trap '{m}_end $?' EXIT\n"
-        f'eval {shlex.quote(command)} >>"${m}_d/o" 2>&1; {m}_end $?\n'
-        f'else eval {shlex.quote(command)}; fi'
-    )
+    script = shlex.quote(str(WRAP_SCRIPT))
+    original = shlex.quote(command)
+    args = " ".join(shlex.quote(a) for a in capture)
+    return (f"if [ -r {script} ]; then . {script} {original} {args}; "
+            f"else eval {original}; fi # {MARKER}")
 
 
 def pre_tool_use(payload: dict[str, Any], capture: Sequence[str]) -> dict[str, Any] | None:
@@ -109,15 +110,13 @@ def decode_payload(raw: bytes) -> dict[str, Any] | None:
     return payload if isinstance(payload, dict) else None
 
 
-def capture_argv(python: str, store: str, session: str, server: str, call_id: str | None) -> list[str]:
-    """The ``s3spill run --follow`` that the wrapper starts (``--follow``/``--watch-pid`` added by it).
+def capture_args(python: str, store: str, session: str, server: str, call_id: str | None) -> list[str]:
+    """What :data:`WRAP_SCRIPT` is given to start ``python -m s3spill.cli.run_follow``.
 
-    Started as ``python -m s3spill.cli.run_follow``, the same code without the full CLI's
-    parser and imports: it runs once per Bash call, and most calls print a few lines.
+    That module is ``s3spill run --follow`` without the full CLI's parser and imports: it
+    runs once per Bash call, and most calls print a few lines.
     """
-    argv = [python, "-m", "s3spill.cli.run_follow", "--store", store, "--session", session,
-            "--harness", "claude-code", "--server", server, "--tool", "Bash"]
-    return [*argv, "--call-id", call_id] if call_id else argv
+    return [python, store, session, server, *([call_id] if call_id else [])]
 
 
 def pre_answer(raw: bytes, capture: Callable[[dict[str, Any]], list[str] | None]) -> bytes | None:

@@ -58,7 +58,7 @@ def _session(args: argparse.Namespace) -> str | None:
 def _capture(args: argparse.Namespace, payload: dict[str, Any]) -> list[str] | None:
     """The ``s3spill run --follow`` argv for the PreToolUse wrapper: this interpreter, the
     store and the session resolved here, so the wrapped command stores where this hook would."""
-    from s3spill.adapters.claude_bash import capture_argv
+    from s3spill.adapters.claude_bash import capture_args
 
     session = _session(args) or payload.get("session_id")
     if not isinstance(session, str) or not session:
@@ -70,7 +70,7 @@ def _capture(args: argparse.Namespace, payload: dict[str, Any]) -> list[str] | N
         store = default_store_url()
     call_id = payload.get("tool_use_id")
     call = call_id if isinstance(call_id, str) else None
-    return capture_argv(sys.executable, store, session, args.server, call)
+    return capture_args(sys.executable, store, session, args.server, call)
 
 
 def cmd_hook(args: argparse.Namespace) -> int:

@@ -97,7 +97,7 @@ def test_the_wrapper_changes_nothing_the_model_sees_for_ordinary_commands(claude
 def test_a_small_output_passes_untouched_and_stores_nothing(claude: ClaudeCode, size: int) -> None:
     """A 200-byte output is the model's byte for byte, and nothing is stored."""
     claude.use_s3spill()
-    run = claude.run([_bash(f"head -c {size} /dev/zero | tr '\\\\0' x"), text("done")])
+    run = claude.run([_bash(f"python3 -c 'import sys; sys.stdout.write(\"x\" * {size})'"), text("done")])
     assert result_text(run.results()[0]) == "x" * size
     store = claude.store_url.removeprefix("file://")
     assert not any(p.is_file() for p in pathlib.Path(store).rglob("*"))
