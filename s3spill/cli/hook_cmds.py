@@ -87,7 +87,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
         from s3spill.store import open_store
 
         out = answer(args.harness, raw, lambda: open_store(getattr(args, "store", None)), server=args.server,
-                     session=_session(args))
+                     session=_session(args), debug=bool(getattr(args, "debug", False)))
     if out:
         sys.stdout.buffer.write(out + b"\n")
         sys.stdout.flush()

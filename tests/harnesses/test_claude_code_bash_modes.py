@@ -26,8 +26,10 @@ def test_a_timeout_moves_the_command_to_the_background_as_without_the_wrapper(cl
     claude.use_s3spill()
     wrapped = claude.run(turns).results()
     for results in (bare, wrapped):
-        assert "did not complete within its 2s timeout and was moved to the background" in result_text(results[0])
-        assert re.search(r"1\t1\n\s*2\t2\n\s*3\t3\n\s*4\tfinished", result_text(results[1])), result_text(results[1])
+        moved = "did not complete within its 2s timeout and was moved to the background"
+        assert moved in result_text(results[0])
+        read = result_text(results[1])
+        assert re.search(r"1\t1\n\s*2\t2\n\s*3\t3\n\s*4\tfinished", read), read
 
 
 def test_run_in_background_is_left_to_claude_code(claude: ClaudeCode) -> None:
@@ -46,8 +48,8 @@ def test_the_hook_wired_twice_wraps_once(claude: ClaudeCode) -> None:
     """Two PreToolUse entries running our hook: the output comes once, one pointer for a big one."""
     claude.use_s3spill()
     claude.hooks["PreToolUse"] = claude.hooks["PreToolUse"] * 2
-    run = claude.run([tool_call("Bash", {"command": "echo once"}), tool_call("Bash", {"command": "seq 1 200000"}),
-                      text("done")])
+    run = claude.run([tool_call("Bash", {"command": "echo once"}),
+                      tool_call("Bash", {"command": "seq 1 200000"}), text("done")])
     small, big = (result_text(r) for r in run.results())
     assert small == "once"
     assert big.count("[s3spill] Full output of Bash") == 1 and big.startswith("1\n2\n")
@@ -57,13 +59,13 @@ def test_a_broken_store_leaves_claude_codes_own_result(claude: ClaudeCode) -> No
     """The wrapper's ``run`` and the PostToolUse hook both fail (a store URL they cannot
     open): the model gets what it gets with no hook — the small output as it is, and Claude
     Code's own persisted-output preview for a big one — and every command still runs."""
-    turns = [tool_call("Bash", {"command": "echo small; exit 3"}), tool_call("Bash", {"command": "seq 1 1000000"}),
-             text("done")]
+    turns = [tool_call("Bash", {"command": "echo small; exit 3"}),
+             tool_call("Bash", {"command": "seq 1 1000000"}), text("done")]
     bare = claude.run(turns).results()
     claude.store_url = "ftp://nowhere/spill"
     claude.use_s3spill(mcp=False)
     broken = claude.run(turns).results()
-    assert [result_text(r) for r in broken][0] == result_text(bare[0]) == "Exit code 3\nsmall"
+    assert result_text(broken[0]) == result_text(bare[0]) == "Exit code 3\nsmall"
     assert broken[0].get("is_error") is True
     assert "<persisted-output>" in result_text(broken[1]) and "999999" not in result_text(broken[1])[:30_000]
 
