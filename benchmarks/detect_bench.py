@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import s3spill.spill.job as job  # noqa: E402
-from s3spill.context.detect import TEXT, detect  # noqa: E402
+from s3spill.typed.detect import TEXT, detect  # noqa: E402
 from s3spill.spill.spiller import Spiller  # noqa: E402
 from s3spill.store.local import LocalStore  # noqa: E402
 

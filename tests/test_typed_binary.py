@@ -16,7 +16,7 @@ from spiller_support import source_id_of
 from typed_support import gzip_file, png
 
 from s3spill.agent.tools import AgentTools
-from s3spill.artifacts.bytepage import unhexdump
+from s3spill.typed.bytepage import unhexdump
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
