@@ -13,7 +13,7 @@ import signal
 import sys
 from types import FrameType
 
-from s3spill.cli.failures import say
+from s3spill.cli.voice import say
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,7 +7,8 @@ same and exit the same everywhere; a new exception class finds its family's row 
 MRO, and a test walks every class of :mod:`s3spill.errors` through the table, so no class
 falls through to a hint that is not true of it.
 
-Every line has one shape, ``s3spill: <what happened> (<what to do>)``, from :func:`say`.
+Every line has one shape, ``s3spill: <what happened> (<what to do>)``, from
+:func:`s3spill.cli.voice.say`.
 A hint is given only where it holds for every place that raises the class; where no
 family-wide hint is true, the raiser's own (``exc.hint``) is used, or none.
 
@@ -25,16 +26,9 @@ from pydantic import ValidationError
 
 from s3spill import errors as e
 from s3spill.cli.exitcodes import ExitCode
+from s3spill.cli.voice import say
 
 _DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
-#: The hint of every "needs the MCP SDK" error (the SDK is the optional ``mcp`` extra).
-MCP_EXTRA = "pip install 's3spill[mcp]'"
-
-
-def say(what: str, hint: str = "") -> str:
-    """The one line every ``s3spill`` message to stderr is: ``s3spill: WHAT (HINT)``."""
-    what = " ".join(what.split())  # one line, whatever the message held
-    return f"s3spill: {what} ({hint})" if hint else f"s3spill: {what}"
 
 
 def _named(exc: BaseException) -> str:

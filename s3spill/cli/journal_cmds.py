@@ -16,7 +16,7 @@ from typing import Any
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
-from s3spill.cli.failures import say
+from s3spill.cli.voice import say
 from s3spill.errors import ConfigError, IntegrityError, JournalCorrupt
 from s3spill.keys import SourceId
 from s3spill.leases.journal import LeaseJournal

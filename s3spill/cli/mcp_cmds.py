@@ -13,7 +13,7 @@ import sys
 
 from s3spill.agent.mcp.config import check_bind, parse_http_address
 from s3spill.cli.argtypes import session_from_args, store_from_args
-from s3spill.cli.failures import MCP_EXTRA
+from s3spill.cli.voice import MCP_EXTRA
 from s3spill.errors import ConfigError
 
 TOOLS_HELP = """\

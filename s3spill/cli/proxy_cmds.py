@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
-from s3spill.cli.failures import MCP_EXTRA
+from s3spill.cli.voice import MCP_EXTRA
 from s3spill.errors import ConfigError
 
 if TYPE_CHECKING:

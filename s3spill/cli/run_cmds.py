@@ -25,8 +25,8 @@ import time
 from collections.abc import Iterator
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
-from s3spill.cli.failures import say
 from s3spill.cli.live_cmds import add_background_flags, run_background
+from s3spill.cli.voice import say
 from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
 
