@@ -2,7 +2,7 @@
 
 Each sub-module registers its own sub-commands (``register(subparsers)``) and sets
 ``func`` on its parser; this module only parses, configures logging, and is the one
-error boundary: every expected failure becomes ``s3spill: error: <what> (<hint>)`` on
+error boundary: every expected failure becomes ``s3spill: <what> (<hint>)`` on
 stderr and the exit code of :mod:`s3spill.cli.exitcodes` (see :mod:`.failures`); a
 traceback only with ``--debug``. Bad arguments are usage errors (exit 2), caught by
 argparse before anything touches a store.
@@ -64,7 +64,11 @@ class Parser(argparse.ArgumentParser):
     """argparse whose usage errors are one line in the CLI's format (exit 2, no usage dump)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(int(ExitCode.ERROR), f"s3spill: error: {message} (see `{self.prog} --help`)\n")
+        from s3spill.cli.voice import say
+
+        # argparse says "argument --limit: ..."; the flag alone names it.
+        self.exit(int(ExitCode.ERROR),
+                  say(message.removeprefix("argument "), f"see `{self.prog} --help`") + "\n")
 
 
 def log_level(value: str) -> str:
