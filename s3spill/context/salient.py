@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from s3spill.context.retention import safe_head_cut
+from s3spill.context.utf8 import safe_head_cut
 from s3spill.textview import show
 
 #: Lines worth quoting from an omitted middle: errors and failures, not warnings

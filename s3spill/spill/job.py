@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
+from s3spill.context.budget import ContextBudget
 from s3spill.context.logcompress import CompressedLog, compress_log
 from s3spill.context.pointer import (
     CLIPPED_MARKER,
@@ -37,9 +38,9 @@ from s3spill.context.pointer import (
     summarize,
 )
 from s3spill.context.policy import SpillPolicy, ToolPolicy
-from s3spill.context.retention import RetainedText, TextRetainer, safe_head_cut
+from s3spill.context.retention import RetainedText, TextRetainer
 from s3spill.context.salient import SalientScanner
-from s3spill.context.tokens import ContextBudget
+from s3spill.context.utf8 import safe_head_cut
 from s3spill.fleet.cap import CapFacts, StoreCap
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record
