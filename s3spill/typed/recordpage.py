@@ -15,16 +15,15 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from s3spill.artifacts.index import ArtifactIndex, decode_units
-from s3spill.artifacts.paging import ArgStyle, spell_args
-from s3spill.artifacts.records import record_end_positions
+from s3spill.context.read_args import ArgStyle, spell_args
 from s3spill.errors import InvalidRequest
 from s3spill.textview import escape, unescape
+from s3spill.typed.chunked import ChunkedOutput, Fetch
+from s3spill.typed.record_ends import record_end_positions
 
 DEFAULT_RECORDS = 500
 _HEADER_LINE = len("[header (record 1), repeated:]") + 1
 
-Fetch = Callable[[int], bytes]
 
 
 class RecordRow(BaseModel):
@@ -97,12 +96,12 @@ class RecordPage(BaseModel):
         return "\n".join(out) + "\n"
 
 
-def total_records(index: ArtifactIndex) -> int:
+def total_records(index: ChunkedOutput) -> int:
     ends = index.records_before[-1] if index.chunk_records else 0
     return ends + (0 if index.size_bytes == 0 or index.ends_with_newline else 1)
 
 
-def record_at(index: ArtifactIndex, fetch: Fetch, byte: int) -> int:
+def record_at(index: ChunkedOutput, fetch: Fetch, byte: int) -> int:
     """The 1-based number of the record holding byte ``byte`` (one chunk is scanned)."""
     k = min(byte // index.chunk_size, index.chunk_count - 1)
     local = byte - k * index.chunk_size
@@ -110,7 +109,7 @@ def record_at(index: ArtifactIndex, fetch: Fetch, byte: int) -> int:
     return index.records_before[k] + len(ends) + 1
 
 
-def _record_start(index: ArtifactIndex, fetch: Fetch, skip: int) -> int:
+def _record_start(index: ChunkedOutput, fetch: Fetch, skip: int) -> int:
     """Byte where record ``skip`` (0-based) starts: just after the ``skip``-th record end."""
     if skip == 0:
         return 0
@@ -126,7 +125,7 @@ def _row(number: int, raw: bytes, budget: int, cut: bool, first_line: int = 0) -
     body = raw[:-1] if raw.endswith(b"\n") else raw
     if body.endswith(b"\r"):
         body = body[:-1]
-    text = decode_units(body)
+    text = body.decode("utf-8", "surrogateescape")
     keep = len(text)
     while True:
         row = _shown(number, text[:keep], cut or keep < len(text))
@@ -150,7 +149,7 @@ def _shown(number: int, text: str, cut: bool) -> RecordRow:
     return RecordRow(number=number, lines=lines, escaped=escaped, cut=cut)
 
 
-def _records_from(index: ArtifactIndex, fetch: Fetch, start: int, limit: int,
+def _records_from(index: ChunkedOutput, fetch: Fetch, start: int, limit: int,
                   max_bytes: int) -> tuple[list[bytes], bool]:
     """Up to ``limit`` raw records from byte ``start`` (each with its terminator), and whether
     the last one was cut at ``max_bytes`` (a record longer than a page)."""
@@ -178,7 +177,7 @@ def _records_from(index: ArtifactIndex, fetch: Fetch, start: int, limit: int,
         buf += fetch(k)
 
 
-def _frame(source_id: str, index: ArtifactIndex, total: int) -> int:
+def _frame(source_id: str, index: ChunkedOutput, total: int) -> int:
     """The most characters a page's frame can take: its first line and its last (every
     number at its widest, either argument style), newlines included."""
     widest = f"{total:,}"
@@ -190,14 +189,14 @@ def _frame(source_id: str, index: ArtifactIndex, total: int) -> int:
     return len(first) + 1 + last + 1
 
 
-def _cut_note_chars(index: ArtifactIndex) -> int:
+def _cut_note_chars(index: ChunkedOutput) -> int:
     """The most characters the note under a cut record can take (both styles, widest numbers)."""
     widest = max(index.line_count, index.size_bytes)
     return max(len(RecordRow(number=1, lines=("",), escaped=False, cut=True, rest_offset=widest,
                              rest_char_offset=widest).cut_note(style)) for style in ("call", "cli")) + 1
 
 
-def _line_of(index: ArtifactIndex, fetch: Fetch, byte: int) -> int:
+def _line_of(index: ChunkedOutput, fetch: Fetch, byte: int) -> int:
     """The 0-based line holding byte ``byte`` (the newlines before it; one chunk is scanned)."""
     if byte >= index.size_bytes:
         return index.line_count
@@ -222,7 +221,7 @@ def _fit(raws: list[bytes], record_offset: int, cut_last: bool, budget: int,
     return rows
 
 
-def build_record_page(index: ArtifactIndex, fetch: Fetch, source_id: str, *, record_offset: int = 0,
+def build_record_page(index: ChunkedOutput, fetch: Fetch, source_id: str, *, record_offset: int = 0,
                       limit: int = DEFAULT_RECORDS, max_chars: int = 40_000) -> RecordPage:
     """Records from ``record_offset`` (records to skip; the header is record 0 to skip).
 
