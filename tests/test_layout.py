@@ -26,15 +26,16 @@ ALLOWED: dict[str, set[str]] = {
     "context": {"textview"},
     "artifacts": {"config", "errors", "failpoints", "keys", "log", "models", "store", "textview"},
     "leases": {"config", "errors", "failpoints", "keys", "log", "models", "store"},
-    "gc": {"config", "errors", "failpoints", "keys", "leases", "log", "models", "store"},
-    "spill": {"artifacts", "context", "keys", "leases", "log", "models", "store", "errors", "config",
+    "fleet": {"config", "context", "errors", "failpoints", "keys", "leases", "log", "models", "store"},
+    "gc": {"config", "errors", "failpoints", "fleet", "keys", "leases", "log", "models", "store"},
+    "spill": {"artifacts", "context", "fleet", "keys", "leases", "log", "models", "store", "errors", "config",
               "textview"},
-    "agent": {"_version", "artifacts", "context", "errors", "leases", "log", "models", "spill", "store",
+    "agent": {"_version", "artifacts", "context", "errors", "fleet", "leases", "log", "models", "spill",
+              "store", "keys", "config"},
+    "proxy": {"agent", "spill", "artifacts", "fleet", "leases", "context", "store", "errors", "log", "models",
               "keys", "config"},
-    "proxy": {"agent", "spill", "artifacts", "leases", "context", "store", "errors", "log", "models", "keys",
-              "config"},
-    "adapters": {"_version", "agent", "proxy", "spill", "artifacts", "leases", "context", "store", "errors",
-                 "log", "models", "keys", "config"},
+    "adapters": {"_version", "agent", "proxy", "spill", "artifacts", "fleet", "leases", "context", "store",
+                 "errors", "log", "models", "keys", "config"},
 }
 #: The top of the stack may use anything below it.
 TOP = {"__init__", "__main__", "cli", "demo"}

@@ -28,7 +28,7 @@ from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResul
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.pointer import clip, one_line
 from s3spill.context.policy import GREP_TOOL, READ_TOOL, SpillPolicy
-from s3spill.context.redaction import redact_text
+from s3spill.context.secrets import redact_text
 from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
 from s3spill.leases.expiry import explain_missing
 from s3spill.log import get_logger

@@ -38,8 +38,9 @@ def read_state(store: ObjectStore, live: keys.LiveId) -> tuple[LiveState, str]:
         etag = store.head(key).etag
         raw = store.get(key)
     except NotFound:
-        raise NotFound(f"no live output {live} (never started, or not in this store)",
-                       key=key) from None
+        raise NotFound(f"no live output {live} was ever started in this store", key=key,
+                       hint="check the live id and --store; `s3spill ls` lists this session's "
+                       "live outputs") from None
     try:
         state = LiveState.model_validate_json(raw)
     except ValidationError:

@@ -335,8 +335,8 @@ class ArtifactStore:
             # made-up id, not damaged bytes (a full read would still check every byte).
             raise SourceIdError(
                 f"{sid}: no artifact of this session has this digest; the artifact "
-                f"{index.name} has SHA-256 {index.sha256[:16]}, not {art.source_id.sha256_prefix} "
-                f"(check the source id for a typo)")
+                f"{index.name} has SHA-256 {index.sha256[:16]}, not {art.source_id.sha256_prefix}",
+                hint="check the source id for a typo")
         return index
 
     def _missing(self, art: ResolvedArtifact) -> NotFound:
@@ -492,7 +492,8 @@ class ArtifactStore:
                     yield chunk
         except NotFound:
             raise ArtifactNotFound(f"{sid}: the artifact's body is gone (deleted while being read)",
-                                   key=art.artifact_key, source_id=sid) from None
+                                   key=art.artifact_key, source_id=sid,
+                                   hint="run the command that produced it again") from None
         if k != index.chunk_count or buf:
             raise IntegrityError(f"{sid}: the artifact is shorter or longer than its index")
         if full.hexdigest() != index.sha256:

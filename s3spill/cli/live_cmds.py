@@ -68,7 +68,9 @@ def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
     proc.stdout.close()
     if not line.startswith("READY "):
         detail = line.removeprefix("ERROR ").strip() or "it exited without saying why"
-        raise StoreUnavailable(f"the background run did not start: {detail}")
+        raise StoreUnavailable(f"the background run did not start: {detail}",
+                               hint="the command was not started" if line.startswith("ERROR ")
+                               else None)
     _, live_id, pid = line.split()
     if pid == "0":  # the command could not be started: say so, with its exit status
         return _not_started(args, store, session, live_id)

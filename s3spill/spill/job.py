@@ -46,10 +46,10 @@ from s3spill.context.retention import RetainedText, TextRetainer, safe_head_cut
 from s3spill.context.salient import SalientScanner
 from s3spill.context.structured import StructureScanner, render_structured, type_note
 from s3spill.context.tokens import ContextBudget
+from s3spill.fleet.cap import CapFacts, StoreCap
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record
-from s3spill.spill.cap import CapFacts, StoreCap
-from s3spill.spill.masking import SecretMask
+from s3spill.spill.secrets import SecretMask
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
 from s3spill.spill.upload import BoundedUpload, describe_error

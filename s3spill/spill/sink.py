@@ -19,11 +19,11 @@ from typing import Protocol
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.detect import Detection, detect
 from s3spill.errors import SessionErased, StoreCapabilityError
+from s3spill.fleet.quota import QuotaGuard
+from s3spill.fleet.seal import ERASED_REASON, ErasureCheck
 from s3spill.keys import session_hash
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
-from s3spill.spill.erasure import ERASED_REASON, ErasureCheck
-from s3spill.spill.quota import QuotaGuard
 from s3spill.spill.upload import BoundedUpload, describe_error
 
 __all__ = ["LivenessMark", "SpillSink"]

@@ -29,13 +29,13 @@ from s3spill.config import LiveConfig
 from s3spill.context.block_plan import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_budget
 from s3spill.context.policy import SpillPolicy
+from s3spill.fleet.quota import Quota, QuotaGuard
 from s3spill.keys import session_hash
 from s3spill.leases.journal import LeaseJournal
 from s3spill.log import get_logger
 from s3spill.spill.block_spill import BlocksResult, externalize_blocks
 from s3spill.spill.job import ExitCode, Note, SpillJob, SpillResult
 from s3spill.spill.live import LiveHandle, LiveSource, start_live
-from s3spill.spill.quota import Quota, QuotaGuard
 from s3spill.spill.sink import LivenessMark, SpillSink
 from s3spill.spill.source import Output
 from s3spill.store.base import ObjectStore
