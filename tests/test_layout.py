@@ -27,14 +27,15 @@ ALLOWED: dict[str, set[str]] = {
     "artifacts": {"config", "errors", "failpoints", "keys", "log", "models", "store", "textview"},
     "leases": {"config", "errors", "failpoints", "keys", "log", "models", "store"},
     "gc": {"config", "errors", "failpoints", "keys", "leases", "log", "models", "store"},
+    "usage": {"config", "errors", "keys", "log", "models", "store"},
     "spill": {"artifacts", "context", "keys", "leases", "log", "models", "store", "errors", "config",
-              "textview"},
+              "textview", "usage"},
     "agent": {"_version", "artifacts", "context", "errors", "leases", "log", "models", "spill", "store",
-              "keys", "config"},
+              "keys", "config", "usage"},
     "proxy": {"agent", "spill", "artifacts", "leases", "context", "store", "errors", "log", "models", "keys",
-              "config"},
+              "config", "usage"},
     "adapters": {"_version", "agent", "proxy", "spill", "artifacts", "leases", "context", "store", "errors",
-                 "log", "models", "keys", "config"},
+                 "log", "models", "keys", "config", "usage"},
 }
 #: The top of the stack may use anything below it.
 TOP = {"__init__", "__main__", "cli", "demo"}
