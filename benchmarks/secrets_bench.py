@@ -27,8 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from buildlog_support import build_log  # noqa: E402
 
 from s3spill.context.policy import SpillPolicy  # noqa: E402
-from s3spill.context.redaction import StreamRedactor  # noqa: E402
-from s3spill.context.secrets import default_detector  # noqa: E402
+from s3spill.context.secrets import StreamRedactor, default_detector  # noqa: E402
 from s3spill.spill.spiller import Spiller  # noqa: E402
 from s3spill.store.local import LocalStore  # noqa: E402
 

@@ -67,13 +67,14 @@ if TYPE_CHECKING:
     from s3spill.errors import StreamNotReplayable as StreamNotReplayable
     from s3spill.errors import TransactionStateError as TransactionStateError
     from s3spill.errors import UnsupportedOperation as UnsupportedOperation
+    from s3spill.fleet.purge import purge_session as purge_session
+    from s3spill.fleet.quota import Quota as Quota
     from s3spill.gc.apply import apply_cleanup as apply_cleanup
     from s3spill.gc.models import CleanupPolicy as CleanupPolicy
     from s3spill.gc.models import CleanupReport as CleanupReport
     from s3spill.gc.models import CleanupScope as CleanupScope
     from s3spill.gc.plan import plan_cleanup as plan_cleanup
     from s3spill.gc.planfile import CleanupPlan as CleanupPlan
-    from s3spill.gc.purge import purge_session as purge_session
     from s3spill.keys import LiveId as LiveId
     from s3spill.keys import SourceId as SourceId
     from s3spill.leases.journal import LeaseJournal as LeaseJournal
@@ -82,11 +83,10 @@ if TYPE_CHECKING:
     from s3spill.leases.owner import S3ReferenceOwner as S3ReferenceOwner
     from s3spill.leases.references import publish_memory_reference as publish_memory_reference
     from s3spill.leases.references import remove_memory_reference as remove_memory_reference
+    from s3spill.live.run import LiveHandle as LiveHandle
     from s3spill.models import ArtifactMemoryReference as ArtifactMemoryReference
     from s3spill.models import ArtifactReference as ArtifactReference
     from s3spill.models import ArtifactRetentionClaim as ArtifactRetentionClaim
-    from s3spill.spill.live import LiveHandle as LiveHandle
-    from s3spill.spill.quota import Quota as Quota
     from s3spill.spill.spiller import Spiller as Spiller
     from s3spill.spill.spiller import SpillResult as SpillResult
     from s3spill.store import ObjectStore as ObjectStore
@@ -130,12 +130,12 @@ _EXPORTS: dict[str, str] = {
     "LeaseJournal": "s3spill.leases.journal",
     "LiveConfig": "s3spill.config",
     "LiveFenced": "s3spill.errors",
-    "LiveHandle": "s3spill.spill.live",
+    "LiveHandle": "s3spill.live.run",
     "LiveId": "s3spill.keys",
     "NotFound": "s3spill.errors",
     "ObjectStore": "s3spill.store",
     "PreconditionFailed": "s3spill.errors",
-    "Quota": "s3spill.spill.quota",
+    "Quota": "s3spill.fleet.quota",
     "S3ReferenceOwner": "s3spill.leases.owner",
     "S3SpillError": "s3spill.errors",
     "SessionErased": "s3spill.errors",
@@ -160,7 +160,7 @@ _EXPORTS: dict[str, str] = {
     "open_store": "s3spill.store",
     "plan_cleanup": "s3spill.gc.plan",
     "publish_memory_reference": "s3spill.leases.references",
-    "purge_session": "s3spill.gc.purge",
+    "purge_session": "s3spill.fleet.purge",
     "remove_memory_reference": "s3spill.leases.references",
 }
 

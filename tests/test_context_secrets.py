@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from s3spill.agent.tools import AgentTools
 from s3spill.context.policy import SpillPolicy
-from s3spill.context.redaction import MAX_LINE_BYTES, StreamRedactor, marker, redact_bytes, redact_text
-from s3spill.context.secrets import default_detector
+from s3spill.context.secrets import StreamRedactor, default_detector, marker, redact_bytes, redact_text
+from s3spill.context.secrets.masking import MAX_LINE_BYTES
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
 from s3spill.store.local import LocalStore

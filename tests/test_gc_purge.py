@@ -13,7 +13,7 @@ import pytest
 from s3spill import keys
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.errors import ArtifactErased, ArtifactPublicationRejected, CleanupRefused, SessionErased
-from s3spill.gc.purge import purge_session, read_erasure
+from s3spill.fleet.purge import purge_session, read_erasure
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import OwnerSlot, S3ReferenceOwner
 from s3spill.models import ArtifactRetentionClaim
@@ -181,9 +181,9 @@ def test_a_busy_writer_checks_the_seal_once_per_ttl_not_per_spill(tmp_path: Path
 
 def test_gc_counts_erasure_records_and_quota_counters_as_protocol_state(tmp_path: Path) -> None:
     """A purge's audit record and the quota counters are protocol objects to GC, never 'off-layout'."""
+    from s3spill.fleet.quota import Quota
     from s3spill.gc.models import CleanupScope
     from s3spill.gc.plan import plan_cleanup
-    from s3spill.spill.quota import Quota
 
     store = LocalStore(tmp_path / "s")
     Spiller(store, "other", journal=None, quota=Quota(session_bytes=10**9, prefix_bytes=10**9)).externalize(

@@ -13,7 +13,7 @@ import pytest
 
 from s3spill.agent.tools import AgentTools
 from s3spill.context.policy import SpillPolicy, ToolPolicy
-from s3spill.spill.cap import StoreCap
+from s3spill.fleet.cap import StoreCap
 from s3spill.spill.spiller import Spiller
 from s3spill.store.local import LocalStore
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from s3spill import keys
+from s3spill.fleet.quota import Quota, UsageCounter
 from s3spill.gc.metered_store import MeteredStore
-from s3spill.spill.quota import Quota, UsageCounter
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
 from s3spill.store.local import LocalStore

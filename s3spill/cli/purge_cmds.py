@@ -1,4 +1,4 @@
-"""``purge``: erase everything of one session on request (see :mod:`s3spill.gc.purge`)."""
+"""``purge``: erase everything of one session on request (see :mod:`s3spill.fleet.purge`)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_purge(args: argparse.Namespace) -> int:
-    from s3spill.gc.purge import purge_session
+    from s3spill.fleet.purge import purge_session
 
     session = session_from_args(args)
     with store_from_args(args) as store:

@@ -6,6 +6,9 @@ would let a live writer's next liveness mark, or a stalled publisher's COMMITTED
 the session again. A tombstone holds the key for good: creating fails, a compare-and-swap
 reads it first, and :class:`~s3spill.errors.SessionErased` is all any writer gets. It
 carries no content: the session's hash, when, and where the audit record is.
+
+Here, not with the purge in :mod:`s3spill.fleet`, because the journal reader
+(:mod:`s3spill.leases.chain`) must recognise it and ``leases`` sits below ``fleet``.
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ from s3spill.context.block_plan import (
 )
 from s3spill.context.pointer import CLIPPED_MARKER, DegradedFacts, PointerFacts, summarize
 from s3spill.context.policy import SpillPolicy
-from s3spill.context.redaction import redact_text
 from s3spill.context.retention import RetainedText, to_bytes
+from s3spill.context.secrets import redact_text
 from s3spill.context.tokens import ContextBudget
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference

@@ -14,7 +14,7 @@ anything depends on. Keys are fresh (a timestamp and 6 random bytes), so a write
 replaces anything; a taken name is retried under a new one.
 
 A purge seals the session before it lists what to delete; like a live writer
-(:mod:`s3spill.spill.erasure`), the recorder checks the seal after each write and deletes
+(:mod:`s3spill.fleet.seal`), the recorder checks the seal after each write and deletes
 what it just wrote if the session was erased meanwhile, then drops the session's events.
 """
 

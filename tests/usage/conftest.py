@@ -14,7 +14,7 @@ from s3spill.usage.recorder import UsageRecorder
 
 SESSION = "usage-test-session"
 #: A credential the model must never see: masked in what it is shown, so in usage too.
-SECRET = "AKIAIOSFODNN7EXAMPLE"
+SECRET = "AKIAIOSFODNN7EXAMPLE"  # noqa: S105 - AWS's documented example key
 
 
 @dataclass

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from s3spill import keys
+from s3spill.fleet.purge import purge_session
 from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
 from s3spill.gc.planfile import PlanWriter
-from s3spill.gc.purge import purge_session
 from s3spill.store.base import ObjectStore
 from s3spill.usage.recorder import UsageRecorder
 from s3spill.usage.source import usage_objects

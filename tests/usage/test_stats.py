@@ -18,7 +18,8 @@ from tests.cli_support import cli_call, local_cli_env
 from tests.usage.conftest import SECRET, SESSION, scripted_run
 
 
-def test_stats_after_200_calls_match_the_planted_behaviour(store: ObjectStore, recorder: UsageRecorder) -> None:
+def test_stats_after_200_calls_match_the_planted_behaviour(store: ObjectStore,
+                                                           recorder: UsageRecorder) -> None:
     """One tool always re-read (raise the threshold), one never (lower it), one inline."""
     planted = scripted_run(store, recorder)
     recorder.close()
@@ -27,7 +28,8 @@ def test_stats_after_200_calls_match_the_planted_behaviour(store: ObjectStore, r
     by = {t.tool: t for t in stats.tools}
     assert stats.events == 200
     build, search, ls = by["build"], by["search"], by["ls"]
-    assert (build.calls, search.calls, ls.calls) == (planted.build_spills, planted.search_spills, planted.small)
+    planted_calls = (planted.build_spills, planted.search_spills, planted.small)
+    assert (build.calls, search.calls, ls.calls) == planted_calls
     assert build.spill_share == search.spill_share == 1.0 and ls.spill_share == 0.0
     assert build.reread_rate == 1.0 and search.reread_rate == 0.0
     assert 1.0 < build.pages_per_reread <= 2.0 and build.greps > 0
@@ -83,7 +85,8 @@ def test_since_drops_older_events(store: ObjectStore, recorder: UsageRecorder) -
     scripted_run(store, recorder, calls=10)
     recorder.close()
     assert compute_stats(store, since=timedelta(hours=1)).events == 10
-    assert compute_stats(store, since=timedelta(hours=1), now=datetime.now(UTC) + timedelta(days=2)).events == 0
+    later = datetime.now(UTC) + timedelta(days=2)
+    assert compute_stats(store, since=timedelta(hours=1), now=later).events == 0
 
 
 def test_the_cli_prints_stats_as_json_and_as_a_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -24,7 +24,7 @@ locals {
   segment_objects  = "${aws_s3_bucket.this.arn}/${local.root}v1/sessions/*/journal/segments/*"
   manifest_objects = "${aws_s3_bucket.this.arn}/${local.root}v1/sessions/*/journal/manifest.json"
   owner_objects    = "${aws_s3_bucket.this.arn}/${local.root}v1/owner/*"
-  # Quota counters (s3spill.spill.quota): the session's, next to its manifest, and the
+  # Quota counters (s3spill.fleet.quota): the session's, next to its manifest, and the
   # store's shards. Changed by compare-and-swap, like manifests.
   usage_objects      = "${aws_s3_bucket.this.arn}/${local.root}v1/sessions/*/journal/usage.json"
   shard_objects      = "${aws_s3_bucket.this.arn}/${local.root}v1/usage/*"

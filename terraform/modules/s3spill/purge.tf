@@ -1,4 +1,4 @@
-# The role `s3spill purge` runs with (erasure on request, s3spill.gc.purge). Not GC's: a
+# The role `s3spill purge` runs with (erasure on request, s3spill.fleet.purge). Not GC's: a
 # purge writes what GC never may — sealed owner-slot tombstones, the manifest tombstone and
 # the audit record under v1/erasures/ — and deletes referenced artifacts. Bound to its own
 # service account, so running it is a separate, deliberate grant.

@@ -1,13 +1,13 @@
 """Erasure on request: delete everything of one session, fenced so nothing comes back.
 
-GC keeps what a reference protects and never deletes protocol state; a user's deletion
-request (or a leaked secret) needs the opposite: every artifact, referenced or not, its
-index, the journal's segments, the usage counter, and the content of the manifest and
-of every owner slot. The order is what makes it stick:
+Not garbage collection, though it deletes: GC keeps what a reference protects and never
+deletes protocol state; a user's deletion request (or a leaked secret) needs the opposite:
+every artifact, referenced or not, its index, the journal's segments, the usage counter,
+and the content of the manifest and of every owner slot. The order is what makes it stick:
 
 1. **Seal the store** — create the audit record ``v1/erasures/<session>.json`` (state
    ``sealing``). A live writer checks it after each write and deletes what it wrote
-   (:mod:`s3spill.spill.erasure`); readers then say "erased on request", not "expired".
+   (:mod:`s3spill.fleet.seal`); readers then say "erased on request", not "expired".
 2. **Seal the journal** — replace the manifest, by compare-and-swap on the state just
    verified, with a content-free tombstone (:mod:`s3spill.leases.erased`): no record can
    be added and the manifest can never be created again. Because the swap is conditional
@@ -51,6 +51,7 @@ from s3spill.errors import (
     StoreError,
     UnsupportedOperation,
 )
+from s3spill.fleet.seal import CHECK_TTL
 from s3spill.leases.erased import ErasedSession
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import OwnerSlot
@@ -60,13 +61,13 @@ from s3spill.store.base import ObjectInfo, ObjectStore
 
 __all__ = ["ErasedObject", "ErasureRecord", "purge_session"]
 
-log = get_logger("s3spill.gc.purge")
+log = get_logger("s3spill.fleet.purge")
 
 _JSON = "application/json"
 _ATTEMPTS = 16
 #: Seconds between the seal and the final sweep: longer than a live writer reuses a "not
-#: sealed" answer (s3spill.spill.erasure.CHECK_TTL, 2 s; the gc layer cannot import it).
-SETTLE_SECONDS = 3.0
+#: sealed" answer (:data:`s3spill.fleet.seal.CHECK_TTL`), with a second to spare.
+SETTLE_SECONDS = CHECK_TTL + 1.0
 
 
 class ErasedObject(Record):
@@ -358,7 +359,7 @@ def purge_session(store: ObjectStore, session_id: str | None = None, *, session_
     Raises :class:`CleanupRefused` without ``confirm``; a failure to delete one object is
     listed in the record's ``failures`` (the purge goes on, and can be run again).
     ``settle_seconds`` between the seal and the final sweep must exceed the writers'
-    seal-check reuse (:data:`s3spill.spill.erasure.CHECK_TTL`); lower it only when no
+    seal-check reuse (:data:`s3spill.fleet.seal.CHECK_TTL`); lower it only when no
     writer can be running.
     """
     if not confirm:

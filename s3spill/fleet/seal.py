@@ -28,7 +28,7 @@ from s3spill.store.base import ObjectStore
 
 __all__ = ["ERASED_REASON", "ErasureCheck"]
 
-log = get_logger("s3spill.spill.spiller")
+log = get_logger("s3spill.fleet.seal")
 
 ERASED_REASON = "not saved: this session was erased on request"
 #: Seconds a "not sealed" answer is reused; a purge waits longer before its final sweep.

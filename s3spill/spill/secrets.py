@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
-from s3spill.context.redaction import StreamRedactor, describe_counts, redact_bytes, redact_text
 from s3spill.context.retention import RetainedText
 from s3spill.context.salient import SalientLine
+from s3spill.context.secrets import StreamRedactor, describe_counts, redact_bytes, redact_text
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
 

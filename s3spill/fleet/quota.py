@@ -47,7 +47,7 @@ from s3spill.store.base import ObjectStore
 
 __all__ = ["Quota", "QuotaGuard", "QuotaMetrics", "UsageCounter"]
 
-log = get_logger("s3spill.spill.quota")
+log = get_logger("s3spill.fleet.quota")
 
 #: Objects one spill stores: the body and its index.
 OBJECTS_PER_SPILL = 2

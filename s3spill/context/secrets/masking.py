@@ -1,6 +1,6 @@
 """Masking secrets in place: texts, previews, pages and streams, lengths kept.
 
-A secret found by :mod:`s3spill.context.secrets` becomes ``[redacted:aws-key]****``
+A secret found by :mod:`s3spill.context.secrets.detector` becomes ``[redacted:aws-key]****``
 padded (or shortened, for short secrets) to its own byte length. So sizes, line numbers,
 byte and character offsets and omitted counts stay exact whether the text is masked or
 not, and a masked preview never exceeds a budget its unmasked text fitted. A private key
@@ -15,15 +15,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from s3spill.context.secrets import BASE64_ALPHABET, SecretDetector, default_detector
+from s3spill.context.secrets.detector import BASE64_ALPHABET, SecretDetector, default_detector
 
-__all__ = ["MAX_LINE_BYTES", "Redacted", "StreamRedactor", "describe_counts", "marker", "redact_bytes",
+__all__ = ["MAX_LINE_BYTES", "OVERLAP", "LineMasker", "Redacted", "describe_counts", "marker", "redact_bytes",
            "redact_text"]
 
 #: Lines longer than this are scanned in pieces (a piece overlaps the next by
-#: :data:`_OVERLAP` bytes, so a secret shorter than that is never cut).
+#: :data:`OVERLAP` bytes, so a secret shorter than that is never cut).
 MAX_LINE_BYTES = 1024 * 1024
-_OVERLAP = 8 * 1024
+OVERLAP = 8 * 1024
 #: Lines longer than this are scanned in windows around each candidate.
 _WINDOW = 8 * 1024
 #: A key block without END is masked for at most this many lines.
@@ -50,7 +50,7 @@ def marker(kind: str, length: int) -> str:
 
 
 @dataclass
-class _LineMasker:
+class LineMasker:
     """Masks complete lines in place, carrying the private-key state from line to line."""
 
     detector: SecretDetector
@@ -161,7 +161,7 @@ def redact_bytes(data: bytes, *, headless: bool = False, cut_start: bool = False
     token touching that edge may be part of a secret the detectors no longer recognise;
     it is masked as ``partial``.
     """
-    masker = _LineMasker(detector or default_detector())
+    masker = LineMasker(detector or default_detector())
     out = masker.process(data, headless=headless)
     if headless and _PEM_BODY.search(out):
         buf = bytearray(out)
@@ -192,43 +192,6 @@ def redact_text(text: str, **kwargs: Any) -> tuple[str, Counter[str]]:
     if not done.counts:
         return text, done.counts
     return done.data.decode("utf-8", "surrogateescape"), done.counts
-
-
-class StreamRedactor:
-    """Mask a byte stream chunk by chunk, in bounded memory; output length = input length.
-
-    Holds back the last partial line (up to :data:`MAX_LINE_BYTES`; a longer line is
-    scanned in overlapping pieces), so a secret is always seen whole.
-    """
-
-    def __init__(self, detector: SecretDetector | None = None, max_line: int = MAX_LINE_BYTES) -> None:
-        self._masker = _LineMasker(detector or default_detector())
-        self._carry = b""
-        self._max_line = max(max_line, 2 * _OVERLAP)
-
-    @property
-    def counts(self) -> Counter[str]:
-        return self._masker.counts
-
-    def push(self, chunk: bytes) -> bytes:
-        """The masked bytes that are final now (maybe fewer than pushed; never more in total)."""
-        data = self._carry + chunk if self._carry else chunk
-        cut = data.rfind(b"\n") + 1
-        if cut == 0 and len(data) <= self._max_line:
-            self._carry = data
-            return b""
-        if cut == 0:
-            masked = self._masker.process(data)  # scan all of it, emit all but the overlap
-            cut = len(data) - _OVERLAP
-            self._carry = masked[cut:]
-            return masked[:cut]
-        self._carry = data[cut:]
-        return self._masker.process(data[:cut] if cut < len(data) else data)
-
-    def finish(self) -> bytes:
-        """The rest (the last line, masked)."""
-        rest, self._carry = self._carry, b""
-        return self._masker.process(rest) if rest else b""
 
 
 def describe_counts(counts: Counter[str]) -> str:

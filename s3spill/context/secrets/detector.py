@@ -15,7 +15,7 @@ only widens them); one RE2 pass over a chunk (hundreds of MB/s) finds candidate 
 an RE2 set says which rules to run there, and only those run.
 
 What to do with a finding — masks that keep byte lengths, private key blocks, streams —
-is :mod:`s3spill.context.redaction`'s. Pure: no I/O.
+is :mod:`s3spill.context.secrets.masking`'s. Pure: no I/O.
 """
 
 from __future__ import annotations
