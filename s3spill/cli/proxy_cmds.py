@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
+from s3spill.cli.voice import MCP_EXTRA
 from s3spill.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -110,8 +111,8 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
             try:
                 from s3spill.proxy.http_upstream import relay_http
             except ImportError as exc:  # the optional extra is missing
-                raise ConfigError("--upstream-url needs the MCP SDK: pip install 's3spill[mcp]' "
-                                  f"({exc})") from None
+                raise ConfigError(f"--upstream-url needs the MCP SDK: module "
+                                  f"{exc.name!r} is not installed", hint=MCP_EXTRA) from None
 
             return asyncio.run(relay_http(relay, args.upstream_url))
         return run_stdio(relay, command)
@@ -138,7 +139,8 @@ def _serve_http(args: argparse.Namespace, settings: ProxySettings, command: list
         from s3spill.agent.mcp.server import transport_security
         from s3spill.proxy import http_server
     except ImportError as exc:  # the optional extra is missing
-        raise ConfigError(f"mcp-proxy --http needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
+        raise ConfigError(f"mcp-proxy --http needs the MCP SDK: module {exc.name!r} is not installed",
+                          hint=MCP_EXTRA) from None
     upstream = (http_server.http_upstream(args.upstream_url) if args.upstream_url
                 else http_server.stdio_upstream(command))
     store = store_from_args(args)

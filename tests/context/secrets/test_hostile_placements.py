@@ -154,7 +154,7 @@ def test_grep_counts_run_over_what_the_model_can_read(local: ObjectStore, mode: 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_live_reads_and_greps_of_a_running_output_show_no_piece(local: ObjectStore, kind: Kind) -> None:
     """A live output read and searched while it runs, the secret cut by a segment boundary."""
-    from s3spill.artifacts.live_writer import LiveWriter
+    from s3spill.live.writer import LiveWriter
 
     config = LiveConfig(segment_bytes=64, segment_interval=0.05, heartbeat_interval=0.2, lost_after=5.0)
 
