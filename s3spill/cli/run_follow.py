@@ -127,9 +127,11 @@ def follow(args: argparse.Namespace, policy: Callable[[argparse.Namespace], Any]
         return 0
     from s3spill.cli.argtypes import session_from_args, store_from_args
     from s3spill.spill.spiller import Spiller
+    from s3spill.usage.recorder import usage_recorder
 
     output = itertools.chain([bytes(head)], chunks)
-    with store_from_args(args) as store, Spiller(store, session_from_args(args), policy(args)) as spiller:
+    with store_from_args(args) as store, Spiller(store, session_from_args(args), policy(args),
+                                                 usage=usage_recorder(store, batch=False)) as spiller:
         result = spiller.externalize(output, args.tool, args.call_id, exit_code=followed.status,
                                      note=followed.note)
     sys.stdout.write(result.context_text)
