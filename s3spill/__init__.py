@@ -19,10 +19,10 @@ it. Type checkers see the ``TYPE_CHECKING`` imports below, which a test keeps eq
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
 from s3spill._version import __version__ as __version__
 
+TYPE_CHECKING = False  # not imported from typing: the fast paths skip that import
 if TYPE_CHECKING:
     from s3spill.agent.aio import AsyncAgentTools as AsyncAgentTools
     from s3spill.agent.aio import AsyncSpiller as AsyncSpiller
