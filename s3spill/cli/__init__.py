@@ -2,7 +2,7 @@
 
 Each sub-module registers its own sub-commands (``register(subparsers)``) and sets
 ``func`` on its parser (:mod:`.parser` builds the whole); :func:`main` parses, configures
-logging, and is the one error boundary: every expected failure becomes ``s3spill: error: <what> (<hint>)`` on
+logging, and is the one error boundary: every expected failure becomes ``s3spill: <what> (<hint>)`` on
 stderr and the exit code of :mod:`s3spill.cli.exitcodes` (see :mod:`.failures`); a
 traceback only with ``--debug``. Bad arguments are usage errors (exit 2), caught by
 argparse before anything touches a store.

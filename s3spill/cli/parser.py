@@ -56,7 +56,11 @@ class Parser(argparse.ArgumentParser):
     """argparse whose usage errors are one line in the CLI's format (exit 2, no usage dump)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(int(ExitCode.ERROR), f"s3spill: error: {message} (see `{self.prog} --help`)\n")
+        from s3spill.cli.voice import say
+
+        # argparse says "argument --limit: ..."; the flag alone names it.
+        self.exit(int(ExitCode.ERROR),
+                  say(message.removeprefix("argument "), f"see `{self.prog} --help`") + "\n")
 
 
 def log_level(value: str) -> str:

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.live_cmds import add_background_flags, run_background
 from s3spill.cli.run_pipe import HELD_OPEN_NOTE, Pipe, exit_status, start
+from s3spill.cli.voice import say
 from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
@@ -58,7 +59,7 @@ def command(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     cmd = command(args)
     if not cmd:
-        print("s3spill run: no command given (usage: s3spill run [--tool NAME] [--json] -- CMD ARGS...)",
+        print(say("run: no command given", "usage: s3spill run [--tool NAME] [--json] -- CMD ARGS..."),
               file=sys.stderr)
         return 2
     if args.background:
@@ -103,5 +104,5 @@ def _spill(args: argparse.Namespace, session: str, store: ObjectStore, proc: sub
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     sys.stdout.flush()
     if pipe.held_open and result.mode == "inline":  # no notice to carry it: say it beside the output
-        print(f"s3spill run: {HELD_OPEN_NOTE}.", file=sys.stderr)
+        print(say(f"run: {HELD_OPEN_NOTE}"), file=sys.stderr)
     return exit_status(returncode)

@@ -190,5 +190,7 @@ def fast_run(argv: Sequence[str]) -> int | Started | None:
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     sys.stdout.flush()
     if pipe.held_open:
-        print(f"s3spill run: {HELD_OPEN_NOTE}.", file=sys.stderr)
+        from s3spill.cli.voice import say
+
+        print(say(f"run: {HELD_OPEN_NOTE}"), file=sys.stderr)
     return exit_status(returncode)

@@ -6,7 +6,7 @@ through a :class:`TextRetainer` while the same chunks go to the artifact store, 
 then asks this package for the text to put in the model's context.
 
 Names are imported on first use (PEP 562), as in :mod:`s3spill`: importing one pure
-helper (``s3spill.context.detect``) must not load the policy's pydantic models or every
+helper (``s3spill.context.secrets.triggers``) must not load the policy's pydantic models or every
 renderer; a hook or ``s3spill run`` of a small output pays only for what it uses.
 """
 

@@ -10,10 +10,10 @@ import pytest
 
 from s3spill.cli.parser import settings_table
 from s3spill.cli.run_fast import CONTROL_BYTES, FAST_INLINE_BYTES, RUN_SETTINGS, inline_as_is
-from s3spill.context import detect
 from s3spill.context.policy import SpillPolicy
 from s3spill.context.secrets import default_detector
 from s3spill.context.secrets.triggers import TRIGGERS, may_hold_secret
+from s3spill.typed import detect
 
 Probe = Callable[..., dict[str, Any]]
 RunSh = Callable[..., subprocess.CompletedProcess[bytes]]
