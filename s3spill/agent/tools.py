@@ -34,6 +34,8 @@ from s3spill.live import reader as live_reader
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 from s3spill.typed.bytepage import DEFAULT_BYTES, MAX_BYTES
+from s3spill.usage.events import EventMaker, grep_event, read_event
+from s3spill.usage.recorder import UsageSink, record_answer
 
 log = get_logger("s3spill.agent.tools")
 
@@ -256,7 +258,7 @@ class AgentTools:
 
     def __init__(self, store: ObjectStore, session_id: str, *, policy: SpillPolicy | None = None,
                  artifacts: ArtifactStore | None = None,
-                 page_chars: int = DEFAULT_MAX_CHARS) -> None:
+                 page_chars: int = DEFAULT_MAX_CHARS, usage: UsageSink | None = None) -> None:
         if not session_id:
             raise ValueError("AgentTools needs the harness's session id")
         self.store = store
@@ -264,6 +266,8 @@ class AgentTools:
         self.policy = policy or SpillPolicy()
         self.artifacts = artifacts or ArtifactStore(store, session_id=session_id)
         self.page_chars = min(page_chars, self.policy.hard_cap_chars)
+        #: Receives one event per page read and grep (:mod:`s3spill.usage`); None: none.
+        self.usage = usage
 
     @property
     def read_name(self) -> str:
@@ -307,7 +311,13 @@ class AgentTools:
                                 limit=limit, char_offset=char_offset, byte_offset=byte_offset,
                                 nbytes=nbytes, path=path, record_offset=record_offset,
                                 since=since)
-        return self._fitted(build, source_id)
+        outcome = self._fitted(build, source_id)
+        self._record(read_event, source_id, self.read_name, outcome)
+        return outcome
+
+    def _record(self, make: EventMaker, source_id: str, via: str, outcome: ToolOutcome) -> None:
+        if self.usage is not None:  # fail open: record_answer never raises
+            record_answer(self.usage, make, self.session_id, source_id, via, outcome.text, outcome.structured)
 
     def _fitted(self, build: Build, source_id: str) -> ToolOutcome:
         """The page built with the largest budget (tried a few times) the policy keeps inline."""
@@ -363,6 +373,12 @@ class AgentTools:
         with self._journal_says():
             result = live_reader.grep(self.artifacts, source_id, pattern, context=context,
                                       max_matches=max_matches, session_id=self.session_id)
+        outcome = self._grep_fitted(result)
+        self._record(grep_event, source_id, self.grep_name, outcome)
+        return outcome
+
+    def _grep_fitted(self, result: GrepResult) -> ToolOutcome:
+        """The largest number of matches (and the cut counted) that fits the grep tool's budget."""
         text = self._mask(result.render())
         if self._fits(text, self.grep_name):
             return ToolOutcome(text, structured=_grep_data(result, text))

@@ -90,7 +90,9 @@ def _spill(args: argparse.Namespace, session: str, store: ObjectStore, proc: sub
            pipe: Pipe, output: Iterable[bytes]) -> int:
     assert proc.stdout is not None
     policy = SpillPolicy(pointer_style=args.pointer_style)
-    with store, Spiller(store, session, policy) as spiller:
+    from s3spill.usage.recorder import usage_recorder
+
+    with store, Spiller(store, session, policy, usage=usage_recorder(store, batch=False)) as spiller:
         try:
             result = spiller.externalize(output, args.tool, args.call_id, exit_code=proc.wait,
                                          note=pipe.note)
