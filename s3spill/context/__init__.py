@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from s3spill.context.block_plan import full_text_chunks as full_text_chunks
     from s3spill.context.block_plan import plan_blocks as plan_blocks
     from s3spill.context.block_plan import render_blocks as render_blocks
+    from s3spill.context.budget import ContextBudget as ContextBudget
     from s3spill.context.budget import TurnBudgetReport as TurnBudgetReport
     from s3spill.context.budget import TurnResult as TurnResult
     from s3spill.context.budget import enforce_turn_budget as enforce_turn_budget
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from s3spill.context.retention import format_retention_notice as format_retention_notice
     from s3spill.context.salient import SalientLine as SalientLine
     from s3spill.context.salient import SalientScanner as SalientScanner
-    from s3spill.context.tokens import ContextBudget as ContextBudget
     from s3spill.context.tokens import TokenCounter as TokenCounter
     from s3spill.context.tokens import default_token_counter as default_token_counter
     from s3spill.context.tokens import estimate_tokens as estimate_tokens
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "BlockPlan": "s3spill.context.block_plan",
     "CompressedLog": "s3spill.context.logcompress",
-    "ContextBudget": "s3spill.context.tokens",
+    "ContextBudget": "s3spill.context.budget",
     "DegradedFacts": "s3spill.context.pointer",
     "ImageBlock": "s3spill.context.block_plan",
     "ItemRetainer": "s3spill.context.retention",

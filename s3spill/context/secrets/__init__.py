@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from s3spill.context.secrets.masking import Redacted as Redacted
     from s3spill.context.secrets.masking import describe_counts as describe_counts
     from s3spill.context.secrets.masking import marker as marker
+    from s3spill.context.secrets.masking import mask_view as mask_view
+    from s3spill.context.secrets.masking import mask_window as mask_window
     from s3spill.context.secrets.masking import redact_bytes as redact_bytes
     from s3spill.context.secrets.masking import redact_text as redact_text
     from s3spill.context.secrets.stream import StreamRedactor as StreamRedactor
@@ -35,6 +37,8 @@ _EXPORTS: dict[str, str] = {
     "default_detector": "s3spill.context.secrets.detector",
     "describe_counts": "s3spill.context.secrets.masking",
     "marker": "s3spill.context.secrets.masking",
+    "mask_view": "s3spill.context.secrets.masking",
+    "mask_window": "s3spill.context.secrets.masking",
     "redact_bytes": "s3spill.context.secrets.masking",
     "redact_text": "s3spill.context.secrets.masking",
 }
