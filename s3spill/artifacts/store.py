@@ -12,6 +12,7 @@ from __future__ import annotations
 from s3spill import keys
 from s3spill.artifacts.index import ArtifactIndex, OutputKind
 from s3spill.artifacts.reader import ArtifactReader, ResolvedArtifact, SourceRef
+from s3spill.artifacts.views import ChunkView
 from s3spill.artifacts.writer import MAX_NAME_ATTEMPTS, ArtifactWriter
 from s3spill.config import TransferConfig
 from s3spill.models import ArtifactReference
@@ -28,9 +29,16 @@ class ArtifactStore(ArtifactReader):
     """
 
     def __init__(self, store: ObjectStore, config: TransferConfig | None = None, *,
-                 session_id: str | None = None) -> None:
-        super().__init__(store, config, session_id=session_id)
+                 session_id: str | None = None, view: ChunkView | None = None) -> None:
+        super().__init__(store, config, session_id=session_id, view=view)
         self.writer = ArtifactWriter(store, self.config)
+
+    def with_view(self, view: ChunkView | None) -> ArtifactStore:
+        """The same store and session, its reads through ``view`` (verified indexes shared)."""
+        other = ArtifactStore(self.store, self.config, session_id=self.session_id, view=view)
+        other._cache = self._cache
+        other.writer = self.writer
+        return other
 
     def write(self, session_id: str, stream: Body, tool: str, call_id: str | None = None,
               label: str | None = None, *, output_kind: OutputKind = "text",
