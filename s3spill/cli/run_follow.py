@@ -12,9 +12,10 @@ follows that file as it grows (a file, so the command never blocks on us), and s
 
 Then the model-facing text is printed exactly (no newline added), and ``DIR/done`` is
 written. With ``--harness``, an output that ended within :data:`HOOK_FLOOR_BYTES` (under
-every threshold of the hook's policy) is printed as it is, without loading the Spiller or
-the store: the hook's PostToolUse leaves such a result untouched too, and most commands
-are small. Either way ``DIR/done`` is: the shell's signal that the text is out. A ``run`` that fails writes no
+every threshold of the hook's policy) and that the Spiller would print unchanged (the
+test of ``s3spill run``'s own fast path, :func:`s3spill.cli.run_fast.inline_as_is`: text,
+nothing a secret rule could flag) is printed as it is, without loading the Spiller or the
+store; most commands are small. Either way ``DIR/done`` is: the shell's signal that the text is out. A ``run`` that fails writes no
 ``done``, and the shell prints the raw spool instead (fail open).
 """
 
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from s3spill.cli.fastpath import HOOK_FLOOR_BYTES
+from s3spill.cli.run_fast import inline_as_is
 
 #: How long to sleep when the spool has nothing new.
 _POLL = 0.02
@@ -120,7 +122,7 @@ def follow(args: argparse.Namespace, policy: Callable[[argparse.Namespace], Any]
         head += chunk
         if len(head) > small:
             break
-    else:
+    if len(head) <= small and inline_as_is(bytes(head)):
         sys.stdout.buffer.write(head)
         sys.stdout.flush()
         (args.follow / "done").touch()
