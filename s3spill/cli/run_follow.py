@@ -15,8 +15,9 @@ written. With ``--harness``, an output that ended within :data:`HOOK_FLOOR_BYTES
 every threshold of the hook's policy) and that the Spiller would print unchanged (the
 test of ``s3spill run``'s own fast path, :func:`s3spill.cli.run_fast.inline_as_is`: text,
 nothing a secret rule could flag) is printed as it is, without loading the Spiller or the
-store; most commands are small. Either way ``DIR/done`` is: the shell's signal that the text is out. A ``run`` that fails writes no
-``done``, and the shell prints the raw spool instead (fail open).
+store; most commands are small. Either way ``DIR/done`` is then written: the shell's
+signal that the text is out. A ``run`` that fails writes no ``done``, and the shell prints
+the raw spool instead (fail open).
 """
 
 from __future__ import annotations
