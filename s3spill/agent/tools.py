@@ -27,7 +27,7 @@ from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResul
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.pointer import clip, one_line
 from s3spill.context.policy import GREP_TOOL, READ_TOOL, SpillPolicy
-from s3spill.context.secrets import redact_text
+from s3spill.context.secrets import mask_view, redact_text
 from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
 from s3spill.leases.expiry import explain_missing
 from s3spill.live import reader as live_reader
@@ -265,7 +265,10 @@ class AgentTools:
         self.store = store
         self.session_id = session_id
         self.policy = policy or SpillPolicy()
-        self.artifacts = artifacts or ArtifactStore(store, session_id=session_id)
+        artifacts = artifacts or ArtifactStore(store, session_id=session_id)
+        #: Pages and matches are built from stored text masked in context (every cut, and
+        #: grep's counts, see only what the model may read); ``secrets="off"``: as stored.
+        self.artifacts = artifacts.with_view(mask_view if self.policy.secrets != "off" else None)
         self.page_chars = min(page_chars, self.policy.hard_cap_chars)
         #: Receives one event per page read and grep (:mod:`s3spill.usage`); None: none.
         self.usage = usage
@@ -327,9 +330,6 @@ class AgentTools:
         for _ in range(_SHRINK_STEPS):
             with self._journal_says():
                 text, data = build(max_chars)
-            masked = self._mask(text)
-            if masked != text:
-                text, data = masked, {**data, "text": masked}
             over = self._overshoot(text, self.read_name)
             if over <= 1.0:
                 return ToolOutcome(text, structured=data)
@@ -380,7 +380,7 @@ class AgentTools:
 
     def _grep_fitted(self, result: GrepResult) -> ToolOutcome:
         """The largest number of matches (and the cut counted) that fits the grep tool's budget."""
-        text = self._mask(result.render())
+        text = result.render()
         if self._fits(text, self.grep_name):
             return ToolOutcome(text, structured=_grep_data(result, text))
         lo, hi = 0, len(result.matches) - 1  # largest number of matches that fits
@@ -388,11 +388,11 @@ class AgentTools:
         while lo < hi:
             mid = (lo + hi + 1) // 2
             candidate = _first(result, mid)
-            if self._fits(self._mask(candidate.render()), self.grep_name):
+            if self._fits(candidate.render(), self.grep_name):
                 lo, best = mid, candidate
             else:
                 hi = mid - 1
-        text = self._mask(best.render())
+        text = best.render()
         if not self._fits(text, self.grep_name):
             text = self._clip(text, self.grep_name)
         return ToolOutcome(text, structured=_grep_data(best, text))
@@ -411,11 +411,11 @@ class AgentTools:
         return ToolOutcome(self._mask(fitted.render()), structured=fitted.structured())
 
     def _mask(self, text: str) -> str:
-        """What the model may see of a rendered result: secrets masked unless the policy is
-        ``secrets="off"`` (a page or a match may start inside a key block: headless)."""
+        """A listing as the model may see it: its summaries (first lines of outputs) masked
+        unless the policy is ``secrets="off"``; our own source ids are never masked."""
         if self.policy.secrets == "off":
             return text
-        return redact_text(text, headless=True)[0]
+        return redact_text(text)[0]
 
     def _clip(self, text: str, tool: str) -> str:
         """Last resort for a text no smaller page or match list brings within budget."""

@@ -29,6 +29,7 @@ from s3spill.config import LiveConfig
 from s3spill.context.block_plan import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_budget
 from s3spill.context.policy import SpillPolicy
+from s3spill.context.secrets import StreamRedactor
 from s3spill.fleet.quota import Quota, QuotaGuard
 from s3spill.keys import session_hash
 from s3spill.leases.journal import LeaseJournal
@@ -209,7 +210,8 @@ class Spiller:
         """
         return start_live(self.artifacts.store, self.session_id, source, tool, label=label,
                           config=config, transfer=self.artifacts.config, journal=self.journal,
-                          env=env, cwd=cwd)
+                          env=env, cwd=cwd,
+                          mask=StreamRedactor() if self.policy.secrets == "at_rest" else None)
 
     def close(self, timeout: float | None = None) -> None:
         """Wait (bounded) for follow-up work of accepted uploads, e.g. the liveness mark."""
