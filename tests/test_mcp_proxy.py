@@ -24,6 +24,7 @@ import anyio
 import pytest
 
 from s3spill.artifacts.store import ArtifactStore
+from s3spill.proxy.schemas import widened
 from s3spill.store import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import EmbeddedS3, child_env, free_port
@@ -77,6 +78,12 @@ def _dump(result: Any) -> dict[str, Any]:
     return dict(result.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
+def _advertised(tool: dict[str, Any]) -> dict[str, Any]:
+    if "outputSchema" not in tool:
+        return tool
+    return {**tool, "outputSchema": widened(tool["outputSchema"])}
+
+
 def _big_text() -> str:
     """About 3.8 MB: numbered lines, some non-ASCII, one 200,000-character line in the middle."""
     head = "".join(f"{i:07d} ok ünïcødé ✓ value={i * 7919 % 100_003}\n" for i in range(60_000))
@@ -112,6 +119,7 @@ def test_filesystem_multi_mb_text_is_paged_back_byte_exactly(target: Target, tmp
         assert len(plain.content[0].text.encode()) > 3_500_000
         async with connect(proxy_command(target.store.url, SESSION, upstream), tmp_path / "proxy.err",
                            env=target.env) as proxied:
+            await proxied.list_tools()  # as a harness does: the proxy learns the tool's outputSchema
             result = await proxied.call_tool("read_text_file", args)  # the SDK validates outputSchema
             assert not result.is_error
             pointer, notice = result.content[0].text, result.content[1].text
@@ -133,8 +141,9 @@ def test_filesystem_multi_mb_text_is_paged_back_byte_exactly(target: Target, tmp
 
 def test_everything_passes_small_results_through_and_spills_large_ones(local_target: Target,
                                                                         tmp_path: Path) -> None:
-    """tools/list is the upstream's plus ours; a small echo, an image, structured content and
-    progress pass unchanged; concurrent multi-MB echoes each point at their own message."""
+    """tools/list is the upstream's (outputSchemas widened) plus ours; a small echo, an image,
+    structured content and progress pass unchanged; concurrent multi-MB echoes each point at
+    their own message."""
     upstream = server_command("everything", "stdio")
     calls: list[tuple[str, dict[str, Any]]] = [
         ("echo", {"message": "hello"}), ("get-tiny-image", {}), ("get-sum", {"a": 2, "b": 3}),
@@ -151,7 +160,8 @@ def test_everything_passes_small_results_through_and_spills_large_ones(local_tar
                            tmp_path / "proxy.err", env=local_target.env) as proxied:
             listed = (await proxied.list_tools()).tools
             assert [t.name for t in listed] == [t.name for t in tools] + OURS
-            assert [_dump(t) for t in listed[: len(tools)]] == [_dump(t) for t in tools]
+            # Each tool as the upstream lists it, its outputSchema widened to accept our pointer.
+            assert [_dump(t) for t in listed[: len(tools)]] == [_advertised(_dump(t)) for t in tools]
             for (name, args), answer in zip(calls, answers, strict=True):
                 assert _dump(await proxied.call_tool(name, args)) == answer, name
 
