@@ -35,10 +35,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from s3spill.context.budget import ContextBudget
 from s3spill.context.policy import GREP_TOOL, READ_TOOL
 from s3spill.context.retention import Omitted, RetainedText
 from s3spill.context.salient import SalientLine
-from s3spill.context.tokens import ContextBudget
 
 CLIPPED_MARKER = "\n<response clipped: the rest of this output is not shown>"
 _SCALE_STEPS = 1024
@@ -71,7 +71,7 @@ class PointerFacts:
     note: str | None = None
     #: ``tools``: reading back is a call of ``read_tool``/``grep_tool``; ``cli``: a command.
     style: Literal["tools", "cli"] = "tools"
-    #: What kind of output this is and how else it can be read (s3spill.context.detect);
+    #: What kind of output this is and how else it can be read (s3spill.typed.detect);
     #: one or more lines put after the summary, None for plain text.
     type_note: str | None = None
     #: Sentences on what the stored copy or the preview differs in (secrets masked, a

@@ -15,7 +15,8 @@ from pydantic import ValidationError
 
 from s3spill import keys
 from s3spill.artifacts.index import decompress_frame
-from s3spill.artifacts.live_state import (
+from s3spill.errors import IntegrityError, NotFound
+from s3spill.live.state import (
     LiveSegment,
     LiveState,
     LiveTable,
@@ -23,7 +24,6 @@ from s3spill.artifacts.live_state import (
     Span,
     table_of,
 )
-from s3spill.errors import IntegrityError, NotFound
 from s3spill.store.base import ObjectStore
 
 #: Inserted in the finished artifact where the size cap dropped the middle of the output.
