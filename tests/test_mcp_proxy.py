@@ -386,12 +386,20 @@ def _proxy_cli(tmp_path: Path, *argv: str,
 
 def test_the_command_line_refuses_clearly_and_follows_the_upstream(tmp_path: Path) -> None:
     """No upstream, or one that cannot start: one line, exit 2; an upstream that exits 3 makes
-    the proxy exit 3; with stdin a regular file the handshake is still answered."""
+    the proxy say so in one line and exit 3; with stdin a regular file the handshake is still
+    answered."""
     none = _proxy_cli(tmp_path)
     assert none.returncode == 2 and b"needs one upstream" in none.stderr
     missing = _proxy_cli(tmp_path, "--", str(tmp_path / "no-such-server"))
     assert missing.returncode == 2 and b"cannot start the upstream server" in missing.stderr
-    assert _proxy_cli(tmp_path, "--", "sh", "-c", "exit 3").returncode == 3
+    # The client stays connected (stdin open): the upstream is the one that ends.
+    exits = subprocess.Popen([sys.executable, "-m", "s3spill", "--store", (tmp_path / "s").as_uri(),
+                              "--session", SESSION, "mcp-proxy", "--", "sh", "-c", "exit 3"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env({}))
+    assert exits.wait(60) == 3
+    assert exits.stderr is not None and exits.stderr.read().decode().splitlines()[-1] == (
+        "s3spill mcp-proxy: the upstream server ended (exit status 3)")
+    exits.stdin.close()  # type: ignore[union-attr]
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
     requests = tmp_path / "requests.jsonl"
