@@ -86,10 +86,11 @@ def log_level(value: str) -> str:
 _NOT_SETTINGS = {"help", "version", "offset", "char_offset", "call_id", "txid", "label", "all",
                  "shard", "gc_session", "retain_until", "demo_store", "file", "reason", "since",
                  "background", "finish", "stats_session", "stats_prefix"}
-#: Switches that delete for real or lower a safety margin: only an explicit flag on the
-#: command line turns them on, never a variable left in some environment.
+#: Switches that delete for real, lower a safety margin or unmask credentials: only an
+#: explicit flag on the command line turns them on, never a variable left in some
+#: environment (a model's shell inherits it).
 FLAG_ONLY = {"apply", "force_unverified_deletes", "allow_dangerously_short_ttl", "allow_remote", "no_probe",
-             "yes_erase", "all_versions"}
+             "yes_erase", "all_versions", "show_secrets"}
 
 
 def env_name(action: argparse.Action) -> str | None:
