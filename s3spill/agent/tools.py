@@ -34,6 +34,7 @@ from s3spill.leases.expiry import explain_missing
 from s3spill.live import reader as live_reader
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
+from s3spill.telemetry import tool_span
 from s3spill.typed.bytepage import DEFAULT_BYTES, MAX_BYTES
 from s3spill.usage.events import EventMaker, grep_event, read_event
 from s3spill.usage.recorder import UsageSink, record_answer
@@ -425,6 +426,10 @@ class AgentTools:
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
         """Run a tool by name; a refusal or failure comes back as a one-line error outcome."""
+        with tool_span("call", one_line(name, 64)):
+            return self._call(name, arguments)
+
+    def _call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
         try:
             if name == self.read_name:
                 args = _args(arguments, _READ_ARGS)
