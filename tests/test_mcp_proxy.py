@@ -394,8 +394,9 @@ def test_the_command_line_refuses_clearly_and_follows_the_upstream(tmp_path: Pat
     assert missing.returncode == 2 and b"cannot start the upstream server" in missing.stderr
     # The client stays connected (stdin open): the upstream is the one that ends.
     exits = subprocess.Popen([sys.executable, "-m", "s3spill", "--store", (tmp_path / "s").as_uri(),
-                              "--session", SESSION, "mcp-proxy", "--", "sh", "-c", "exit 3"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env({}))
+                              "--session", SESSION, "mcp-proxy", "--", "sh", "-c", "exit 3"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=child_env({}))
     assert exits.wait(60) == 3
     assert exits.stderr is not None and exits.stderr.read().decode().splitlines()[-1] == (
         "s3spill mcp-proxy: the upstream server ended (exit status 3)")
