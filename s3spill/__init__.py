@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from s3spill.errors import JournalError as JournalError
     from s3spill.errors import LiveFenced as LiveFenced
     from s3spill.errors import NotFound as NotFound
+    from s3spill.errors import PolicyError as PolicyError
     from s3spill.errors import PreconditionFailed as PreconditionFailed
     from s3spill.errors import S3SpillError as S3SpillError
     from s3spill.errors import SessionErased as SessionErased
@@ -134,6 +135,7 @@ _EXPORTS: dict[str, str] = {
     "LiveId": "s3spill.keys",
     "NotFound": "s3spill.errors",
     "ObjectStore": "s3spill.store",
+    "PolicyError": "s3spill.errors",
     "PreconditionFailed": "s3spill.errors",
     "Quota": "s3spill.fleet.quota",
     "S3ReferenceOwner": "s3spill.leases.owner",

@@ -51,9 +51,10 @@ def cmd_hook(args: argparse.Namespace) -> int:
     if len(raw) <= HOOK_FLOOR_BYTES:
         return 0
     from s3spill.adapters.harness_hooks import answer
-    from s3spill.store import open_store
+    from s3spill.cli.policy_args import policy_from_args
 
-    out = answer(args.harness, raw, lambda: open_store(getattr(args, "store", None)), server=args.server,
+    out = answer(args.harness, raw, lambda: policy_from_args(args).open_store(getattr(args, "store", None)),
+                 server=args.server, fleet=lambda: policy_from_args(args),
                  session=getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION"))
     if out:
         sys.stdout.buffer.write(out + b"\n")

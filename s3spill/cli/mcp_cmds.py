@@ -95,14 +95,16 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ImportError as exc:  # the optional extra is missing
         raise ConfigError(f"s3spill mcp needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
     from s3spill.agent.tools import AgentTools
+    from s3spill.cli.policy_args import policy_from_args
     from s3spill.spill.spiller import Spiller
 
+    loaded = policy_from_args(args)
     store = store_from_args(args)
     spiller: Spiller | None = None
     try:
-        tools = AgentTools(store, session)
+        tools = AgentTools(store, session, policy=loaded.spill_policy(harness="mcp"))
         if not args.no_externalize:
-            spiller = Spiller(store, session, tools.policy)
+            spiller = Spiller(store, session, tools.policy, quota=loaded.quota())
         server = mcp_server.build_server(
             tools, mcp_server.spiller_externalizer(spiller) if spiller is not None else None)
         if address is None:

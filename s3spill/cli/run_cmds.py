@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.live_cmds import add_background_flags, run_background
+from s3spill.cli.policy_args import add_cap_flag, policy_from_args
 from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
 
@@ -52,10 +53,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="tool name that selects the spill policy (default: bash)")
     p.add_argument("--call-id", type=utf8, help="call id recorded with the stored output")
     p.add_argument("--json", action="store_true", help="print the whole SpillResult as JSON")
-    p.add_argument("--pointer-style", choices=("cli", "tools"), default="cli",
+    p.add_argument("--pointer-style", choices=("cli", "tools"), default=None,
                    help="how the pointer says to read the output back: `s3spill read` commands "
                    "(cli, the default: a model with a shell) or read_artifact/grep_artifact tool "
                    "calls (tools: a harness that also serves those tools, e.g. over MCP)")
+    add_cap_flag(p)
     add_background_flags(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="the command to run, after --")
@@ -120,8 +122,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_NOT_EXECUTABLE
     assert proc.stdout is not None
     pipe = _Pipe(proc.stdout.fileno(), proc)
-    policy = SpillPolicy(pointer_style=args.pointer_style)
-    with store, Spiller(store, session, policy) as spiller:
+    loaded = policy_from_args(args)
+    with store, Spiller.from_config(session, store, policy=loaded, harness="run",
+                                    base=SpillPolicy(pointer_style="cli")) as spiller:
         try:
             result = spiller.externalize(pipe, args.tool, args.call_id, exit_code=proc.wait,
                                          note=pipe.note)
