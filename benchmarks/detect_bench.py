@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import s3spill.spill.job as job  # noqa: E402
-from s3spill.context.detect import TEXT, detect  # noqa: E402
 from s3spill.spill.spiller import Spiller  # noqa: E402
 from s3spill.store.local import LocalStore  # noqa: E402
+from s3spill.typed.detect import TEXT, detect  # noqa: E402
 
 CHUNK = 1 << 20
 LINE = b"2026-01-01T00:00:00Z INFO GET /api/v1/items/12345 status=200 bytes=5123 took=12ms\n"

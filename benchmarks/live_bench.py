@@ -38,12 +38,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from s3spill import keys  # noqa: E402
-from s3spill.artifacts.live_segments import read_state  # noqa: E402
-from s3spill.artifacts.live_writer import LiveWriter  # noqa: E402
 from s3spill.artifacts.store import ArtifactStore  # noqa: E402
 from s3spill.config import LiveConfig  # noqa: E402
 from s3spill.gc.metered_store import MeteredStore  # noqa: E402
-from s3spill.spill.live import start_live  # noqa: E402
+from s3spill.live.run import start_live  # noqa: E402
+from s3spill.live.segments import read_state  # noqa: E402
+from s3spill.live.writer import LiveWriter  # noqa: E402
 from s3spill.store.base import ObjectStore  # noqa: E402
 from s3spill.store.local import LocalStore  # noqa: E402
 from s3spill.testing import EmbeddedS3, child_env  # noqa: E402

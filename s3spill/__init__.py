@@ -84,10 +84,10 @@ if TYPE_CHECKING:
     from s3spill.leases.owner import S3ReferenceOwner as S3ReferenceOwner
     from s3spill.leases.references import publish_memory_reference as publish_memory_reference
     from s3spill.leases.references import remove_memory_reference as remove_memory_reference
+    from s3spill.live.run import LiveHandle as LiveHandle
     from s3spill.models import ArtifactMemoryReference as ArtifactMemoryReference
     from s3spill.models import ArtifactReference as ArtifactReference
     from s3spill.models import ArtifactRetentionClaim as ArtifactRetentionClaim
-    from s3spill.spill.live import LiveHandle as LiveHandle
     from s3spill.spill.spiller import Spiller as Spiller
     from s3spill.spill.spiller import SpillResult as SpillResult
     from s3spill.store import ObjectStore as ObjectStore
@@ -131,7 +131,7 @@ _EXPORTS: dict[str, str] = {
     "LeaseJournal": "s3spill.leases.journal",
     "LiveConfig": "s3spill.config",
     "LiveFenced": "s3spill.errors",
-    "LiveHandle": "s3spill.spill.live",
+    "LiveHandle": "s3spill.live.run",
     "LiveId": "s3spill.keys",
     "NotFound": "s3spill.errors",
     "ObjectStore": "s3spill.store",

@@ -53,14 +53,14 @@ class S3SpillError(Exception):
     #: generic advice (the CLI prints it after the message).
     hint: str | None = None
 
+    def __init__(self, *args: object, hint: str | None = None) -> None:
+        super().__init__(*args)
+        if hint:
+            self.hint = hint
+
 
 class ConfigError(S3SpillError):
     """A configuration value is malformed or refused as unsafe."""
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        if hint:
-            self.hint = hint
 
 
 class PolicyError(ConfigError):
@@ -80,8 +80,8 @@ class InvalidKey(S3SpillError):
 class StoreError(S3SpillError):
     """An object-store request did not do what was asked."""
 
-    def __init__(self, message: str, *, key: str | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, key: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
         self.key = key
 
 
@@ -141,11 +141,6 @@ class SourceIdError(S3SpillError):
 
 class InvalidRequest(S3SpillError, ValueError):
     """A page or search request that cannot be served as asked (offset past the end, bad regex)."""
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        if hint:
-            self.hint = hint
 
 
 class ArtifactPublicationRejected(S3SpillError):
@@ -219,8 +214,9 @@ class ArtifactNotFound(NotFound):
     wrong or made-up id), or deleted. Said without guessing which; only the session's
     journal can tell that GC deleted it (:class:`ArtifactExpired`)."""
 
-    def __init__(self, message: str, *, key: str | None = None, source_id: str | None = None) -> None:
-        super().__init__(message, key=key)
+    def __init__(self, message: str, *, key: str | None = None, source_id: str | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(message, key=key, hint=hint)
         self.source_id = source_id
 
 

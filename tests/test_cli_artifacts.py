@@ -83,7 +83,7 @@ def test_integrity_failure_prints_nothing_unverified(
         code, out, err = _run(capsysbinary, monkeypatch, store, *argv)
         assert code == 5 and out == b"", argv
         assert (
-            err.startswith("s3spill: error: IntegrityError: ")
+            err.startswith("s3spill: IntegrityError: ")
             and sid in err
             and err.count("\n") == 1
         )

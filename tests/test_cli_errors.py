@@ -19,7 +19,7 @@ from s3spill.store.local import LocalStore
 from s3spill.testing import EmbeddedS3, child_env
 
 CONFIGURATION = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
-LINE = re.compile(r"^s3spill: error: .+ \(.+\)\n$")
+LINE = re.compile(r"^s3spill: .+ \(.+\)\n$")
 
 
 def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -197,4 +197,4 @@ def test_journal_verify_exits_corrupt_when_the_manifest_fails_its_digest(
     capsys.readouterr()
     code = main(["--store", store.url, "--session", SESSION, "journal", "verify"])
     err = capsys.readouterr().err
-    assert code == ExitCode.CORRUPT and err.startswith("s3spill: error: ") and err.count("\n") == 1
+    assert code == ExitCode.CORRUPT and err.startswith("s3spill: ") and err.count("\n") == 1

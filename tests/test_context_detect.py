@@ -16,9 +16,9 @@ from typed_support import csv_with_quoted_newlines, gzip_file, ndjson, one_line_
 
 from s3spill.artifacts.index import ArtifactIndex, OutputKind, build_stats
 from s3spill.artifacts.store import ArtifactStore
-from s3spill.context.detect import OUTPUT_KINDS, SNIFF_BYTES, detect
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
+from s3spill.typed.detect import OUTPUT_KINDS, SNIFF_BYTES, detect
 
 SESSION = "session-detect-1"
 

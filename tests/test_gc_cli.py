@@ -62,7 +62,7 @@ def test_plan_to_store_then_apply_by_id(local_store: LocalStore, capsys: pytest.
     assert code == 0 and report["counts"] == {"deleted": 1}
     assert [i.key for i in local_store.list("") if "/artifacts/" in i.key] == []
     code = main(["--store", local_store.url, "gc", "apply", str(tmp_path / "missing.jsonl")])
-    assert code == ExitCode.REFUSED
+    assert code == ExitCode.ERROR  # a mistyped path is a usage error, nothing refused
 
 
 def test_gc_without_scope_plans_the_directory_session(local_store: LocalStore, tmp_path: Path,

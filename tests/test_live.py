@@ -9,16 +9,17 @@ import pytest
 
 from s3spill import keys
 from s3spill.agent.tools import AgentTools
-from s3spill.artifacts.live_finish import cas_state, finish_live
-from s3spill.artifacts.live_segments import load_table, read_state
-from s3spill.artifacts.live_state import LiveTable
-from s3spill.artifacts.live_writer import LiveWriter
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig
 from s3spill.errors import IntegrityError, InvalidRequest, LiveFenced, SourceIdError
 from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
+from s3spill.live import reader as live_reader
+from s3spill.live.finish import cas_state, finish_live
+from s3spill.live.segments import load_table, read_state
+from s3spill.live.state import LiveTable
+from s3spill.live.writer import LiveWriter
 from s3spill.store import ObjectStore
 
 SESSION = "live-session"
@@ -50,15 +51,15 @@ def test_each_read_while_running_sees_more_and_is_verified(store: ObjectStore) -
     for r in range(3):
         w.feed(_lines(r * 100, (r + 1) * 100))
         _commit(w)
-        page = arts.read_page(sid, offset=r * 100, limit=100)
+        page = live_reader.read_page(arts, sid, offset=r * 100, limit=100)
         seen.append(page.total_lines)
         assert page.lines[0].text == f"line {r * 100:05d} of the output"
         assert page.lines[-1].number == (r + 1) * 100
         text = page.render()
         assert "running, heartbeat" in text and f"since={page.byte_end}" in text
-        assert arts.grep(sid, f"line {r * 100 + 42:05d}").matches[0].line_number == r * 100 + 43
+        assert live_reader.grep(arts, sid, f"line {r * 100 + 42:05d}").matches[0].line_number == r * 100 + 43
     assert seen == [100, 200, 300]
-    assert b"".join(ln.raw() for ln in arts.read_page(sid, limit=300).lines) == _lines(0, 300)
+    assert b"".join(ln.raw() for ln in live_reader.read_page(arts, sid, limit=300).lines) == _lines(0, 300)
 
 
 def test_since_reads_only_what_is_new(store: ObjectStore) -> None:
@@ -68,14 +69,14 @@ def test_since_reads_only_what_is_new(store: ObjectStore) -> None:
     sid = str(w.live_id)
     w.feed(_lines(0, 50))
     _commit(w)
-    first = arts.read_page(sid)
+    first = live_reader.read_page(arts, sid)
     assert first.live.next_since == len(_lines(0, 50))  # type: ignore[attr-defined]
     w.feed(_lines(50, 60))
     _commit(w)
-    new = arts.read_page(sid, since=first.live.next_since)  # type: ignore[attr-defined]
+    new = live_reader.read_page(arts, sid, since=first.live.next_since)  # type: ignore[attr-defined]
     assert [ln.number for ln in new.lines] == list(range(51, 61))
     assert b"".join(ln.raw() for ln in new.lines) == _lines(50, 60)
-    nothing = arts.read_page(sid, since=new.live.next_since)  # type: ignore[attr-defined]
+    nothing = live_reader.read_page(arts, sid, since=new.live.next_since)  # type: ignore[attr-defined]
     assert nothing.lines == () and "still running" in nothing.render()
 
 
@@ -89,11 +90,11 @@ def test_newest_page_costs_the_same_however_long_the_output(local_store: ObjectS
     assert len(state.segments) < 2 * FAST.table_segments and len(state.to_bytes()) < 20_000
     metered = MeteredStore(local_store)
     arts = ArtifactStore(metered, session_id=SESSION)
-    page = arts.read_page(str(w.live_id), offset=15_990)
+    page = live_reader.read_page(arts, str(w.live_id), offset=15_990)
     assert page.lines[-1].text == "line 15999 of the output"
     assert metered.requests["get"] <= 3, metered.requests
     metered.requests.clear()
-    old = arts.read_page(str(w.live_id), offset=5_000, limit=3)
+    old = live_reader.read_page(arts, str(w.live_id), offset=5_000, limit=3)
     assert [ln.number for ln in old.lines] == [5001, 5002, 5003]
     assert old.lines[0].text == "line 05000 of the output"
     assert metered.requests["get"] <= 4, metered.requests  # state, one table, two segments
@@ -114,14 +115,14 @@ def test_a_corrupted_segment_is_an_integrity_error(store: ObjectStore) -> None:
     local_store.put_if_absent(key, bytes(frame))
     arts = ArtifactStore(local_store, session_id=SESSION)
     with pytest.raises(IntegrityError, match="segment 0"):
-        arts.read_page(str(w.live_id))
+        live_reader.read_page(arts, str(w.live_id))
 
 
 def test_a_live_id_of_another_session_is_refused(local_store: ObjectStore) -> None:
     """The session comes from the harness: another session's live id is a SourceIdError."""
     w = _writer(local_store)
     with pytest.raises(SourceIdError):
-        ArtifactStore(local_store, session_id="other").read_page(str(w.live_id))
+        live_reader.read_page(ArtifactStore(local_store, session_id="other"), str(w.live_id))
 
 
 def test_the_size_cap_keeps_head_and_window_with_exact_counts(local_store: ObjectStore) -> None:
@@ -146,9 +147,9 @@ def test_the_size_cap_keeps_head_and_window_with_exact_counts(local_store: Objec
     assert len(objects) == len(state.segments)
     arts = ArtifactStore(local_store, session_id=SESSION)
     with pytest.raises(InvalidRequest, match="dropped by the live size cap"):
-        arts.read_page(str(w.live_id), offset=1000)
-    assert "truncated" in arts.read_page(str(w.live_id)).render()
-    tail = arts.read_page(str(w.live_id), offset=state.line_count - 3)
+        live_reader.read_page(arts, str(w.live_id), offset=1000)
+    assert "truncated" in live_reader.read_page(arts, str(w.live_id)).render()
+    tail = live_reader.read_page(arts, str(w.live_id), offset=state.line_count - 3)
     assert tail.lines[0].number == state.line_count - 2
     w.close("exited", exit_code=0)
     done = finish_live(local_store, SESSION, w.live_id, config=cap)
@@ -179,10 +180,10 @@ def test_the_size_cap_drops_whole_tables_and_their_objects(local_store: ObjectSt
               if keys.parse_key(i.key).kind == "live_table"}
     assert stored == listed
     arts = ArtifactStore(local_store, session_id=SESSION)
-    assert arts.read_page(str(w.live_id), limit=2).lines[1].text == "line 00001 of the output"
-    last = arts.read_page(str(w.live_id), offset=state.line_count - 1)
+    assert live_reader.read_page(arts, str(w.live_id), limit=2).lines[1].text == "line 00001 of the output"
+    last = live_reader.read_page(arts, str(w.live_id), offset=state.line_count - 1)
     assert last.lines[0].text == "line 03999 of the output"
-    assert arts.grep(str(w.live_id), "line 03999").matches[0].line_number == 4000
+    assert live_reader.grep(arts, str(w.live_id), "line 03999").matches[0].line_number == 4000
 
 
 def test_a_stop_request_is_adopted_by_the_writer(race_store: ObjectStore) -> None:
@@ -219,11 +220,11 @@ def test_a_finished_live_id_reads_its_artifact(store: ObjectStore) -> None:
     w.close("exited", exit_code=2)
     done = finish_live(store, SESSION, w.live_id, config=FAST)
     arts = ArtifactStore(store, session_id=SESSION)
-    page = arts.read_page(str(w.live_id), offset=25)
+    page = live_reader.read_page(arts, str(w.live_id), offset=25)
     assert page.source_id == done.final_source_id and page.lines[-1].number == 30
     assert "exited with code 2" in page.render() and "stored as artifact:" in page.render()
-    assert arts.grep(str(w.live_id), "line 00007").matches[0].line_number == 8
-    assert arts.read_page(str(w.live_id), since=len(_lines(0, 28))).lines[0].number == 29
+    assert live_reader.grep(arts, str(w.live_id), "line 00007").matches[0].line_number == 8
+    assert live_reader.read_page(arts, str(w.live_id), since=len(_lines(0, 28))).lines[0].number == 29
     left = [i.key for i in store.list(keys.live_prefix(done.session_hash, done.name))]
     assert left == [keys.live_state_key(done.session_hash, done.name)]
 
@@ -277,7 +278,7 @@ def test_spiller_start_runs_a_command_in_the_background(local_store: ObjectStore
         handle = spiller.start(["sh", "-c", "echo one; sleep 0.6; echo two; exit 3"],
                                config=LiveConfig(segment_interval=0.1))
         time.sleep(0.4)
-        first = spiller.artifacts.read_page(handle.source_id)
+        first = live_reader.read_page(spiller.artifacts, handle.source_id)
         assert [ln.text for ln in first.lines] == ["one"] and handle.status().status == "running"
         final = handle.wait(10)
         assert final is not None and final.status == "exited" and final.exit_code == 3
@@ -311,7 +312,7 @@ def test_a_quiet_writer_is_not_called_lost_before_three_of_its_heartbeats(local_
 
 def test_finish_lost_stores_only_outputs_whose_writer_is_gone(local_store: ObjectStore) -> None:
     """The batch finisher stores what silent writers committed, only past the silence asked for."""
-    from s3spill.artifacts.live_finish import finish_lost
+    from s3spill.live.finish import finish_lost
 
     dead, alive = _writer(local_store), _writer(local_store)
     for w in (dead, alive):
@@ -345,10 +346,10 @@ def test_levels_keep_the_state_small_and_every_line_readable(local_store: Object
     arts = ArtifactStore(metered, session_id=SESSION)
     for offset in (0, 1, 777, 1234, 1990):
         metered.requests.clear()
-        page = arts.read_page(str(w.live_id), offset=offset, limit=2)
+        page = live_reader.read_page(arts, str(w.live_id), offset=offset, limit=2)
         assert page.lines[0].text == f"line {offset:05d} of the output"
         assert metered.requests["get"] <= 2 + max(t.level for t in state.tables) + 2
-    assert arts.grep(str(w.live_id), r"line 0\d\d\d7 ").total_matches == 200
+    assert live_reader.grep(arts, str(w.live_id), r"line 0\d\d\d7 ").total_matches == 200
     w.close("exited", exit_code=0)
     done = finish_live(local_store, SESSION, w.live_id, config=cfg)
     assert b"".join(arts.iter_verified(str(done.final_source_id))) == data
@@ -370,7 +371,8 @@ def test_unknown_outcomes_are_decided_by_reading_back(race_store: ObjectStore) -
     state = read_state(race_store, w.live_id)[0]
     assert state.writer == w.writer and state.version == w.state.version
     arts = ArtifactStore(race_store, session_id=SESSION)
-    assert b"".join(ln.raw() for ln in arts.read_page(str(w.live_id), limit=100).lines) == _lines(0, 60)
+    page = live_reader.read_page(arts, str(w.live_id), limit=100)
+    assert b"".join(ln.raw() for ln in page.lines) == _lines(0, 60)
     assert [f for f in faulty.faults if f.times > 0] == []
 
 

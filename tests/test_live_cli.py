@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from s3spill import keys
-from s3spill.artifacts.live_finish import finish_live
-from s3spill.artifacts.live_segments import iter_committed, read_state
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
+from s3spill.live import reader as live_reader
+from s3spill.live.finish import finish_live
+from s3spill.live.segments import iter_committed, read_state
 from s3spill.store import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import EmbeddedS3, child_env
@@ -171,7 +172,7 @@ def test_a_supervisor_killed_at_a_protocol_step_loses_only_uncommitted_output(
     committed = b"".join(iter_committed(store, state))
     assert _expected(state.line_count).startswith(committed)
     assert len(committed) == state.committed_bytes
-    page = ArtifactStore(store, session_id=SESSION).read_page(str(live))
+    page = live_reader.read_page(ArtifactStore(store, session_id=SESSION), str(live))
     assert page.total_lines == state.line_count
     _gc_deletes_nothing(store, tmp_path, live)
     done = finish_live(store, SESSION, live, now=datetime.now(UTC) + timedelta(minutes=5))
@@ -191,7 +192,7 @@ def test_a_supervisor_killed_during_the_final_commit_leaves_a_finishable_state(t
     state, _ = read_state(store, live)
     assert state.status == "exited" and state.exit_code == 0 and state.final_source_id is None
     arts = ArtifactStore(store, session_id=SESSION)
-    assert arts.read_page(str(live), offset=4999).lines[0].text == "5000"
+    assert live_reader.read_page(arts, str(live), offset=4999).lines[0].text == "5000"
     _gc_deletes_nothing(store, tmp_path, live, orphan_ok=True)
     done = finish_live(store, SESSION, live)
     assert b"".join(arts.iter_verified(str(done.final_source_id))) == b"".join(

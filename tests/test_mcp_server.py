@@ -175,9 +175,9 @@ def _cli_error(fx: Fixture, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capt
             monkeypatch.setenv(name, fx.env[name])
     code = cli_main(["--store", fx.store.url, "--session", SESSION, "read", *argv])
     err = capsys.readouterr().err
-    assert code in (2, 5) and err.startswith("s3spill: error: ")  # 5: corrupt
+    assert code in (2, 5) and err.startswith("s3spill: ")  # 5: corrupt
     # The CLI's line is "<what> (<hint>)"; the tools' error is the <what>.
-    return err.removeprefix("s3spill: error: ").rstrip("\n").rsplit(" (", 1)[0]
+    return err.removeprefix("s3spill: ").rstrip("\n").rsplit(" (", 1)[0]
 
 
 def _server_cmd(*extra: str) -> list[str]:

@@ -173,5 +173,5 @@ def test_read_of_an_artifact_with_a_damaged_trailer_is_one_line(
     _damage_trailer(artifact, b"{garbage")
     code = main([*base, "read", sid])
     out, err = capsysbinary.readouterr()
-    assert code == 5 and out == b"" and err.decode().startswith("s3spill: error: IntegrityError")
+    assert code == 5 and out == b"" and err.decode().startswith("s3spill: IntegrityError")
     assert err.count(b"\n") == 1

@@ -16,13 +16,13 @@ from spiller_support import source_id_of
 from typed_support import gzip_file, png
 
 from s3spill.agent.tools import AgentTools
-from s3spill.artifacts.bytepage import unhexdump
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import Fault, FaultyStore, child_env
+from s3spill.typed.bytepage import unhexdump
 
 SESSION = "session-binary-1"
 #: Control characters a model or a terminal must not get (newline and nothing else allowed).

@@ -16,13 +16,13 @@ from typed_support import one_line_json
 
 from s3spill.agent.tools import AgentTools
 from s3spill.artifacts.store import ArtifactStore
-from s3spill.context.cuts import json_head_cut, json_tail_start
 from s3spill.context.policy import SpillPolicy
 from s3spill.errors import InvalidRequest
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import child_env
+from s3spill.typed.cuts import json_head_cut, json_tail_start
 
 SESSION = "session-json-1"
 GAP = "\n[… "
@@ -180,7 +180,7 @@ def test_cuts_always_fall_after_a_structural_comma(value: Any, h: int, t: int, p
 def test_a_failing_typed_preview_falls_back_to_the_text_preview(local_store: LocalStore,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """If the outline breaks, the stored output still gets a (text) pointer, never a degraded notice."""
-    from s3spill.context import structured
+    from s3spill.typed import structured
 
     def broken(self: object) -> None:
         raise RuntimeError("outline broke")

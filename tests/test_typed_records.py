@@ -166,9 +166,9 @@ def test_grep_names_the_record_of_each_match(local_store: LocalStore) -> None:
 @given(st.binary(max_size=200).map(lambda b: b.replace(b"x", b'"').replace(b"y", b"\n")), st.booleans())
 def test_both_record_counters_agree(data: bytes, quoted: bool) -> None:
     """The context layer's record counter and the artifact writer's count the same ends."""
-    from s3spill.artifacts.records import record_end_positions
-    from s3spill.artifacts.records import record_ends as stored_ends
-    from s3spill.context.cuts import record_ends as preview_ends
+    from s3spill.typed.cuts import record_ends as preview_ends
+    from s3spill.typed.record_ends import record_end_positions
+    from s3spill.typed.record_ends import record_ends as stored_ends
 
     assert preview_ends(data, quoted) == stored_ends(data, quoted) == len(
         record_end_positions(data, quoted))

@@ -20,12 +20,12 @@ from typing import Any
 
 from s3spill import keys
 from s3spill.artifacts.index import ArtifactIndex
-from s3spill.artifacts.live_read import LiveSummary, summarize
-from s3spill.artifacts.live_segments import read_state
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig
 from s3spill.context.pointer import one_line
 from s3spill.errors import IntegrityError, InvalidRequest, NotFound
+from s3spill.live.reader import LiveSummary, summarize
+from s3spill.live.segments import read_state
 from s3spill.models import ArtifactReference
 
 DEFAULT_LIST_LIMIT = 20

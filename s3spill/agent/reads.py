@@ -13,12 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 from s3spill import keys
-from s3spill.artifacts.bytepage import DEFAULT_BYTES, BytePage
-from s3spill.artifacts.jsonpath import JsonPage
 from s3spill.artifacts.paging import Page
-from s3spill.artifacts.recordpage import RecordPage
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.errors import InvalidRequest
+from s3spill.live import reader as live_reader
+from s3spill.typed.bytepage import DEFAULT_BYTES, BytePage
+from s3spill.typed.jsonpath import JsonPage
+from s3spill.typed.recordpage import RecordPage
 
 #: A page built within ``max_chars``: its text and its structured facts.
 Build = Callable[[int], tuple[str, dict[str, Any]]]
@@ -79,8 +80,9 @@ def page_reader(artifacts: ArtifactStore, session_id: str, source_id: str, *, of
 def _lines(artifacts: ArtifactStore, session_id: str, source_id: str, offset: int, limit: int,
            char_offset: int, since: int | None, kind: str) -> Build:
     def lines(max_chars: int) -> tuple[str, dict[str, Any]]:
-        page = artifacts.read_page(source_id, offset=offset, limit=limit, char_offset=char_offset,
-                                   max_chars=max_chars, since=since, session_id=session_id)
+        page = live_reader.read_page(artifacts, source_id, offset=offset, limit=limit,
+                                     char_offset=char_offset, max_chars=max_chars, since=since,
+                                     session_id=session_id)
         text = page.render()
         return text, _page_data(page, text, kind)
 

@@ -22,7 +22,6 @@ from typing import Any, Literal
 
 from s3spill.agent.listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, ArtifactListing, list_artifacts
 from s3spill.agent.reads import Build, page_reader
-from s3spill.artifacts.bytepage import DEFAULT_BYTES, MAX_BYTES
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResult
 from s3spill.artifacts.store import ArtifactStore
@@ -31,8 +30,10 @@ from s3spill.context.policy import GREP_TOOL, READ_TOOL, SpillPolicy
 from s3spill.context.secrets import redact_text
 from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
 from s3spill.leases.expiry import explain_missing
+from s3spill.live import reader as live_reader
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
+from s3spill.typed.bytepage import DEFAULT_BYTES, MAX_BYTES
 
 log = get_logger("s3spill.agent.tools")
 
@@ -360,8 +361,8 @@ class AgentTools:
         if not 1 <= max_matches <= MAX_GREP_MATCHES:
             raise InvalidRequest(f"max_matches must be 1-{MAX_GREP_MATCHES}")
         with self._journal_says():
-            result = self.artifacts.grep(source_id, pattern, context=context, max_matches=max_matches,
-                                         session_id=self.session_id)
+            result = live_reader.grep(self.artifacts, source_id, pattern, context=context,
+                                      max_matches=max_matches, session_id=self.session_id)
         text = self._mask(result.render())
         if self._fits(text, self.grep_name):
             return ToolOutcome(text, structured=_grep_data(result, text))

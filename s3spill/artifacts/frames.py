@@ -22,8 +22,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from s3spill.artifacts.index import Codec, ContentStats, IndexBuilder
-from s3spill.artifacts.records import RecordTable
 from s3spill.config import TransferConfig
+from s3spill.typed.record_ends import RecordTable
 
 #: Bytes looked at to decide whether an output is text (``auto`` compression).
 SNIFF_BYTES = 64 * 1024

@@ -43,9 +43,9 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from s3spill.artifacts.records import RecordTable
 from s3spill.errors import IntegrityError
 from s3spill.models import Record
+from s3spill.typed.record_ends import RecordTable
 
 #: Metadata key on the artifact object that pins its index (hex SHA-256 of the index bytes).
 META_INDEX_SHA256 = "s3spill-index-sha256"
@@ -55,7 +55,7 @@ MAX_FIELD_CHARS = 256
 _SUMMARY_CAPTURE_BYTES = 4 * SUMMARY_LINE_CHARS
 _NON_SPACE = re.compile(rb"[^ \t\r\n\f\v]")
 Codec = Literal["identity", "zstd"]
-#: What the output is, as detected when it was stored (``s3spill.context.detect``; the
+#: What the output is, as detected when it was stored (``s3spill.typed.detect``; the
 #: artifacts layer does not import the context layer, so the names are repeated here and a
 #: test keeps the two lists equal). Indexes written before detection read as ``text``.
 OutputKind = Literal["text", "binary", "json", "ndjson", "csv", "tsv"]
@@ -109,7 +109,7 @@ class ArtifactIndex(Record):
     #: from a text artifact's index, so an index of plain text is what older readers know.
     output_kind: OutputKind = "text"
     output_description: str | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
-    #: CSV/TSV only (:mod:`s3spill.artifacts.records`): records ending in each chunk, and
+    #: CSV/TSV only (:mod:`s3spill.typed.record_ends`): records ending in each chunk, and
     #: whether each chunk starts inside a quoted field.
     chunk_records: tuple[int, ...] = ()
     chunk_quoted: tuple[bool, ...] = ()

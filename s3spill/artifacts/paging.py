@@ -22,11 +22,11 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from s3spill.artifacts.index import ArtifactIndex, decode_units, encode_units
+from s3spill.context.read_args import ArgStyle, spell_args
 from s3spill.errors import IntegrityError, InvalidRequest
 from s3spill.textview import cost, escape, fit, grapheme_cut, unescape
 
@@ -63,18 +63,6 @@ class PageLine:
 
     def render(self) -> str:
         return f"{self.number:>6}{'!' if self.escaped else ''}\t{self.text}"
-
-
-#: How a rendered text spells the arguments it tells the reader to pass: as a tool call's
-#: keyword arguments (``offset=3``) or as the CLI's flags (``--offset 3``).
-ArgStyle = Literal["call", "cli"]
-
-
-def spell_args(style: ArgStyle, **args: object) -> str:
-    """``offset=3, char_offset=0`` (call) or ``--offset 3 --char-offset 0`` (cli)."""
-    if style == "cli":
-        return " ".join(f"--{name.replace('_', '-')} {value}" for name, value in args.items())
-    return ", ".join(f"{name}={value}" for name, value in args.items())
 
 
 class Page(BaseModel):

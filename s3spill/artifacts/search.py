@@ -42,7 +42,7 @@ from typing import Any
 import re2
 from pydantic import BaseModel, ConfigDict
 
-from s3spill.artifacts.paging import ArgStyle, spell_args
+from s3spill.context.read_args import ArgStyle, spell_args
 from s3spill.errors import IntegrityError, InvalidRequest
 from s3spill.textview import escape, show_line
 

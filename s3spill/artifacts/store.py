@@ -73,13 +73,10 @@ from datetime import UTC, datetime
 from pydantic import ValidationError
 
 from s3spill import keys
-from s3spill.artifacts.bytepage import DEFAULT_BYTES, BytePage, build_byte_page
 from s3spill.artifacts.frames import SNIFF_BYTES as _SNIFF
 from s3spill.artifacts.frames import FrameEncoder, choose_codec
 from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex, OutputKind
-from s3spill.artifacts.jsonpath import DEFAULT_ELEMENTS, JsonPage, build_json_page
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
-from s3spill.artifacts.recordpage import DEFAULT_RECORDS, RecordPage, build_record_page, record_at
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pattern, grep_chunks
 from s3spill.config import TransferConfig
 from s3spill.errors import (
@@ -98,6 +95,9 @@ from s3spill.models import ArtifactMemoryReference, ArtifactReference
 from s3spill.store.base import Body, ObjectStore, iter_body
 from s3spill.store.commit import COMMIT_SIDECAR, META_COMMIT, defers_digest
 from s3spill.store.payload import StreamedBody
+from s3spill.typed.bytepage import DEFAULT_BYTES, BytePage, build_byte_page
+from s3spill.typed.jsonpath import DEFAULT_ELEMENTS, JsonPage, build_json_page
+from s3spill.typed.recordpage import DEFAULT_RECORDS, RecordPage, build_record_page, record_at
 
 log = get_logger("s3spill.artifacts.store")
 
@@ -171,7 +171,7 @@ class ArtifactStore:
                      label: str | None = None, *, output_kind: OutputKind = "text",
                      output_description: str | None = None) -> ArtifactReference:
         """:meth:`write` for a caller that holds only the session's hash: a batch job that
-        finishes a dead writer's live output (:func:`~s3spill.artifacts.live_finish.finish_lost`)."""
+        finishes a dead writer's live output (:func:`~s3spill.live.finish.finish_lost`)."""
         keys.check_session_hash(shash)
         created_at = datetime.now(UTC)
         # ``source`` gives the content again for another name; None for a one-shot stream.
@@ -335,8 +335,8 @@ class ArtifactStore:
             # made-up id, not damaged bytes (a full read would still check every byte).
             raise SourceIdError(
                 f"{sid}: no artifact of this session has this digest; the artifact "
-                f"{index.name} has SHA-256 {index.sha256[:16]}, not {art.source_id.sha256_prefix} "
-                f"(check the source id for a typo)")
+                f"{index.name} has SHA-256 {index.sha256[:16]}, not {art.source_id.sha256_prefix}",
+                hint="check the source id for a typo")
         return index
 
     def _missing(self, art: ResolvedArtifact) -> NotFound:
@@ -396,22 +396,16 @@ class ArtifactStore:
                 self._chunk_bytes -= len(old)
         return data
 
-    def read_page(self, source: SourceRef | keys.LiveId, offset: int = 0,
+    def read_page(self, source: SourceRef, offset: int = 0,
                   limit: int = DEFAULT_LIMIT, char_offset: int = 0,
                   max_chars: int = DEFAULT_MAX_CHARS, *, since: int | None = None,
                   session_id: str | None = None) -> Page:
         """One verified page; see :mod:`s3spill.artifacts.paging` for its conventions.
 
-        A live id (``live:...``) reads what its running command committed so far
-        (:mod:`s3spill.artifacts.live_read`). ``since`` (a byte offset, as a live page's
-        footer gives it) starts at the line holding that byte instead of at ``offset``.
+        Live ids (``live:...``) are read by :mod:`s3spill.live.reader`. ``since`` (a byte
+        offset, as a live page's footer gives it) starts at the line holding
+        that byte instead of at ``offset``.
         """
-        if keys.is_live_id(source):
-            from s3spill.artifacts.live_read import LiveReader
-
-            return LiveReader(self).read_page(str(source), offset, limit, char_offset, max_chars,
-                                              since=since, session_id=session_id)
-        assert not isinstance(source, keys.LiveId)
         if since is not None:
             offset, char_offset = self.line_at(source, since, session_id=session_id), 0
         art = self.resolve(source, session_id)
@@ -436,7 +430,7 @@ class ArtifactStore:
 
     def read_bytes(self, source: SourceRef, byte_offset: int = 0, nbytes: int = DEFAULT_BYTES,
                    max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> BytePage:
-        """Verified bytes by offset, rendered as a hexdump (see :mod:`s3spill.artifacts.bytepage`)."""
+        """Verified bytes by offset, rendered as a hexdump (see :mod:`s3spill.typed.bytepage`)."""
         art = self.resolve(source, session_id)
         index = self._index(art)
         return build_byte_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
@@ -446,7 +440,7 @@ class ArtifactStore:
                   limit: int = DEFAULT_ELEMENTS, max_chars: int = DEFAULT_MAX_CHARS, *,
                   session_id: str | None = None) -> JsonPage:
         """The value at a JSON Pointer, streamed over verified chunks (see
-        :mod:`s3spill.artifacts.jsonpath`); reading stops where the page ends."""
+        :mod:`s3spill.typed.jsonpath`); reading stops where the page ends."""
         art = self.resolve(source, session_id)
         index = self._index(art)
         page = build_json_page(self._iter_verified(art, index), str(art.source_id), index.size_bytes,
@@ -457,7 +451,7 @@ class ArtifactStore:
 
     def read_records(self, source: SourceRef, record_offset: int = 0, limit: int = DEFAULT_RECORDS,
                      max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> RecordPage:
-        """CSV/TSV records by number, header repeated (see :mod:`s3spill.artifacts.recordpage`)."""
+        """CSV/TSV records by number, header repeated (see :mod:`s3spill.typed.recordpage`)."""
         art = self.resolve(source, session_id)
         index = self._index(art)
         return build_record_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
@@ -492,7 +486,8 @@ class ArtifactStore:
                     yield chunk
         except NotFound:
             raise ArtifactNotFound(f"{sid}: the artifact's body is gone (deleted while being read)",
-                                   key=art.artifact_key, source_id=sid) from None
+                                   key=art.artifact_key, source_id=sid,
+                                   hint="run the command that produced it again") from None
         if k != index.chunk_count or buf:
             raise IntegrityError(f"{sid}: the artifact is shorter or longer than its index")
         if full.hexdigest() != index.sha256:
@@ -506,18 +501,11 @@ class ArtifactStore:
             pass
         return index
 
-    def grep(self, source: SourceRef | keys.LiveId, pattern: str, context: int = 0,
+    def grep(self, source: SourceRef, pattern: str, context: int = 0,
              max_matches: int = DEFAULT_MAX_MATCHES, *, ignore_case: bool = False,
              session_id: str | None = None) -> GrepResult:
         """Search every line of a verified artifact; see :mod:`s3spill.artifacts.search`.
-
-        A live id searches the segments committed so far."""
-        if keys.is_live_id(source):
-            from s3spill.artifacts.live_read import LiveReader
-
-            return LiveReader(self).grep(str(source), pattern, context, max_matches,
-                                         ignore_case=ignore_case, session_id=session_id)
-        assert not isinstance(source, keys.LiveId)
+        (live ids: :func:`s3spill.live.reader.grep`)."""
         compiled = compile_pattern(pattern, ignore_case=ignore_case)
         art = self.resolve(source, session_id)
         index = self._index(art)

@@ -2,10 +2,14 @@
 
 Each sub-module registers its own sub-commands (``register(subparsers)``) and sets
 ``func`` on its parser; this module only parses, configures logging, and is the one
-error boundary: every expected failure becomes ``s3spill: error: <what> (<hint>)`` on
+error boundary: every expected failure becomes ``s3spill: <what> (<hint>)`` on
 stderr and the exit code of :mod:`s3spill.cli.exitcodes` (see :mod:`.failures`); a
 traceback only with ``--debug``. Bad arguments are usage errors (exit 2), caught by
 argparse before anything touches a store.
+
+Importing this module loads argparse and the exit-code table only: logging, the store
+layer and the failure table (which needs pydantic) are imported when a command runs, so
+the hook's "nothing to do" (:mod:`.fastpath`) is decided at the interpreter's own cost.
 """
 
 from __future__ import annotations
@@ -17,11 +21,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
-from s3spill import log
 from s3spill._version import __version__
-from s3spill.cli.argtypes import utf8
 from s3spill.cli.exitcodes import ExitCode, help_epilog
-from s3spill.cli.failures import describe
 
 #: Sub-command modules, in help order. Each defines ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -65,7 +66,11 @@ class Parser(argparse.ArgumentParser):
     """argparse whose usage errors are one line in the CLI's format (exit 2, no usage dump)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(int(ExitCode.ERROR), f"s3spill: error: {message} (see `{self.prog} --help`)\n")
+        from s3spill.cli.voice import say
+
+        # argparse says "argument --limit: ..."; the flag alone names it.
+        self.exit(int(ExitCode.ERROR),
+                  say(message.removeprefix("argument "), f"see `{self.prog} --help`") + "\n")
 
 
 def log_level(value: str) -> str:
@@ -177,6 +182,8 @@ def _command_home(argv: Sequence[str]) -> str | None:
 def build_parser(environ: Mapping[str, str] | None = None,
                  modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
     """The CLI (``modules``' sub-commands); flag defaults come from ``environ`` (``os.environ``)."""
+    from s3spill.cli.argtypes import utf8
+
     parser = Parser(
         prog="s3spill", epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Spill oversized tool output to immutable, checksummed objects, page it back "
@@ -203,6 +210,14 @@ def build_parser(environ: Mapping[str, str] | None = None,
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if "hook" in argv:
+        from s3spill.cli.fastpath import hook_pass_through
+
+        if hook_pass_through(argv):
+            return int(ExitCode.OK)
+    from s3spill import log
+    from s3spill.cli.failures import describe
+
     home = _command_home(argv)
     parser = build_parser(modules=(home,) if home else COMMAND_MODULES)
     args = parser.parse_args(argv)

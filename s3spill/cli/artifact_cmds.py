@@ -17,15 +17,17 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from s3spill import keys
-from s3spill.artifacts.bytepage import DEFAULT_BYTES, MAX_BYTES
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
 from s3spill.cli.policy_args import add_cap_flag
+from s3spill.cli.voice import say
 from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
+from s3spill.live import reader as live_reader
 from s3spill.log import get_logger
+from s3spill.typed.bytepage import DEFAULT_BYTES, MAX_BYTES
 
 log = get_logger("s3spill.cli.artifacts")
 
@@ -63,7 +65,7 @@ def cmd_spill(args: argparse.Namespace) -> int:
     if ref is None:
         if spiller.sink.last_error is not None:
             raise spiller.sink.last_error  # the error boundary says what failed, in one line
-        print(f"s3spill: error: {result.degraded_reason or 'not saved'}", file=sys.stderr)
+        print(say(f"spill: {result.degraded_reason or 'not saved'}", "nothing was stored"), file=sys.stderr)
         return int(ExitCode.ERROR)
     if args.json:
         _out(ref.model_dump_json() + "\n")
@@ -154,7 +156,8 @@ def cmd_read(args: argparse.Namespace) -> int:
                                   nbytes=args.bytes or DEFAULT_BYTES, max_chars=args.max_chars)
             _out(got.model_dump_json() + "\n" if args.json else got.render("cli"))
             return 0
-        page = arts.read_page(
+        page = live_reader.read_page(
+            arts,
             args.source_id,
             offset=args.offset,
             limit=args.limit,
@@ -169,7 +172,8 @@ def cmd_read(args: argparse.Namespace) -> int:
 def cmd_grep(args: argparse.Namespace) -> int:
     arts, session = _artifacts(args)
     with _journal_says(arts, session):
-        result = arts.grep(
+        result = live_reader.grep(
+            arts,
             args.source_id,
             args.pattern,
             context=args.context,

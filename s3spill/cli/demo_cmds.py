@@ -13,6 +13,8 @@ import signal
 import sys
 from types import FrameType
 
+from s3spill.cli.voice import say
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = sub.add_parser(
@@ -53,7 +55,8 @@ def cmd_serve_s3(args: argparse.Namespace) -> int:
     try:
         from s3spill.testing.server import FAKE_CREDENTIALS, serve
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ConfigError("serve-s3 needs moto: pip install 's3spill[local]'") from exc
+        raise ConfigError("serve-s3 needs moto, which is not installed",
+                          hint="pip install 's3spill[local]'") from exc
 
     def ready(url: str) -> None:
         print(f"s3spill serve-s3: moto S3 at {url} (in memory, one request at a time); Ctrl-C stops it")
@@ -71,5 +74,5 @@ def cmd_serve_s3(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, stop)
     with contextlib.suppress(KeyboardInterrupt):
         serve(args.port, buckets=args.bucket, versioned=args.versioned, ready=ready)
-    print("s3spill serve-s3: stopped", file=sys.stderr)
+    print(say("serve-s3: stopped"), file=sys.stderr)
     return 0

@@ -17,6 +17,7 @@ from typing import Any
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
 from s3spill.cli.policy_args import policy_from_args
+from s3spill.cli.voice import say
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -87,7 +88,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             sys.stdout.write(json.dumps({"file": args.file, "ok": False, "problems": exc.problems}) + "\n")
         else:
             for problem in exc.problems:
-                print(f"s3spill: error: {problem}", file=sys.stderr)
+                print(say(problem), file=sys.stderr)
         return int(ExitCode.ERROR)
     if args.json:
         sys.stdout.write(json.dumps({"file": args.file, "ok": True, "problems": []}) + "\n")

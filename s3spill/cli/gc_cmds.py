@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
+from s3spill.cli.argtypes import count, duration, positive, session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
+from s3spill.cli.failures import describe
 from s3spill.cli.gc_ops import DecisionReport, Progress, emit_metrics, ops_args, stop_on_sigterm
 from s3spill.cli.policy_args import policy_from_args
 from s3spill.config import TransferConfig
-from s3spill.errors import CleanupRefused, ConfigError, GcRunLocked
+from s3spill.errors import CleanupRefused, ConfigError
 from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.lock import scope_of
 from s3spill.gc.metered_store import MeteredStore
@@ -58,10 +59,10 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
 
 def _policy_args(p: argparse.ArgumentParser) -> None:
     """The cleanup policy; ``gc apply`` takes it too, because apply never trusts a plan's."""
-    p.add_argument("--orphan-ttl", help="keep unclaimed artifacts this long (default: the policy's "
-                   "[gc] orphan_ttl, 24h)")
-    p.add_argument("--session-ttl", help="an active session protects all its artifacts this long after "
-                   "its last activity (default: the policy's [gc] session_ttl, 24h)")
+    p.add_argument("--orphan-ttl", type=duration, help="keep unclaimed artifacts this long (default: "
+                   "the policy's [gc] orphan_ttl, 24h)")
+    p.add_argument("--session-ttl", type=duration, help="an active session protects all its artifacts "
+                   "this long after its last activity (default: the policy's [gc] session_ttl, 24h)")
     p.add_argument("--max-deletions", type=count,
                    help="plan at most N deletions (default: the policy's [gc] max_deletions, 10000)")
     p.add_argument("--allow-dangerously-short-ttl", action="store_true",
@@ -242,10 +243,8 @@ def _enveloped(args: argparse.Namespace, phase: str, body: Callable[[_Run], int]
     run = _Run(DecisionReport(args.report), time.monotonic())
     try:
         return body(run)
-    except GcRunLocked as exc:  # a CleanupRefused too: caught first, it has its own code
-        code = _said("locked", exc, ExitCode.LOCKED)
-    except CleanupRefused as exc:
-        code = _said("refused", exc, ExitCode.REFUSED)
+    except CleanupRefused as exc:  # GcRunLocked too: the table gives each its own code
+        code = _said(exc)
     finally:
         run.report.close()  # idempotent: a finished body closed it already
     emit_metrics(args, phase=phase, scope=scope_of(run.scope or CleanupScope()), doc=None,
@@ -253,9 +252,10 @@ def _enveloped(args: argparse.Namespace, phase: str, body: Callable[[_Run], int]
     return code
 
 
-def _said(what: str, exc: Exception, code: ExitCode) -> int:
-    print(f"s3spill: {what}: {exc}", file=sys.stderr)
-    return code
+def _said(exc: Exception) -> int:
+    failure = describe(exc)
+    print(failure.line(), file=sys.stderr)
+    return int(failure.code)
 
 
 def _finish(args: argparse.Namespace, run: _Run, doc: dict[str, Any], code: int, *, phase: str) -> int:

@@ -12,11 +12,9 @@ import os
 import re
 import sys
 
-#: Payloads up to this many bytes cannot hold anything over the hooks' thresholds (the
-#: smallest of them, the 25,000-token budget; tests/test_hooks.py checks it): answered
-#: before the Spiller, the store or boto3 is imported, because the hook runs after every
-#: tool call.
-HOOK_FLOOR_BYTES = 25_000
+from s3spill.cli.fastpath import HOOK_FLOOR_BYTES, needs_work, payload
+
+__all__ = ["HOOK_FLOOR_BYTES", "cmd_hook", "register"]
 
 
 def _server_name(value: str) -> str:
@@ -47,8 +45,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
-    raw = sys.stdin.buffer.read()
-    if len(raw) <= HOOK_FLOOR_BYTES:
+    raw = payload()
+    if not needs_work(raw, complete=True):
         return 0
     from s3spill.adapters.harness_hooks import answer
     from s3spill.cli.policy_args import policy_from_args

@@ -16,6 +16,7 @@ from typing import Any
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
+from s3spill.cli.voice import say
 from s3spill.errors import ConfigError, IntegrityError, JournalCorrupt
 from s3spill.keys import SourceId
 from s3spill.leases.journal import LeaseJournal
@@ -163,8 +164,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         reason = exc.reason if isinstance(exc, JournalCorrupt) else "digest_mismatch"
         if args.json:
             _print_json({"ok": False, "reason": reason, "message": str(exc)})
-        print(f"s3spill: error: journal verify: {exc} [{reason}] (GC keeps every artifact of this "
-              "session until the journal is repaired)", file=sys.stderr)
+        print(say(f"journal verify: {exc} [{reason}]", "GC keeps every artifact of this session "
+                  "until the journal is repaired"), file=sys.stderr)
         return EXIT_CORRUPT
     if args.json:
         _print_json({"ok": True, **report.to_dict()})

@@ -1,7 +1,7 @@
 """``run --background``, ``status`` and ``stop``: commands whose output is readable while they run.
 
 ``s3spill run --background -- CMD`` starts a detached supervisor
-(:mod:`s3spill.spill.supervisor`), prints the live id (``live:...``) as soon as the
+(:mod:`s3spill.live.supervisor`), prints the live id (``live:...``) as soon as the
 command runs, and returns. ``s3spill read``/``grep`` accept that id at any time (with
 ``--since BYTES`` for only what is new); ``status`` says how the run stands and, with
 ``--finish``, completes one whose supervisor died; ``stop`` ends it.
@@ -18,7 +18,7 @@ import time
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.errors import StoreUnavailable
-from s3spill.spill.supervisor import DROP_ENV
+from s3spill.live.supervisor import DROP_ENV
 from s3spill.store.base import ObjectStore
 
 #: How long ``run --background`` waits for the supervisor to say READY.
@@ -46,7 +46,7 @@ def add_background_flags(p: argparse.ArgumentParser) -> None:
 def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
     session = session_from_args(args)
     store = store_from_args(args)
-    argv = [sys.executable, "-m", "s3spill.spill.supervisor", "--store", store.url,
+    argv = [sys.executable, "-m", "s3spill.live.supervisor", "--store", store.url,
             "--session", session, "--tool", args.tool]
     if args.label:
         argv += ["--label", args.label]
@@ -68,7 +68,9 @@ def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
     proc.stdout.close()
     if not line.startswith("READY "):
         detail = line.removeprefix("ERROR ").strip() or "it exited without saying why"
-        raise StoreUnavailable(f"the background run did not start: {detail}")
+        raise StoreUnavailable(f"the background run did not start: {detail}",
+                               hint="the command was not started" if line.startswith("ERROR ")
+                               else None)
     _, live_id, pid = line.split()
     if pid == "0":  # the command could not be started: say so, with its exit status
         return _not_started(args, store, session, live_id)
@@ -86,17 +88,17 @@ def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
 
 def _not_started(args: argparse.Namespace, store: ObjectStore, session: str, live_id: str) -> int:
     """The supervisor stored why the command did not start; print that and its exit status."""
-    from s3spill.artifacts.live_read import LiveReader
     from s3spill.artifacts.store import ArtifactStore
+    from s3spill.live.reader import LiveReader
 
     arts = ArtifactStore(store, session_id=session)
-    reader = LiveReader(arts)
+    reader = LiveReader.over(arts)
     deadline = time.monotonic() + START_TIMEOUT
     summary = reader.status(live_id)
     while summary.status == "running" and time.monotonic() < deadline:
         time.sleep(0.1)
         summary = reader.status(live_id)
-    why = "".join(ln.text for ln in arts.read_page(live_id, limit=1).lines)
+    why = "".join(ln.text for ln in reader.read_page(live_id, limit=1).lines)
     code = summary.exit_code if summary.exit_code is not None else 127
     if args.json:
         sys.stdout.write(json.dumps({"source_id": live_id, "exit_code": code, "error": why}) + "\n")
@@ -124,16 +126,14 @@ def _read_line(proc: subprocess.Popen[bytes], timeout: float) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from s3spill import keys
-    from s3spill.artifacts.live_finish import finish_live
-    from s3spill.artifacts.live_read import LiveReader
-    from s3spill.artifacts.store import ArtifactStore
+    from s3spill.live.finish import finish_live
+    from s3spill.live.reader import LiveReader
 
     session = session_from_args(args)
     store = store_from_args(args)
-    arts = ArtifactStore(store, session_id=session)
     if args.finish:
         finish_live(store, session, keys.LiveId.parse(args.live_id))
-    summary = LiveReader(arts).status(args.live_id)
+    summary = LiveReader(store, session).status(args.live_id)
     if args.json:
         sys.stdout.write(summary.model_dump_json() + "\n")
     else:
@@ -146,14 +146,13 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from s3spill.artifacts.live_read import LiveReader
-    from s3spill.artifacts.store import ArtifactStore
-    from s3spill.spill.live import request_stop
+    from s3spill.live.reader import LiveReader
+    from s3spill.live.run import request_stop
 
     session = session_from_args(args)
     store = store_from_args(args)
     request_stop(store, session, args.live_id)
-    reader = LiveReader(ArtifactStore(store, session_id=session))
+    reader = LiveReader(store, session)
     deadline = time.monotonic() + args.wait
     summary = reader.status(args.live_id)
     while summary.final_source_id is None and summary.status != "lost" and (
@@ -166,7 +165,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 def cmd_finish_lost(args: argparse.Namespace) -> int:
     from s3spill import keys
-    from s3spill.artifacts.live_finish import finish_lost
+    from s3spill.live.finish import finish_lost
 
     store = store_from_args(args)
     session = getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")

@@ -13,6 +13,7 @@ import sys
 
 from s3spill.agent.mcp.config import check_bind, parse_http_address
 from s3spill.cli.argtypes import session_from_args, store_from_args
+from s3spill.cli.voice import MCP_EXTRA
 from s3spill.errors import ConfigError
 
 TOOLS_HELP = """\
@@ -70,7 +71,8 @@ def _cmd_mcp_tokens(args: argparse.Namespace) -> int:
     try:
         from s3spill.agent.mcp import sessions as mcp_sessions
     except ImportError as exc:  # the optional extra is missing
-        raise ConfigError(f"s3spill mcp needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
+        raise ConfigError(f"s3spill mcp needs the MCP SDK: module {exc.name!r} is not installed",
+                          hint=MCP_EXTRA) from None
     store = store_from_args(args)
     pool = mcp_sessions.SessionPool(store, externalize=not args.no_externalize)
     try:
@@ -93,7 +95,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     try:
         from s3spill.agent.mcp import server as mcp_server
     except ImportError as exc:  # the optional extra is missing
-        raise ConfigError(f"s3spill mcp needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
+        raise ConfigError(f"s3spill mcp needs the MCP SDK: module {exc.name!r} is not installed",
+                          hint=MCP_EXTRA) from None
     from s3spill.agent.tools import AgentTools
     from s3spill.cli.policy_args import policy_from_args
     from s3spill.spill.spiller import Spiller

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
 from s3spill.cli.policy_args import policy_from_args
+from s3spill.cli.voice import MCP_EXTRA
 from s3spill.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--config", metavar="FILE", help="the fleet policy (TOML, as for every command: "
                    "[proxy], [tools], [harness.mcp-proxy]); a .json FILE is the proxy's older settings "
                    "file (tool_prefix, max_inline_tokens, hard_cap_chars, max_image_bytes, thresholds, "
-                   "never_spill), under the policy; flags win over both")
+                   "never_spill, call_timeout), under the policy; flags win over both")
     p.add_argument("--tool-prefix", metavar="PREFIX", help="prefix of our tool names (default s3spill_)")
     p.add_argument("--threshold", metavar="TOOL=BYTES", action="append", type=_threshold,
                    help="spill TOOL's text results above BYTES (repeatable)")
@@ -61,6 +62,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="token budget of one result (default 25000, Claude Code's MCP limit)")
     p.add_argument("--hard-cap", type=positive, metavar="CHARS",
                    help="characters one result may never exceed (default 100000)")
+    p.add_argument("--call-timeout", type=positive, metavar="SECONDS",
+                   help="a tools/call the upstream has not answered after SECONDS gets a timeout error "
+                   "and is cancelled upstream (default 1800)")
     p.add_argument("--upstream-url", metavar="URL", help="the upstream is a streamable-HTTP MCP server "
                    "at URL (e.g. http://127.0.0.1:3001/mcp) instead of a command")
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp "
@@ -91,7 +95,7 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
     settings = ProxySettings.from_policy(loaded, legacy, tool_prefix=args.tool_prefix,
                                          thresholds=dict(args.threshold) if args.threshold else None,
                                          never_spill=args.never_spill, max_inline_tokens=args.max_tokens,
-                                         hard_cap_chars=args.hard_cap)
+                                         hard_cap_chars=args.hard_cap, call_timeout=args.call_timeout)
     if args.http:
         return _serve_http(args, settings, command)
     if args.tokens:
@@ -117,8 +121,8 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
             try:
                 from s3spill.proxy.http_upstream import relay_http
             except ImportError as exc:  # the optional extra is missing
-                raise ConfigError("--upstream-url needs the MCP SDK: pip install 's3spill[mcp]' "
-                                  f"({exc})") from None
+                raise ConfigError(f"--upstream-url needs the MCP SDK: module "
+                                  f"{exc.name!r} is not installed", hint=MCP_EXTRA) from None
 
             return asyncio.run(relay_http(relay, args.upstream_url))
         return run_stdio(relay, command)
@@ -145,7 +149,8 @@ def _serve_http(args: argparse.Namespace, settings: ProxySettings, command: list
         from s3spill.agent.mcp.server import transport_security
         from s3spill.proxy import http_server
     except ImportError as exc:  # the optional extra is missing
-        raise ConfigError(f"mcp-proxy --http needs the MCP SDK: pip install 's3spill[mcp]' ({exc})") from None
+        raise ConfigError(f"mcp-proxy --http needs the MCP SDK: module {exc.name!r} is not installed",
+                          hint=MCP_EXTRA) from None
     upstream = (http_server.http_upstream(args.upstream_url) if args.upstream_url
                 else http_server.stdio_upstream(command))
     store = store_from_args(args)

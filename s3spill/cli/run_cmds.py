@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.live_cmds import add_background_flags, run_background
 from s3spill.cli.policy_args import add_cap_flag, policy_from_args
+from s3spill.cli.voice import say
 from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
 
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     if not cmd:
-        print("s3spill run: no command given (usage: s3spill run [--tool NAME] [--json] -- CMD ARGS...)",
+        print(say("run: no command given", "usage: s3spill run [--tool NAME] [--json] -- CMD ARGS..."),
               file=sys.stderr)
         return 2
     if args.background:
@@ -115,10 +116,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # noqa: S603
     except FileNotFoundError:
-        print(f"s3spill run: command not found: {cmd[0]}", file=sys.stderr)
+        print(say(f"run: command not found: {cmd[0]}", "check its name and $PATH"), file=sys.stderr)
         return EXIT_NOT_FOUND
     except PermissionError:
-        print(f"s3spill run: permission denied: {cmd[0]}", file=sys.stderr)
+        print(say(f"run: permission denied: {cmd[0]}", "make it executable: chmod +x"),
+              file=sys.stderr)
         return EXIT_NOT_EXECUTABLE
     assert proc.stdout is not None
     pipe = _Pipe(proc.stdout.fileno(), proc)
@@ -138,5 +140,5 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     sys.stdout.flush()
     if pipe.held_open and result.mode == "inline":  # no notice to carry it: say it beside the output
-        print(f"s3spill run: {HELD_OPEN_NOTE}.", file=sys.stderr)
+        print(say(f"run: {HELD_OPEN_NOTE}"), file=sys.stderr)
     return _exit_status(returncode)

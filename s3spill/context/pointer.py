@@ -71,7 +71,7 @@ class PointerFacts:
     note: str | None = None
     #: ``tools``: reading back is a call of ``read_tool``/``grep_tool``; ``cli``: a command.
     style: Literal["tools", "cli"] = "tools"
-    #: What kind of output this is and how else it can be read (s3spill.context.detect);
+    #: What kind of output this is and how else it can be read (s3spill.typed.detect);
     #: one or more lines put after the summary, None for plain text.
     type_note: str | None = None
     #: Sentences on what the stored copy or the preview differs in (secrets masked, a

@@ -119,7 +119,8 @@ def run_demo(out: TextIO = sys.stdout, *, config: TransferConfig | None = None,
     try:
         from s3spill.testing.server import EmbeddedS3
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ConfigError("the demo needs moto: pip install 's3spill[local]'") from exc
+        raise ConfigError("the demo needs moto, which is not installed",
+                          hint="pip install 's3spill[local]'") from exc
     print("s3spill demo: an embedded S3 (moto, one request at a time) on 127.0.0.1", file=out)
     with EmbeddedS3() as s3:
         s3.create_bucket(DEMO_BUCKET)

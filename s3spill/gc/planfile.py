@@ -29,7 +29,7 @@ from typing import IO, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from s3spill.errors import CleanupRefused, ConfigError, NotFound
+from s3spill.errors import CleanupRefused, ConfigError, InvalidRequest, NotFound
 from s3spill.gc.models import CleanupPolicy, CleanupScope, ObjectKind, ObjectSnapshot, PlanStatus
 from s3spill.keys import gc_plan_key
 from s3spill.models import Record
@@ -187,8 +187,9 @@ class CleanupPlan:
                         entries += 1
         except (ValidationError, ValueError) as exc:
             raise CleanupRefused(f"plan {path.name} is not a valid cleanup plan: {exc}") from None
-        except FileNotFoundError:
-            raise CleanupRefused(f"plan file {path} does not exist") from None
+        except FileNotFoundError:  # a mistyped path is a usage error, not a refusal
+            raise InvalidRequest(f"plan file {path} does not exist",
+                                 hint="give the plan file `gc plan` printed, or store:PLAN_ID") from None
         if header is None or footer is None:
             raise CleanupRefused(f"plan {path.name} is incomplete (no header or no footer)")
         if footer.plan_id != header.plan_id or footer.entries != entries:
@@ -236,5 +237,6 @@ def load_plan_from_store(store: ObjectStore, plan_id: str, directory: str | None
                 fh.write(chunk)
     except NotFound:
         os.unlink(name)
-        raise CleanupRefused(f"no plan {plan_id} in the store") from None
+        raise InvalidRequest(f"no plan {plan_id} in the store",
+                             hint="give the plan id `gc plan --out store` printed") from None
     return CleanupPlan.open(name)

@@ -11,6 +11,8 @@ Messages cross as JSON-RPC models (the SDK's transport speaks nothing else); the
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from typing import Any
 
 import mcp_types as types
@@ -21,7 +23,7 @@ from mcp.shared.message import ClientMessageMetadata
 from s3spill.log import get_logger
 from s3spill.proxy.relay import Relay
 from s3spill.proxy.sdk_streams import SdkStreams
-from s3spill.proxy.stdio import MAX_MESSAGE_BYTES, own_stdio
+from s3spill.proxy.stdio import MAX_MESSAGE_BYTES, own_stdio, stop_on_signals
 
 log = get_logger("s3spill.proxy")
 
@@ -59,9 +61,16 @@ async def relay_http(relay: Relay, url: str) -> int:
     async with streamable_http_client(url, max_sse_event_size=MAX_MESSAGE_BYTES) as (read_stream,
                                                                                      write_stream):
         client = await own_stdio()
+        stop = asyncio.Event()
+        stop_on_signals(stop)
         try:
-            closed = await relay.run(client, SdkChannel(read_stream, write_stream))
+            closed = await relay.run(client, SdkChannel(read_stream, write_stream), stop=stop)
             log.info("proxy.closed", side=closed)
         finally:
             await client.close()
+    if closed == "upstream":
+        left = f"; {relay.unanswered} request(s) it left unanswered got an error" if relay.unanswered else ""
+        print(f"s3spill mcp-proxy: the upstream server at {url} closed the connection{left}",
+              file=sys.stderr, flush=True)
+        return 1
     return 0

@@ -4,23 +4,27 @@ Why a relay of messages and not an SDK server in front of an SDK client: "pass e
 through unchanged" is then true by construction. Capabilities, resources, prompts,
 completions, logging, sampling and elicitation requests from the server, progress
 notifications, list-changed notifications, protocol versions neither side of us knows
-yet — every message the proxy has no business with goes on as the bytes it came in, in
-both directions, with its own id. The relay touches five things only:
+yet — every message the proxy has no business with goes on as it came (a request, and
+the answer to it, under the id the proxy gave it: :mod:`~s3spill.proxy.outstanding`).
+What the relay does itself:
 
+* every line is parsed (:mod:`~s3spill.proxy.wire`); a client's line that is not JSON
+  gets a JSON-RPC parse error and is never forwarded, an upstream's is dropped and logged,
+  and so is an upstream response to an id the proxy did not send — the upstream cannot
+  answer for the proxy, nor for a request it was never asked;
+* ``tools/call`` for our own tools (``<prefix>read_artifact`` …): answered here only;
 * ``tools/call`` responses: each result over :attr:`Relay.floor` bytes goes through
   :class:`~s3spill.proxy.results.ResultSpiller` on a worker thread (other messages keep
   flowing meanwhile; the client matches responses by id, so order does not matter); a
-  JSON-RPC error from the upstream goes on as it is;
-* ``tools/call`` requests for our own tools (``<prefix>read_artifact`` …): answered here,
-  never forwarded;
-* ``tools/list`` responses: our three tools are appended to the last page; an upstream
-  tool that takes one of our names makes the listing an error (a clash is never
-  resolved silently: the pointers name our tools);
-* the ``initialize`` (and ``server/discover``) response: a ``tools`` capability is added
-  when the upstream has none, so the client asks for our tools;
-* ``notifications/cancelled``: forwarded; a result that arrives for a cancelled call is
-  dropped rather than spilled (the client ignores it anyway), and a cancel of one of our
-  own calls is not forwarded (the upstream never saw that id).
+  JSON-RPC error from the upstream goes on as it is. A call the upstream does not answer
+  within ``call_timeout`` seconds gets a timeout error and is cancelled upstream;
+* ``tools/list`` pages and the handshake: :mod:`~s3spill.proxy.listing`;
+* ``notifications/cancelled``: forwarded under the proxy's id; a result that arrives for
+  a cancelled call is dropped rather than sent, a cancel of one of our own calls stops it;
+* the upstream's end: every request still outstanding gets a JSON-RPC error.
+
+A JSON-RPC batch (2025-03-26; removed in 2025-06-18) is taken apart and each message
+handled as if it had come alone.
 """
 
 from __future__ import annotations
@@ -28,22 +32,46 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Coroutine
-from dataclasses import dataclass
 from typing import Any, Protocol
-
-import orjson
 
 from s3spill.agent.tools import LIST_TOOL, AgentTools
 from s3spill.context.block_plan import UNKNOWN_IMAGE_TOKENS
 from s3spill.log import get_logger
+from s3spill.proxy.listing import listed_page, with_capabilities
+from s3spill.proxy.outstanding import Outstanding, Sent
 from s3spill.proxy.results import ResultSpiller
 from s3spill.proxy.settings import ProxySettings
+from s3spill.proxy.wire import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    MALFORMED,
+    PARSE_ERROR,
+    REQUEST_TIMEOUT,
+    encode,
+    error,
+    is_id,
+    parse,
+)
 
 log = get_logger("s3spill.proxy")
 
-#: JSON-RPC "method not found" and "internal error".
-METHOD_NOT_FOUND = -32601
-INTERNAL_ERROR = -32603
+#: Methods whose answer carries the server's capabilities.
+_HANDSHAKES = ("initialize", "server/discover")
+#: Dropped upstream messages logged one by one, then one line per this many more.
+_DROP_LOG_EVERY = 1000
+
+
+class _Drops:
+    """Counts what the upstream said that is dropped, and logs it without flooding stderr
+    (an upstream that sprays must not fill the harness's log)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def __call__(self, event: str, size: int) -> None:
+        count = self.counts[event] = self.counts.get(event, 0) + 1
+        if count <= 10 or count % _DROP_LOG_EVERY == 0:
+            log.warning(event, bytes=size, so_far=count)
 
 
 class Channel(Protocol):
@@ -59,12 +87,6 @@ class Channel(Protocol):
         """No more messages will be sent (the upstream's stdin is closed, say)."""
 
 
-@dataclass
-class _Call:
-    tool: str
-    cancelled: bool = False
-
-
 def own_tool_specs(tools: AgentTools, settings: ProxySettings) -> list[dict[str, Any]]:
     """Our tools as MCP ``Tool`` objects, under the proxy's names."""
     out = []
@@ -73,6 +95,19 @@ def own_tool_specs(tools: AgentTools, settings: ProxySettings) -> list[dict[str,
         out.append({**spec, "name": name, "annotations": {
             "readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}})
     return out
+
+
+class _Closed:
+    """Stands for a channel before :meth:`Relay.run` is given the real ones."""
+
+    async def receive(self) -> bytes | None:
+        return None
+
+    async def send(self, message: bytes) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
 
 
 class Relay:
@@ -86,85 +121,148 @@ class Relay:
         self._bare = {settings.read_tool: tools.read_name, settings.grep_tool: tools.grep_name,
                       settings.list_tool: LIST_TOOL}
         self.floor = _floor(settings, results)
-        self._pending: dict[Any, _Call] = {}
-        self._listing: set[Any] = set()
-        self._handshake: set[Any] = set()
-        self._local: set[Any] = set()
+        self._sent = Outstanding()
+        self._local: dict[Any, asyncio.Task[None]] = {}  # client id -> our own tool's answer
+        self._spilling: dict[Any, Sent] = {}  # client id -> a result being spilled
         self._tasks: set[asyncio.Task[None]] = set()
+        self._client: Channel = _Closed()
+        self._upstream: Channel = _Closed()
+        #: Requests answered with an error because the upstream ended before it answered them.
+        self.unanswered = 0
+        self.dropped = _Drops()
 
-    async def run(self, client: Channel, upstream: Channel, *, drain_timeout: float = 10.0) -> str:
-        """Relay until one side closes; returns which one did ("client" or "upstream").
+    async def run(self, client: Channel, upstream: Channel, *, stop: asyncio.Event | None = None,
+                  drain_timeout: float = 10.0) -> str:
+        """Relay until one side closes or ``stop`` is set: "client", "upstream" or "stopped".
 
         When the client goes, the upstream is told (its input is closed) and answers still
-        on their way get up to ``drain_timeout`` seconds to reach the client.
+        on their way get up to ``drain_timeout`` seconds to reach the client; when the
+        upstream goes, every request it left unanswered gets an error.
         """
-        up = asyncio.create_task(self._client_to_upstream(client, upstream))
-        down = asyncio.create_task(self._upstream_to_client(upstream, client))
-        done, _ = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
-        first = "client" if up in done else "upstream"
-        for task in done:
+        self._client, self._upstream = client, upstream
+        up = asyncio.create_task(self._client_to_upstream())
+        down = asyncio.create_task(self._upstream_to_client())
+        stopper = asyncio.create_task((stop or asyncio.Event()).wait())
+        done, _ = await asyncio.wait({up, down, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        for task in done - {stopper}:
             task.result()  # a crash of the relay itself is not hidden
-        if first == "upstream":
-            up.cancel()
-        else:
+        first = "stopped" if stopper in done else "upstream" if down in done else "client"
+        if first == "client":
             await upstream.close()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._settled(down), drain_timeout)
-            down.cancel()
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=drain_timeout)
-        for task in (up, down):
+        for task in (up, down, stopper):
+            task.cancel()
+        await self._finish_tasks(first, drain_timeout)
+        if first == "upstream":
+            await self._fail_outstanding()
+        for task in (up, down, stopper):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         return first
 
     async def _settled(self, down: asyncio.Task[None]) -> None:
         """Until the upstream has ended, or nothing the client asked for is outstanding."""
-        while not down.done() and (self._pending or self._listing or self._handshake):
+        while not down.done() and (len(self._sent) or self._spilling):
             await asyncio.wait({down}, timeout=0.05)
+
+    async def _finish_tasks(self, first: str, timeout: float) -> None:
+        """Spills and our own answers in flight get ``timeout`` seconds (stopped: our own
+        answers are cancelled, a spill gets 2 s, then the store's commit decides)."""
+        if first == "stopped":
+            for task in self._local.values():
+                task.cancel()
+            timeout = min(timeout, 2.0)
+        running = set(self._tasks) | set(self._local.values())
+        if running:
+            await asyncio.wait(running, timeout=timeout)
+
+    async def _fail_outstanding(self) -> None:
+        for sent in self._sent.drain():
+            self.unanswered += 1
+            await self._client.send(error(sent.client_id, INTERNAL_ERROR, (
+                f"s3spill mcp-proxy: the upstream server ended before answering this {sent.method} request")))
 
     # -- client -> upstream -----------------------------------------------------------
 
-    async def _client_to_upstream(self, client: Channel, upstream: Channel) -> None:
-        while (line := await client.receive()) is not None:
-            msg = _parse(line)
-            if isinstance(msg, dict) and self._intercept_request(msg, client):
+    async def _client_to_upstream(self) -> None:
+        while (line := await self._client.receive()) is not None:
+            msg = parse(line)
+            if msg is MALFORMED:
+                log.warning("proxy.client_parse_error", bytes=len(line))
+                await self._client.send(error(None, PARSE_ERROR, "Parse error: the message is not JSON"))
                 continue
-            await upstream.send(line)
+            for item in msg if isinstance(msg, list) and msg else [msg]:
+                out = await self._from_client(item, line if item is msg else None)
+                if out is not None:
+                    await self._upstream.send(out)
 
-    def _intercept_request(self, msg: dict[str, Any], client: Channel) -> bool:
-        """Note what the response will need; True when the message is answered here."""
-        method = msg.get("method")
-        if method is None:
-            return False  # a response to a request of the server: not ours
-        raw_params = msg.get("params")
-        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
+    async def _from_client(self, msg: Any, raw: bytes | None) -> bytes | None:
+        """What goes upstream for one client message (None: nothing, it is answered here)."""
+        method = msg.get("method") if isinstance(msg, dict) else None
+        if not isinstance(msg, dict) or (method is None and "id" not in msg) \
+                or not isinstance(method, str | None):
+            await self._client.send(error(None, INVALID_REQUEST, "Invalid Request: not a JSON-RPC message"))
+            return None
+        if method is None:  # an answer to the server's request: its id is the upstream's own
+            return raw or encode(msg)
+        params = msg.get("params")
+        params = params if isinstance(params, dict) else {}
         if "id" not in msg:
-            if method == "notifications/cancelled":
-                rid = _hashable(params.get("requestId"))
-                if rid in self._local:
-                    return True
-                call = self._pending.get(rid)
-                if call is not None:
-                    call.cancelled = True
-            return False
-        mid = _hashable(msg["id"])
-        if method == "tools/call":
-            name = params.get("name")
-            if isinstance(name, str) and name in self._bare:
-                self._local.add(mid)
-                arguments = params.get("arguments")
-                self._spawn(self._answer_locally(client, msg["id"], name,
-                                                 arguments if isinstance(arguments, dict) else {}))
-                return True
-            self._pending[mid] = _Call(name if isinstance(name, str) else "")
-        elif method == "tools/list":
-            self._listing.add(mid)
-        elif method in ("initialize", "server/discover"):
-            self._handshake.add(mid)
-        return False
+            return self._notification(msg, method, params, raw)
+        if not is_id(msg["id"]):
+            await self._client.send(error(None, INVALID_REQUEST,
+                                          "Invalid Request: an id is a string or an integer"))
+            return None
+        name = params.get("name") if method == "tools/call" else None
+        tool = name if isinstance(name, str) else ""
+        if tool in self._bare:
+            arguments = params.get("arguments")
+            self._answer_locally(msg["id"], tool, arguments if isinstance(arguments, dict) else {})
+            return None
+        pid, sent = self._sent.add(msg["id"], method, tool)
+        if method == "tools/call" and self.settings.call_timeout is not None:
+            sent.timer = asyncio.get_running_loop().call_later(self.settings.call_timeout, self._expire, pid)
+        return encode({**msg, "id": pid})
 
-    async def _answer_locally(self, client: Channel, mid: Any, name: str, arguments: dict[str, Any]) -> None:
+    def _notification(self, msg: dict[str, Any], method: str, params: dict[str, Any],
+                      raw: bytes | None) -> bytes | None:
+        if method != "notifications/cancelled":
+            return raw or encode(msg)
+        rid = params.get("requestId")
+        if not is_id(rid):
+            return None
+        if rid in self._local:
+            self._local[rid].cancel()
+            return None
+        if rid in self._spilling:  # answered upstream already: only the client's copy is dropped
+            self._spilling[rid].cancelled = True
+            return None
+        pid = self._sent.pid_of(rid)
+        sent = self._sent.pop(pid) if pid is not None else None
+        if sent is None or pid is None:
+            log.info("proxy.cancel_of_unknown_request_dropped")
+            return None
+        return encode({**msg, "params": {**params, "requestId": pid}})
+
+    def _expire(self, pid: int) -> None:
+        sent = self._sent.pop(pid)
+        if sent is None:
+            return
+        timeout = self.settings.call_timeout
+        log.warning("proxy.call_timeout", tool=sent.tool, seconds=timeout)
+        self._spawn(self._client.send(error(sent.client_id, REQUEST_TIMEOUT, (
+            f"s3spill mcp-proxy: {sent.tool} got no answer from the upstream server within "
+            f"{timeout:g} s (--call-timeout); the call is cancelled"))))
+        self._spawn(self._upstream.send(encode({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                                "params": {"requestId": pid, "reason": "timed out"}})))
+
+    def _answer_locally(self, mid: Any, name: str, arguments: dict[str, Any]) -> None:
+        task = asyncio.create_task(self._local_answer(mid, name, arguments))
+        self._local[mid] = task
+        task.add_done_callback(lambda _: self._local.pop(mid, None))
+
+    async def _local_answer(self, mid: Any, name: str, arguments: dict[str, Any]) -> None:
         try:
             outcome = await asyncio.to_thread(self.tools.call, self._bare[name], arguments)
             result: dict[str, Any] = {"content": [{"type": "text", "text": outcome.text}],
@@ -175,85 +273,62 @@ class Relay:
             log.exception("proxy.own_tool_crashed", tool=name)
             result = {"content": [{"type": "text", "text": f"internal error in {name}: "
                                    f"{type(exc).__name__}: {exc}"}], "isError": True}
-        finally:
-            self._local.discard(_hashable(mid))
-        await client.send(orjson.dumps({"jsonrpc": "2.0", "id": mid, "result": result}))
+        await self._client.send(encode({"jsonrpc": "2.0", "id": mid, "result": result}))
 
     # -- upstream -> client -----------------------------------------------------------
 
-    async def _upstream_to_client(self, upstream: Channel, client: Channel) -> None:
-        while (line := await upstream.receive()) is not None:
-            msg = _parse(line)
-            if isinstance(msg, dict) and "method" not in msg and "id" in msg:
-                line = self._intercept_response(msg, line, client)
-                if not line:
-                    continue
-            await client.send(line)
+    async def _upstream_to_client(self) -> None:
+        while (line := await self._upstream.receive()) is not None:
+            msg = parse(line)
+            if msg is MALFORMED:
+                self.dropped("proxy.upstream_malformed_dropped", len(line))
+                continue
+            for item in msg if isinstance(msg, list) and msg else [msg]:
+                out = self._from_upstream(item, line if item is msg else None, len(line))
+                if out:
+                    await self._client.send(out)
 
-    def _intercept_response(self, msg: dict[str, Any], line: bytes, client: Channel) -> bytes:
-        """The bytes to hand on now (b"" when handed on later, or never)."""
-        mid = _hashable(msg["id"])
-        call = self._pending.pop(mid, None)
-        if call is not None:
-            if call.cancelled:
-                log.info("proxy.cancelled_result_dropped", tool=call.tool)
-                return b""
-            result = msg.get("result")
-            if isinstance(result, dict) and len(line) > self.floor:
-                # The parsed message is all the spill needs: the bytes are not kept twice.
-                self._spawn(self._spill(client, msg, result, call))
-                return b""
-            return line
-        if mid in self._listing:
-            self._listing.discard(mid)
-            return self._listed(msg) or line
-        if mid in self._handshake:
-            self._handshake.discard(mid)
-            return _with_tools_capability(msg) or line
-        return line
-
-    async def _spill(self, client: Channel, msg: dict[str, Any], result: dict[str, Any], call: _Call) -> None:
-        try:
-            changed = await asyncio.to_thread(self.results.spill, result, call.tool, str(msg["id"]))
-        except Exception:  # fail open: the upstream's own answer is better than none
-            log.exception("proxy.spill_crashed", tool=call.tool)
-            changed = None
-        if call.cancelled:
-            return
-        await client.send(orjson.dumps(msg if changed is None else {**msg, "result": changed}))
-
-    def _listed(self, msg: dict[str, Any]) -> bytes | None:
-        result = msg.get("result")
-        error = msg.get("error")
-        if isinstance(error, dict) and error.get("code") == METHOD_NOT_FOUND:
-            return orjson.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": self.specs}})
-        if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
+    def _from_upstream(self, msg: Any, raw: bytes | None, size: int) -> bytes | None:
+        """What goes to the client for one upstream message (None: nothing, or later)."""
+        if isinstance(msg, dict) and isinstance(msg.get("method"), str):
+            return raw or encode(msg)  # the server's own request or notification
+        if not isinstance(msg, dict) or "id" not in msg or ("result" not in msg and "error" not in msg):
+            self.dropped("proxy.upstream_malformed_dropped", size)
             return None
-        if result.get("nextCursor"):
-            return None  # our tools go on the last page
-        names = {t.get("name") for t in result["tools"] if isinstance(t, dict)}
-        clash = sorted(name for name in self._bare if name in names)
-        if clash:
-            text = (f"s3spill mcp-proxy: the upstream server has tool(s) named {', '.join(clash)}, "
-                    f"which are the proxy's own; start the proxy with another --tool-prefix")
-            log.error("proxy.tool_name_clash", tools=clash)
-            return orjson.dumps({"jsonrpc": "2.0", "id": msg["id"],
-                                 "error": {"code": INTERNAL_ERROR, "message": text}})
-        return orjson.dumps({**msg, "result": {**result, "tools": [*result["tools"], *self.specs]}})
+        sent = self._sent.pop(msg["id"])
+        if sent is None:
+            self.dropped("proxy.unknown_response_dropped", size)
+            return None
+        answer = {**msg, "id": sent.client_id}
+        if sent.method == "tools/call":
+            result = answer.get("result")
+            if isinstance(result, dict) and size > self.floor:
+                self._spilling[sent.client_id] = sent
+                self._spawn(self._spill(answer, result, sent))
+                return None
+        elif sent.method == "tools/list":
+            answer = listed_page(answer, self._bare, self.specs)
+        elif sent.method in _HANDSHAKES:
+            answer = with_capabilities(answer, {"tools": {}})
+        return encode(answer)
+
+    async def _spill(self, answer: dict[str, Any], result: dict[str, Any], sent: Sent) -> None:
+        try:
+            changed = await asyncio.to_thread(self.results.spill, result, sent.tool, str(sent.client_id))
+        except Exception:  # fail open: the upstream's own answer is better than none
+            log.exception("proxy.spill_crashed", tool=sent.tool)
+            changed = None
+        finally:
+            self._spilling.pop(sent.client_id, None)
+        if sent.cancelled:
+            log.info("proxy.cancelled_result_dropped", tool=sent.tool)
+            return
+        await self._client.send(encode(answer if changed is None else {**answer, "result": changed}))
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-
-def _with_tools_capability(msg: dict[str, Any]) -> bytes | None:
-    result = msg.get("result")
-    caps = result.get("capabilities") if isinstance(result, dict) else None
-    if not isinstance(caps, dict) or "tools" in caps:
-        return None
-    assert isinstance(result, dict)
-    return orjson.dumps({**msg, "result": {**result, "capabilities": {**caps, "tools": {}}}})
 
 
 def _floor(settings: ProxySettings, results: ResultSpiller) -> int:
@@ -271,14 +346,3 @@ def _floor(settings: ProxySettings, results: ResultSpiller) -> int:
             return 0
         limits.append(settings.max_inline_tokens)
     return min(limits)
-
-
-def _parse(line: bytes) -> Any:
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None  # not ours to judge: the other side answers a parse error
-
-
-def _hashable(value: Any) -> Any:
-    return value if isinstance(value, str | int) and not isinstance(value, bool) else repr(value)

@@ -10,7 +10,7 @@ text — and is stored instead of sent.
 The file (JSON)::
 
     {"tool_prefix": "s3spill_", "max_inline_tokens": 25000, "hard_cap_chars": 100000,
-     "thresholds": {"read_text_file": 200000}, "never_spill": ["get-env"]}
+     "thresholds": {"read_text_file": 200000}, "never_spill": ["get-env"], "call_timeout": 1800}
 
 ``thresholds`` are bytes of text per tool name (the upstream's own names); a tool in
 ``never_spill`` is passed through whatever its size.
@@ -34,6 +34,9 @@ from s3spill.fleet.policy_file import LoadedPolicy
 MiB = 1024 * 1024
 #: Anthropic's Messages API refuses an image over 5 MB; a larger one is never worth sending.
 DEFAULT_MAX_IMAGE_BYTES = 5 * MiB
+#: Half an hour: longer than any tool a harness waits for by default, short enough that a
+#: call a wedged upstream never answers does not hang the agent's turn for good.
+DEFAULT_CALL_TIMEOUT = 1800.0
 
 
 class ProxySettings(BaseModel):
@@ -49,6 +52,9 @@ class ProxySettings(BaseModel):
     max_image_bytes: int = Field(default=DEFAULT_MAX_IMAGE_BYTES, ge=0)
     thresholds: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     never_spill: frozenset[str] = frozenset()
+    #: Seconds a ``tools/call`` may wait for the upstream's answer before the client gets a
+    #: timeout error and the call is cancelled upstream (None: no limit).
+    call_timeout: float | None = Field(default=DEFAULT_CALL_TIMEOUT, gt=0)
 
     @classmethod
     def load(cls, path: str | Path | None = None, **overrides: object) -> ProxySettings:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import selectors
+import signal
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -29,6 +31,8 @@ MAX_MESSAGE_BYTES = 1024 * 1024 * 1024
 READ_CHUNK = 1024 * 1024
 #: Seconds the upstream gets to exit after its stdin closes, then after SIGTERM.
 EXIT_GRACE = 5.0
+#: The same when we were told to stop (SIGINT/SIGTERM): the harness is waiting for us.
+STOP_GRACE = 1.0
 
 
 class StreamChannel:
@@ -131,11 +135,17 @@ async def own_stdio(stdin: IO[bytes] | None = None,
         return FileChannel(stdin, stdout)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_CHUNK)
+    # The pipe transports close what they are given: copies of the descriptors, so that
+    # sys.stdin/sys.stdout stay open for the interpreter's own flush at exit.
+    read_end = os.fdopen(os.dup(stdin.fileno()), "rb", buffering=0)
+    write_end = os.fdopen(os.dup(stdout.fileno()), "wb", buffering=0)
     try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), read_end)
         transport, protocol = await loop.connect_write_pipe(
-            lambda: asyncio.streams.FlowControlMixin(loop=loop), stdout)
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), write_end)
     except (ValueError, OSError):  # a regular file or /dev/null: not watchable
+        read_end.close()
+        write_end.close()
         return FileChannel(stdin, stdout)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return StreamChannel(reader, writer)
@@ -164,7 +174,8 @@ async def start_upstream(command: Sequence[str]) -> tuple[asyncio.subprocess.Pro
     return proc, StreamChannel(proc.stdout, proc.stdin)
 
 
-async def stop_upstream(proc: asyncio.subprocess.Process, channel: StreamChannel) -> int:
+async def stop_upstream(proc: asyncio.subprocess.Process, channel: StreamChannel,
+                        grace: float = EXIT_GRACE) -> int:
     """Close its stdin (the stdio transport's "goodbye"), then SIGTERM, then SIGKILL."""
     await channel.close()
     for signal_it in (None, proc.terminate, proc.kill):
@@ -172,21 +183,47 @@ async def stop_upstream(proc: asyncio.subprocess.Process, channel: StreamChannel
             with contextlib.suppress(ProcessLookupError):
                 signal_it()
         with contextlib.suppress(asyncio.TimeoutError):
-            return await asyncio.wait_for(proc.wait(), EXIT_GRACE)
+            return await asyncio.wait_for(proc.wait(), grace)
     return await proc.wait()
 
 
+def stop_on_signals(stop: asyncio.Event) -> None:
+    """SIGINT and SIGTERM set ``stop`` (a harness ends its MCP servers with them; either is
+    a normal end, exit 0, not a traceback)."""
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, stop.set)
+
+
+def upstream_ended(code: int, unanswered: int) -> int:
+    """Say in one line why the proxy is ending; our exit status (a signal N is 128 + N)."""
+    how = f"exit status {code}" if code >= 0 else f"signal {-code}"
+    line = f"s3spill mcp-proxy: the upstream server ended ({how})"
+    if unanswered:
+        line += f"; {unanswered} request(s) it left unanswered got an error"
+    print(line, file=sys.stderr, flush=True)
+    return code if code >= 0 else 128 - code
+
+
 async def relay_stdio(relay: Relay, command: Sequence[str]) -> int:
-    """Serve our stdin/stdout through ``relay`` to ``command``; the upstream's exit status."""
+    """Serve our stdin/stdout through ``relay`` to ``command``.
+
+    0 when the client ended (end of stdin, SIGINT, SIGTERM); the upstream's status, with
+    one line saying so, when the upstream ended first.
+    """
     proc, upstream = await start_upstream(command)
     client = await own_stdio()
+    stop = asyncio.Event()
+    stop_on_signals(stop)
+    closed = "stopped"
     try:
-        closed = await relay.run(client, upstream)
+        closed = await relay.run(client, upstream, stop=stop)
         log.info("proxy.closed", side=closed)
     finally:
-        code = await stop_upstream(proc, upstream)
+        code = await stop_upstream(proc, upstream, STOP_GRACE if closed == "stopped" else EXIT_GRACE)
         await client.close()
-    return code
+    return upstream_ended(code, relay.unanswered) if closed == "upstream" else 0
 
 
 def run_stdio(relay: Relay, command: Sequence[str]) -> int:

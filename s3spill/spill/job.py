@@ -8,7 +8,7 @@ ended; the upload is told "end of stream" only after the whole output was read
 without error (otherwise it is abandoned, so a truncated artifact never completes);
 and a result is pointed to only if the upload was accepted before the deadline.
 
-Why over 400 lines: the output's kind (:mod:`s3spill.context.detect`) changes steps of this
+Why over 400 lines: the output's kind (:mod:`s3spill.typed.detect`) changes steps of this
 one call — a binary output gets a notice instead of a preview at the inline, clipped,
 pointer and degraded steps, a structured one a preview cut between its elements — and
 those branches need the call's state (buffer, retainer, upload, exit status) that the
@@ -25,11 +25,6 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
-from s3spill.artifacts.bytepage import hexdump
-from s3spill.artifacts.recordpage import total_records
-from s3spill.context.binary import NOTICE_BYTES, BinaryFacts, render_binary, whole_fits
-from s3spill.context.cuts import snap
-from s3spill.context.detect import TEXT, Detection, detect
 from s3spill.context.logcompress import CompressedLog, compress_log
 from s3spill.context.pointer import (
     CLIPPED_MARKER,
@@ -44,7 +39,6 @@ from s3spill.context.pointer import (
 from s3spill.context.policy import SpillPolicy, ToolPolicy
 from s3spill.context.retention import RetainedText, TextRetainer, safe_head_cut
 from s3spill.context.salient import SalientScanner
-from s3spill.context.structured import StructureScanner, render_structured, type_note
 from s3spill.context.tokens import ContextBudget
 from s3spill.fleet.cap import CapFacts, StoreCap
 from s3spill.log import get_logger
@@ -54,6 +48,12 @@ from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
 from s3spill.spill.upload import BoundedUpload, describe_error
 from s3spill.textview import show
+from s3spill.typed.binary import NOTICE_BYTES, BinaryFacts, render_binary, whole_fits
+from s3spill.typed.bytepage import hexdump
+from s3spill.typed.cuts import snap
+from s3spill.typed.detect import TEXT, Detection, detect
+from s3spill.typed.recordpage import total_records
+from s3spill.typed.structured import StructureScanner, render_structured, type_note
 
 __all__ = ["ExitCode", "Mode", "Note", "SpillJob", "SpillResult"]
 

@@ -14,27 +14,21 @@ import itertools
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import Protocol
 
 from s3spill.artifacts.store import ArtifactStore
-from s3spill.context.detect import Detection, detect
 from s3spill.errors import SessionErased, StoreCapabilityError
 from s3spill.fleet.quota import QuotaGuard
 from s3spill.fleet.seal import ERASED_REASON, ErasureCheck
 from s3spill.keys import session_hash
+from s3spill.leases.liveness import LivenessMark
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
 from s3spill.spill.upload import BoundedUpload, describe_error
+from s3spill.typed.detect import Detection, detect
 
-__all__ = ["LivenessMark", "SpillSink"]
+__all__ = ["SpillSink"]
 
 log = get_logger("s3spill.spill.spiller")
-
-
-class LivenessMark(Protocol):
-    """What the sink needs of the lease journal: a rate-limited ``last_active`` mark."""
-
-    def touch(self, min_interval: float = ...) -> bool: ...
 
 
 class SpillSink:

@@ -34,11 +34,12 @@ from s3spill.fleet.policy_file import LoadedPolicy, load_policy
 from s3spill.fleet.quota import Quota, QuotaGuard
 from s3spill.keys import session_hash
 from s3spill.leases.journal import LeaseJournal
+from s3spill.leases.liveness import LivenessMark
+from s3spill.live.run import LiveHandle, LiveSource, start_live
 from s3spill.log import get_logger
 from s3spill.spill.block_spill import BlocksResult, externalize_blocks
 from s3spill.spill.job import ExitCode, Note, SpillJob, SpillResult
-from s3spill.spill.live import LiveHandle, LiveSource, start_live
-from s3spill.spill.sink import LivenessMark, SpillSink
+from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import Output
 from s3spill.store.base import ObjectStore
 
@@ -203,7 +204,7 @@ class Spiller:
         """Run a command (argv list) or drain a stream in the background, readable as it runs.
 
         Returns at once; the handle's ``source_id`` (``live:...``) reads and greps what is
-        committed so far (see :mod:`s3spill.spill.live`); when the run ends its output is
+        committed so far (see :mod:`s3spill.live.run`); when the run ends its output is
         an ordinary artifact. The session's liveness mark is kept fresh meanwhile.
         """
         return start_live(self.artifacts.store, self.session_id, source, tool, label=label,

@@ -62,7 +62,7 @@ def test_the_library_spiller_takes_cap_quota_and_never_spill(
 
 def test_cli_spill_and_run_store_capped_copies(fleet_env: Path, write_policy: Callable[..., Path],
                                                capsys: pytest.CaptureFixture[str],
-                                               monkeypatch: pytest.MonkeyPatch, local_store: LocalStore) -> None:
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """`spill -` and `run` (foreground) keep at most the policy's cap of a 1 MiB output."""
     monkeypatch.setenv("S3SPILL_CONFIG", str(write_policy(CAPPED)))
     src = fleet_env / "big.txt"

@@ -59,7 +59,8 @@ def test_a_typo_is_an_error_naming_file_line_and_key(fleet_env: Path, write_poli
     assert code == 2 and f"{path}:3: spill.max_stored_byte: unknown key" in err
 
 
-def test_a_wrong_type_and_bad_toml_name_their_line(fleet_env: Path, write_policy: Callable[..., Path]) -> None:
+def test_a_wrong_type_and_bad_toml_name_their_line(fleet_env: Path,
+                                                   write_policy: Callable[..., Path]) -> None:
     """A string where a size goes, and a broken table header, each name the line."""
     with pytest.raises(PolicyError) as bad_type:
         load_policy(write_policy("[quota]\n\nsession_objects = \"many\"\n"))
@@ -82,7 +83,7 @@ def test_variables_win_over_the_file_and_flags_over_both(
     assert code == 0 and "policy files: " + str(fleet_env / "policy.toml") in out
     line = next(ln for ln in out.splitlines() if ln.startswith("gc.session_ttl"))
     assert line.split()[1:] == ["4d", "env:S3SPILL_SESSION_TTL"]
-    with pytest.raises(PolicyError, match="S3SPILL_MAX_STORED_BYTES: spill.max_stored_bytes"):
+    with pytest.raises(PolicyError, match=r"S3SPILL_MAX_STORED_BYTES: spill\.max_stored_bytes"):
         monkeypatch.setenv("S3SPILL_MAX_STORED_BYTES", "12")
         load_policy()
 

@@ -167,14 +167,10 @@ def transport_security(host: str) -> Any:
 
 
 def serve_stdio(server: Server[Any]) -> None:
-    """Serve one client on stdin/stdout until it closes stdin."""
-    from mcp.server.stdio import stdio_server
+    """Serve one client on stdin/stdout until it closes stdin, or SIGINT/SIGTERM (exit 0)."""
+    from s3spill.agent.mcp.stdio import serve_stdio as serve
 
-    async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-
-    anyio.run(main)
+    serve(server)
 
 
 def serve_http(server: Server[Any], host: str, port: int, *, allow_remote: bool = False) -> None:

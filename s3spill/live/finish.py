@@ -28,12 +28,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from s3spill import keys
-from s3spill.artifacts.live_segments import iter_committed, read_state
-from s3spill.artifacts.live_state import LiveState
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig, TransferConfig
 from s3spill.errors import IntegrityError, InvalidRequest, NotFound, PreconditionFailed, StoreError
 from s3spill.failpoints import declare, failpoint
+from s3spill.live.segments import iter_committed, read_state
+from s3spill.live.state import LiveState
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
 from s3spill.store.base import ObjectStore

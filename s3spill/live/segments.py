@@ -15,7 +15,8 @@ from pydantic import ValidationError
 
 from s3spill import keys
 from s3spill.artifacts.index import decompress_frame
-from s3spill.artifacts.live_state import (
+from s3spill.errors import IntegrityError, NotFound
+from s3spill.live.state import (
     LiveSegment,
     LiveState,
     LiveTable,
@@ -23,7 +24,6 @@ from s3spill.artifacts.live_state import (
     Span,
     table_of,
 )
-from s3spill.errors import IntegrityError, NotFound
 from s3spill.store.base import ObjectStore
 
 #: Inserted in the finished artifact where the size cap dropped the middle of the output.
@@ -38,8 +38,9 @@ def read_state(store: ObjectStore, live: keys.LiveId) -> tuple[LiveState, str]:
         etag = store.head(key).etag
         raw = store.get(key)
     except NotFound:
-        raise NotFound(f"no live output {live} (never started, or not in this store)",
-                       key=key) from None
+        raise NotFound(f"no live output {live} was ever started in this store", key=key,
+                       hint="check the live id and --store; `s3spill ls` lists this session's "
+                       "live outputs") from None
     try:
         state = LiveState.model_validate_json(raw)
     except ValidationError:

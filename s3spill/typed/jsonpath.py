@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from s3spill.artifacts.paging import ArgStyle
+from s3spill.context.read_args import ArgStyle
 from s3spill.errors import InvalidRequest
 
 DEFAULT_ELEMENTS = 100

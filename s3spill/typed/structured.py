@@ -11,7 +11,7 @@ What sees the whole stream: for JSON, :class:`StructureScanner` runs ``ijson``'s
 parser over the first :data:`OUTLINE_SCAN_BYTES` (about 30 MB/s with the outline's
 bookkeeping; past it the outline's counts are labelled lower bounds); CSV/TSV records are
 counted by the artifact writer's record table (the caller passes the total in), NDJSON
-records are lines. The cuts (:mod:`s3spill.context.cuts`) look only at the retained bytes.
+records are lines. The cuts (:mod:`s3spill.typed.cuts`) look only at the retained bytes.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from s3spill.context.cuts import record_ends, snap
-from s3spill.context.detect import Detection
 from s3spill.context.pointer import PointerFacts, RenderedContext, render_pointer
 from s3spill.context.retention import RetainedText
 from s3spill.context.tokens import ContextBudget
+from s3spill.typed.cuts import record_ends, snap
+from s3spill.typed.detect import Detection
 
 #: JSON bytes the outline parser reads (≈0.5 s); beyond, counts are lower bounds.
 OUTLINE_SCAN_BYTES = 32 * 1024 * 1024

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from s3spill.config import LiveConfig, MiB, TransferConfig
 from s3spill.errors import S3SpillError
 from s3spill.leases.journal import LeaseJournal
-from s3spill.spill.live import start_live
+from s3spill.live.run import start_live
 from s3spill.store import open_store
 
 #: Variables the CLI set for the supervisor alone (``MALLOC_ARENA_MAX``), removed again from
@@ -38,7 +38,7 @@ LOG_ENV = "S3SPILL_SUPERVISOR_LOG"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m s3spill.spill.supervisor")
+    p = argparse.ArgumentParser(prog="python -m s3spill.live.supervisor")
     p.add_argument("--store", required=True)
     p.add_argument("--session", required=True)
     p.add_argument("--tool", default="bash")

@@ -1,6 +1,6 @@
 """The writer of a live artifact: a running command's output cut into immutable segments.
 
-Protocol (the state object is described in :mod:`s3spill.artifacts.live_state`):
+Protocol (the state object is described in :mod:`s3spill.live.state`):
 
 1. **Open**: create the state with ``put_if_absent`` (status ``running``, no segment).
 2. **Segment**: bytes collect in a buffer bounded by ``segment_bytes``; a segment is cut
@@ -15,7 +15,7 @@ Protocol (the state object is described in :mod:`s3spill.artifacts.live_state`):
 5. **Finish**: the last bytes are cut, the state turns terminal (exit code or signal),
    the committed segments are streamed into an ordinary artifact (so every read, grep,
    reference and GC path works on it unchanged), the state names that artifact, and the
-   segments are deleted. See :mod:`s3spill.artifacts.live_finish`.
+   segments are deleted. See :mod:`s3spill.live.finish`.
 
 Each conditional write has three outcomes. A lost CAS re-reads the state: a foreign
 ``stop_requested`` is adopted and retried; a foreign status (someone declared the writer
@@ -44,17 +44,6 @@ from typing import Any
 
 from s3spill import keys
 from s3spill.artifacts.index import Codec
-from s3spill.artifacts.live_segments import read_state, segment_key, table_key
-from s3spill.artifacts.live_state import (
-    COMMAND_CHARS,
-    LiveSegment,
-    LiveState,
-    LiveTable,
-    LiveTableBody,
-    LiveTruncation,
-    Span,
-    table_of,
-)
 from s3spill.config import LiveConfig, TransferConfig
 from s3spill.errors import (
     AlreadyExists,
@@ -65,6 +54,17 @@ from s3spill.errors import (
     StoreError,
 )
 from s3spill.failpoints import declare, failpoint
+from s3spill.live.segments import read_state, segment_key, table_key
+from s3spill.live.state import (
+    COMMAND_CHARS,
+    LiveSegment,
+    LiveState,
+    LiveTable,
+    LiveTableBody,
+    LiveTruncation,
+    Span,
+    table_of,
+)
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 

@@ -14,13 +14,12 @@ Like a text page, a byte page fetches only the verified chunks it covers, never 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from s3spill.artifacts.index import ArtifactIndex
-from s3spill.artifacts.paging import ArgStyle, spell_args
+from s3spill.context.read_args import ArgStyle, spell_args
 from s3spill.errors import InvalidRequest
+from s3spill.typed.chunked import ChunkedOutput, Fetch
 
 ROW_BYTES = 16
 #: Bytes of a page when the caller does not say (256 rows of 16).
@@ -29,7 +28,6 @@ MAX_BYTES = 64 * 1024
 _PRINTABLE = bytes(b if 0x20 <= b < 0x7F else 0x2E for b in range(256))
 _ROW_START = re.compile(r"^[0-9a-f]{8,}  ")
 
-Fetch = Callable[[int], bytes]
 
 
 def hexdump_row(data: bytes, offset: int) -> str:
@@ -89,14 +87,14 @@ class BytePage(BaseModel):
         return "\n".join(rows) + "\n"
 
 
-def _reserve(source_id: str, index: ArtifactIndex, description: str) -> int:
+def _reserve(source_id: str, index: ChunkedOutput, description: str) -> int:
     n = index.size_bytes
     header = f"[{source_id} | bytes {n:,}-{n:,} of {n:,} | {description}]"
     footer = f"[more bytes follow; continue with byte_offset={n}]"
     return len(header) + len(footer) + 3
 
 
-def build_byte_page(index: ArtifactIndex, fetch: Fetch, source_id: str, *, byte_offset: int = 0,
+def build_byte_page(index: ChunkedOutput, fetch: Fetch, source_id: str, *, byte_offset: int = 0,
                     nbytes: int = DEFAULT_BYTES, max_chars: int = 40_000) -> BytePage:
     """The bytes ``[byte_offset, byte_offset + nbytes)`` (fewer if the budget says so), verified."""
     if byte_offset < 0 or not 1 <= nbytes <= MAX_BYTES:

@@ -22,7 +22,7 @@ _JSON_TOKENS = re.compile(rb'[\\"{}\[\],]')
 def record_ends(data: bytes, quoted: bool) -> int:
     """Newlines outside double quotes in ``data``, which starts inside quotes if ``quoted``.
 
-    The same rule as :func:`s3spill.artifacts.records.record_ends` (which counts the stored
+    The same rule as :func:`s3spill.typed.record_ends.record_ends` (which counts the stored
     table; this layer may not import that one): a test keeps the two in agreement.
     """
     if b'"' not in data:

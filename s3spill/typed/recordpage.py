@@ -11,20 +11,18 @@ UTF-8 are shown as on line pages (``!`` rows, ``\\xHH``; :mod:`s3spill.textview`
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from s3spill.artifacts.index import ArtifactIndex, decode_units
-from s3spill.artifacts.paging import ArgStyle, spell_args
-from s3spill.artifacts.records import record_end_positions
+from s3spill.context.read_args import ArgStyle, spell_args
 from s3spill.errors import InvalidRequest
 from s3spill.textview import escape, unescape
+from s3spill.typed.chunked import ChunkedOutput, Fetch
+from s3spill.typed.record_ends import record_end_positions
 
 DEFAULT_RECORDS = 500
 _PREFIX = 8  # "  123456" / "      +" plus a tab
 
-Fetch = Callable[[int], bytes]
 
 
 class RecordRow(BaseModel):
@@ -84,12 +82,12 @@ class RecordPage(BaseModel):
         return "\n".join(out) + "\n"
 
 
-def total_records(index: ArtifactIndex) -> int:
+def total_records(index: ChunkedOutput) -> int:
     ends = index.records_before[-1] if index.chunk_records else 0
     return ends + (0 if index.size_bytes == 0 or index.ends_with_newline else 1)
 
 
-def record_at(index: ArtifactIndex, fetch: Fetch, byte: int) -> int:
+def record_at(index: ChunkedOutput, fetch: Fetch, byte: int) -> int:
     """The 1-based number of the record holding byte ``byte`` (one chunk is scanned)."""
     k = min(byte // index.chunk_size, index.chunk_count - 1)
     local = byte - k * index.chunk_size
@@ -97,7 +95,7 @@ def record_at(index: ArtifactIndex, fetch: Fetch, byte: int) -> int:
     return index.records_before[k] + len(ends) + 1
 
 
-def _record_start(index: ArtifactIndex, fetch: Fetch, skip: int) -> int:
+def _record_start(index: ChunkedOutput, fetch: Fetch, skip: int) -> int:
     """Byte where record ``skip`` (0-based) starts: just after the ``skip``-th record end."""
     if skip == 0:
         return 0
@@ -111,7 +109,7 @@ def _row(number: int, raw: bytes, budget: int, cut: bool) -> RecordRow:
     body = raw[:-1] if raw.endswith(b"\n") else raw
     if body.endswith(b"\r"):
         body = body[:-1]
-    text = decode_units(body)
+    text = body.decode("utf-8", "surrogateescape")
     if len(text) > budget:
         text, cut = text[: max(1, budget)], True
     pieces = [escape(line) for line in text.split("\n")]
@@ -122,7 +120,7 @@ def _row(number: int, raw: bytes, budget: int, cut: bool) -> RecordRow:
     return RecordRow(number=number, lines=lines, escaped=escaped, cut=cut)
 
 
-def _records_from(index: ArtifactIndex, fetch: Fetch, start: int, limit: int,
+def _records_from(index: ChunkedOutput, fetch: Fetch, start: int, limit: int,
                   max_bytes: int) -> tuple[list[bytes], bool]:
     """Up to ``limit`` raw records from byte ``start`` (each with its terminator), and whether
     the last one was cut at ``max_bytes`` (a record longer than a page)."""
@@ -150,7 +148,7 @@ def _records_from(index: ArtifactIndex, fetch: Fetch, start: int, limit: int,
         buf += fetch(k)
 
 
-def build_record_page(index: ArtifactIndex, fetch: Fetch, source_id: str, *, record_offset: int = 0,
+def build_record_page(index: ChunkedOutput, fetch: Fetch, source_id: str, *, record_offset: int = 0,
                       limit: int = DEFAULT_RECORDS, max_chars: int = 40_000) -> RecordPage:
     """Records from ``record_offset`` (records to skip; the header is record 0 to skip)."""
     if index.output_kind not in ("csv", "tsv") or not index.chunk_records:

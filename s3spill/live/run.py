@@ -4,7 +4,7 @@
 a *reader* that moves the command's merged stdout/stderr into a bounded queue (when the
 store is slow the queue fills, the reader stops reading and the command blocks on its
 pipe: backpressure, never loss), and a *pump* that feeds the
-:class:`~s3spill.artifacts.live_writer.LiveWriter`, cuts segments on time, writes the
+:class:`~s3spill.live.writer.LiveWriter`, cuts segments on time, writes the
 heartbeat and, at the end, finishes the output into an ordinary artifact.
 
 Memory is bounded by ``queue_bytes`` plus one segment (and its compressed frame),
@@ -29,19 +29,19 @@ from collections.abc import Iterable, Sequence
 from typing import BinaryIO
 
 from s3spill import keys
-from s3spill.artifacts.live_finish import cas_state, finish_live
-from s3spill.artifacts.live_read import LiveReader, LiveSummary
-from s3spill.artifacts.live_segments import read_state
-from s3spill.artifacts.live_state import LiveState
-from s3spill.artifacts.live_writer import LiveWriter
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig, TransferConfig
 from s3spill.errors import LiveFenced, S3SpillError
+from s3spill.leases.liveness import LivenessMark
+from s3spill.live.finish import cas_state, finish_live
+from s3spill.live.reader import LiveReader, LiveSummary
+from s3spill.live.segments import read_state
+from s3spill.live.state import LiveState
+from s3spill.live.writer import LiveWriter
 from s3spill.log import get_logger
-from s3spill.spill.sink import LivenessMark
 from s3spill.store.base import ObjectStore, iter_body
 
-log = get_logger("s3spill.spill.live")
+log = get_logger("s3spill.live.run")
 
 _READ = 64 * 1024
 #: After the command exited, how long its pipe may stay quiet before a detached child
@@ -68,7 +68,7 @@ class LiveHandle:
 
     def status(self) -> LiveSummary:
         """How the output stands, from the store (what any reader would see)."""
-        return LiveReader(self._run.arts, self._run.config).status(self.source_id)
+        return LiveReader.over(self._run.arts, self._run.config).status(self.source_id)
 
     def wait(self, timeout: float | None = None) -> LiveState | None:
         """The final state once the run finished (output stored), or None on timeout."""

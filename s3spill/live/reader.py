@@ -21,26 +21,25 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from s3spill import keys
 from s3spill.artifacts.index import build_stats
-from s3spill.artifacts.live_segments import (
+from s3spill.artifacts.paging import Page, build_page
+from s3spill.artifacts.search import Grep, GrepResult, compile_pattern
+from s3spill.artifacts.store import ArtifactStore
+from s3spill.config import LiveConfig
+from s3spill.context.read_args import ArgStyle, spell_args
+from s3spill.errors import ConfigError, InvalidRequest, NotFound
+from s3spill.live.segments import (
     fetch_segment,
     iter_committed,
     iter_segments,
     read_state,
 )
-from s3spill.artifacts.live_state import LiveSegment, LiveState, Span
-from s3spill.artifacts.paging import ArgStyle, Page, build_page, spell_args
-from s3spill.artifacts.search import Grep, GrepResult, compile_pattern
-from s3spill.config import LiveConfig
-from s3spill.errors import InvalidRequest, NotFound
-
-if TYPE_CHECKING:
-    from s3spill.artifacts.store import ArtifactStore
+from s3spill.live.state import LiveSegment, LiveState, Span
+from s3spill.store.base import ObjectStore
 
 #: Characters a live page keeps free for its live footer and its larger header numbers.
 LIVE_RESERVE = 480
@@ -171,16 +170,38 @@ class _Start:
 
 
 class LiveReader:
-    """Reads of live ids through an :class:`ArtifactStore` (its store, session and caches)."""
+    """Reads of one session's live ids, from the object store that holds their segments.
 
-    def __init__(self, arts: ArtifactStore, config: LiveConfig | None = None) -> None:
-        self.arts = arts
+    A finished live output is an ordinary artifact: its pages and matches come from
+    ``finished`` (an :class:`ArtifactStore` over the same store, built when not given,
+    so a caller that already has one shares its caches).
+    """
+
+    def __init__(self, store: ObjectStore, session_id: str | None, config: LiveConfig | None = None,
+                 *, finished: ArtifactStore | None = None) -> None:
+        self.store = store
+        self.session_id = session_id
         self.config = config or LiveConfig()
+        self._finished = finished
+
+    @classmethod
+    def over(cls, arts: ArtifactStore, config: LiveConfig | None = None) -> LiveReader:
+        """The live reader of ``arts``'s store and session, sharing its caches."""
+        return cls(arts.store, arts.session_id, config, finished=arts)
+
+    @property
+    def arts(self) -> ArtifactStore:
+        if self._finished is None:
+            self._finished = ArtifactStore(self.store, session_id=self.session_id)
+        return self._finished
 
     def _state(self, source: str | keys.LiveId, session_id: str | None) -> LiveState:
         live = source if isinstance(source, keys.LiveId) else keys.LiveId.parse(str(source))
-        live.require_session(self.arts._session(session_id))
-        return read_state(self.arts.store, live)[0]
+        session = session_id or self.session_id
+        if not session:
+            raise ConfigError("no session: the harness must name the session to read from")
+        live.require_session(session)
+        return read_state(self.store, live)[0]
 
     def status(self, source: str | keys.LiveId, session_id: str | None = None) -> LiveSummary:
         state = self._state(source, session_id)
@@ -231,9 +252,9 @@ class LiveReader:
         if i >= len(spans):
             return since
         at = max(since, spans[i].byte_start)
-        segs = iter_segments(self.arts.store, state, lambda sp: sp.byte_end <= at)
+        segs = iter_segments(self.store, state, lambda sp: sp.byte_end <= at)
         seg = next(segs)
-        first = fetch_segment(self.arts.store, state, seg)
+        first = fetch_segment(self.store, state, seg)
         skip = max(0, since - seg.byte_start)
         return _Start(segs, seg, bytearray(first[skip:]), seg.byte_start + skip,
                       seg.line_start + first[:skip].count(b"\n"))
@@ -257,10 +278,10 @@ class LiveReader:
                      len(spans))
             if i == len(spans) or spans[i].line_start >= offset:
                 raise _dropped(state, f"line {offset + 1}")
-        segs = iter_segments(self.arts.store, state, lambda sp: offset > 0 and (
+        segs = iter_segments(self.store, state, lambda sp: offset > 0 and (
             sp.line_start + sp.newlines < offset))
         seg = next(segs)
-        data = bytearray(fetch_segment(self.arts.store, state, seg))
+        data = bytearray(fetch_segment(self.store, state, seg))
         skip = _nth_newline_end(data, offset - seg.line_start)
         del data[:skip]  # the window begins at the page's first line
         return _Start(segs, seg, data, seg.byte_start + skip, offset)
@@ -273,7 +294,7 @@ class LiveReader:
             nxt = next(start.segs, None)
             if nxt is None or nxt.byte_start != prev.byte_end:
                 break
-            data += fetch_segment(self.arts.store, state, nxt)
+            data += fetch_segment(self.store, state, nxt)
             prev = nxt
         to_end = prev.byte_end == state.committed_bytes
         end = len(data)
@@ -365,14 +386,14 @@ class LiveReader:
         starts: list[int] = []
         g: Grep | None = None
         prev_end = -1
-        for seg in iter_segments(self.arts.store, state):
+        for seg in iter_segments(self.store, state):
             if g is None or seg.byte_start != prev_end:  # a new run (after the size cap's gap)
                 if g is not None:
                     results.append(g.result())
                 g = Grep(sid, compiled, context=context, max_matches=max_matches)  # type: ignore[arg-type]
                 g.line_no, g.line_start, g.bytes = seg.line_start, seg.byte_start, seg.byte_start
                 starts.append(seg.byte_start)
-            g.feed(fetch_segment(self.arts.store, state, seg))
+            g.feed(fetch_segment(self.store, state, seg))
             prev_end = seg.byte_end
         if g is None:
             g = Grep(sid, compiled, context=context, max_matches=max_matches)  # type: ignore[arg-type]
@@ -404,3 +425,25 @@ def _empty(sid: str, state: LiveState, at: int, max_chars: int) -> Page:
 
 
 __all__ = ["LiveGrepResult", "LivePage", "LiveReader", "LiveSummary", "iter_committed", "summarize"]
+
+
+def read_page(arts: ArtifactStore, source: str | keys.LiveId, offset: int = 0, limit: int = 2000,
+              char_offset: int = 0, max_chars: int = 40_000, *, since: int | None = None,
+              session_id: str | None = None) -> Page:
+    """A page of any source id the model holds: a live id here, an artifact by ``arts``."""
+    if keys.is_live_id(source):
+        return LiveReader.over(arts).read_page(str(source), offset, limit, char_offset, max_chars,
+                                               since=since, session_id=session_id)
+    return arts.read_page(str(source), offset, limit, char_offset, max_chars, since=since,
+                          session_id=session_id)
+
+
+def grep(arts: ArtifactStore, source: str | keys.LiveId, pattern: str, context: int = 0,
+         max_matches: int = 100, *, ignore_case: bool = False,
+         session_id: str | None = None) -> GrepResult:
+    """A search of any source id the model holds: a live id here, an artifact by ``arts``."""
+    if keys.is_live_id(source):
+        return LiveReader.over(arts).grep(str(source), pattern, context, max_matches,
+                                          ignore_case=ignore_case, session_id=session_id)
+    return arts.grep(str(source), pattern, context, max_matches, ignore_case=ignore_case,
+                     session_id=session_id)

@@ -1,0 +1,306 @@
+"""Every figure of issue 35, each as a ratio against a baseline measured in the same run.
+
+    python benchmarks/costs.py [--only hook,run,big,read,gc,s3] [--rounds 100]
+        [--big-mib 200] [--gc-artifacts 2000,20000] [--grep-big-mib 1024]
+
+Baselines: the bare interpreter (``python -c pass``, same interpreter and environment),
+the bare command (``sh -c 'echo hi'``), a spill of the same bytes (``s3spill spill``),
+and the plain-Python reference jobs of :mod:`benchmarks.plain` (read: open + whole-file
+SHA-256 + decode + split; GC: walk + one manifest per session + unlink).
+
+Process figures run the commands interleaved round by round (A B A B ...), so a load
+change on the shared machine hits both sides; each is the median wall-clock time, with
+the median CPU time (user+sys from ``wait4``) beside it, which load inflates far less.
+Request counts (section ``s3``) are what the boto3 client sent to a moto server, so they
+do not depend on load at all. The last table lists each figure with its goal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PY = sys.executable
+SESSION = "costs-bench"
+SMALL_PAYLOAD = json.dumps({
+    "session_id": SESSION, "transcript_path": "/tmp/t.jsonl", "cwd": "/tmp",
+    "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"},
+    "tool_response": {"stdout": "a.txt\nb.txt\n", "stderr": "", "interrupted": False},
+    "tool_use_id": "toolu_01"}).encode()
+
+
+@dataclass
+class Timing:
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    rss_kib: list[int] = field(default_factory=list)
+
+    @property
+    def wall_ms(self) -> float:
+        return statistics.median(self.wall) * 1e3
+
+    @property
+    def cpu_ms(self) -> float:
+        return statistics.median(self.cpu) * 1e3
+
+    @property
+    def rss_mib(self) -> float:
+        return max(self.rss_kib) / 1024
+
+    def show(self) -> dict[str, float]:
+        return {"wall_ms_median": round(self.wall_ms, 2), "cpu_ms_median": round(self.cpu_ms, 2),
+                "wall_ms_min": round(min(self.wall) * 1e3, 2), "peak_rss_mib": round(self.rss_mib, 1)}
+
+
+@dataclass
+class Cmd:
+    argv: Sequence[str]
+    stdin: Path | None = None
+    ok: tuple[int, ...] = (0,)
+
+
+def _once(cmd: Cmd, env: dict[str, str], into: Timing) -> None:
+    stdin: IO[bytes] | int = subprocess.DEVNULL
+    if cmd.stdin is not None:
+        stdin = open(cmd.stdin, "rb")  # noqa: SIM115 - closed below
+    try:
+        start = time.perf_counter()
+        proc = subprocess.Popen(list(cmd.argv), stdin=stdin, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, env=env, cwd=ROOT)
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        into.wall.append(time.perf_counter() - start)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        if not isinstance(stdin, int):
+            stdin.close()
+    into.cpu.append(usage.ru_utime + usage.ru_stime)
+    into.rss_kib.append(usage.ru_maxrss)
+    if proc.returncode not in cmd.ok:
+        raise RuntimeError(f"{list(cmd.argv)} exited {proc.returncode}: {err.decode(errors='replace')}")
+
+
+def interleaved(cmds: dict[str, Cmd], rounds: int, env: dict[str, str]) -> dict[str, Timing]:
+    """Each command ``rounds`` times, one of each per round (warm-up round not counted)."""
+    out = {name: Timing() for name in cmds}
+    for cmd in cmds.values():
+        _once(cmd, env, Timing())
+    for _ in range(rounds):
+        for name, cmd in cmds.items():
+            _once(cmd, env, out[name])
+    return out
+
+
+def bench_env(store: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("S3SPILL_")}
+    env.update(PYTHONPATH=str(ROOT), S3SPILL_STORE=str(store), S3SPILL_SESSION=SESSION)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+class Report:
+    """Figures as rows: what, ours, baseline, ratio, goal; printed as one table at the end."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str, float, float | None]] = []
+        self.raw: dict[str, Any] = {}
+
+    def ratio(self, what: str, ours: float, base: float, unit: str, goal: float | None,
+              base_name: str) -> None:
+        self.rows.append((what, f"{ours:.2f} {unit}", f"{base:.2f} {unit} ({base_name})",
+                          ours / base if base else float("inf"), goal))
+
+    def print(self) -> None:
+        print(json.dumps(self.raw, indent=1, sort_keys=True))
+        print()
+        print("| figure | ours | baseline | ratio | goal | met |")
+        print("|---|---|---|---|---|---|")
+        for what, ours, base, ratio, goal in self.rows:
+            met = "" if goal is None else ("yes" if ratio <= goal else "no")
+            goal_s = "" if goal is None else f"<= {goal}x"
+            print(f"| {what} | {ours} | {base} | {ratio:.2f}x | {goal_s} | {met} |")
+
+
+def section_hook(report: Report, tmp: Path, env: dict[str, str], rounds: int) -> None:
+    payload = tmp / "small-payload.json"
+    payload.write_bytes(SMALL_PAYLOAD)
+    t = interleaved({"pass": Cmd([PY, "-c", "pass"]),
+                     "hook": Cmd([PY, "-m", "s3spill", "hook", "claude-code"], payload)}, rounds, env)
+    report.raw["hook_pass_through"] = {k: v.show() for k, v in t.items()} | {
+        "payload_bytes": len(SMALL_PAYLOAD), "calls": rounds,
+        "hook_total_seconds": round(sum(t["hook"].wall), 2)}
+    report.ratio(f"hook pass-through ({len(SMALL_PAYLOAD)} B payload), wall median of {rounds}",
+                 t["hook"].wall_ms, t["pass"].wall_ms, "ms", 2.5, "python -c pass")
+    report.ratio("hook pass-through, CPU median", t["hook"].cpu_ms, t["pass"].cpu_ms, "ms", 2.5,
+                 "python -c pass")
+
+
+def section_run(report: Report, env: dict[str, str], rounds: int) -> None:
+    bare = ["sh", "-c", "echo hi"]
+    t = interleaved({"pass": Cmd([PY, "-c", "pass"]), "bare": Cmd(bare),
+                     "run": Cmd([PY, "-m", "s3spill", "run", "--", *bare])}, rounds, env)
+    report.raw["run_small"] = {k: v.show() for k, v in t.items()} | {"calls": rounds}
+    report.ratio(f"`s3spill run -- sh -c 'echo hi'` over the bare command, wall median of {rounds}",
+                 t["run"].wall_ms - t["bare"].wall_ms, t["pass"].wall_ms, "ms", 1.5, "python -c pass")
+    report.ratio("same, CPU median", t["run"].cpu_ms - t["bare"].cpu_ms, t["pass"].cpu_ms, "ms", 1.5,
+                 "python -c pass")
+
+
+def _big_payload(tmp: Path, mib: int) -> tuple[Path, Path]:
+    """A Claude Code Bash PostToolUse payload whose stdout is ``mib`` MiB of log, and that stdout."""
+    from benchmarks.read_bench import log_lines
+
+    text_path, payload_path = tmp / "big.log", tmp / "big-payload.json"
+    head = json.dumps({"session_id": SESSION, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+                       "tool_input": {"command": "make"}, "tool_use_id": "toolu_02"})[:-1]
+    with open(text_path, "wb") as text, open(payload_path, "wb") as out:
+        out.write(head.encode() + b', "tool_response": {"stdout": "')
+        for piece in log_lines(mib << 20):
+            text.write(piece)
+            out.write(json.dumps(piece.decode())[1:-1].encode())
+        out.write(b'", "stderr": "", "interrupted": false}}')
+    return payload_path, text_path
+
+
+def section_big(report: Report, tmp: Path, env: dict[str, str], mib: int, rounds: int) -> None:
+    payload, text = _big_payload(tmp, mib)
+    just_over = tmp / "over-floor-payload.json"
+    small_text = tmp / "over-floor.log"
+    from benchmarks.read_bench import log_lines
+
+    small_text.write_bytes(b"".join(log_lines(40_000)))
+    just_over.write_bytes(json.dumps({"session_id": SESSION, "hook_event_name": "PostToolUse",
+                                      "tool_name": "Bash", "tool_response": {
+                                          "stdout": small_text.read_text(), "stderr": ""}}).encode())
+    hook = [PY, "-m", "s3spill", "hook", "claude-code"]
+    spill = [PY, "-m", "s3spill", "spill", str(text)]
+    t = interleaved({"hook_big": Cmd(hook, payload), "spill_big": Cmd(spill),
+                     "hook_40k": Cmd(hook, just_over)}, rounds, env)
+    report.raw["hook_big"] = {k: v.show() for k, v in t.items()} | {
+        "payload_bytes": payload.stat().st_size, "text_bytes": text.stat().st_size}
+    report.ratio(f"hook on a {payload.stat().st_size / 1e6:.0f} MB Bash payload, wall median of {rounds}",
+                 t["hook_big"].wall_ms, t["spill_big"].wall_ms, "ms", 1.2,
+                 "`s3spill spill` of the same bytes")
+    over = t["hook_big"].rss_mib - t["hook_40k"].rss_mib
+    report.rows.append(("hook on that payload, peak RSS over the same hook on a 40 KB payload",
+                        f"{over:.1f} MiB", f"{t['hook_40k'].rss_mib:.1f} MiB (hook, 40 KB payload)",
+                        over / 100, 1.0))
+
+
+def section_read(report: Report, tmp: Path, env: dict[str, str], rounds: int) -> None:
+    from benchmarks.read_bench import log_lines
+    from s3spill.artifacts.store import ArtifactStore
+    from s3spill.store.local import LocalStore
+
+    store = Path(env["S3SPILL_STORE"])
+    data = b"".join(log_lines(1 << 20, match_every=50))
+    plain_file = tmp / "plain-1mib.log"
+    plain_file.write_bytes(data)
+    ref = ArtifactStore(LocalStore(store), session_id=SESSION).write(SESSION, [data], "bench")
+    mid = str(ref.line_count // 2)
+    plain = str(ROOT / "benchmarks" / "plain.py")
+    t = interleaved({
+        "pass": Cmd([PY, "-c", "pass"]),
+        "plain_read": Cmd([PY, plain, "read", str(plain_file), mid, "2000", ref.sha256]),
+        "read": Cmd([PY, "-m", "s3spill", "read", ref.source_id, "--offset", mid, "--limit", "2000"]),
+        "plain_grep": Cmd([PY, plain, "grep", str(plain_file), "status=500", "20"]),
+        "grep": Cmd([PY, "-m", "s3spill", "grep", ref.source_id, "status=500", "--max-matches", "20"],
+                    ok=(0, 1)),
+    }, rounds, env)
+    report.raw["read_process"] = {k: v.show() for k, v in t.items()}
+    report.ratio("`s3spill read`, 2,000 lines of a 1 MiB artifact, whole process (wall)", t["read"].wall_ms,
+                 t["plain_read"].wall_ms, "ms", 1.0, "plain read process")
+    report.ratio("same, CPU", t["read"].cpu_ms, t["plain_read"].cpu_ms, "ms", 1.0, "plain read process")
+    report.ratio("`s3spill grep`, 20 matches, whole process (wall)", t["grep"].wall_ms,
+                 t["plain_grep"].wall_ms, "ms", 1.0, "plain grep process")
+    report.ratio("same, CPU", t["grep"].cpu_ms, t["plain_grep"].cpu_ms, "ms", 1.0, "plain grep process")
+    first = _first_calls(store, ref.source_id, int(mid), plain_file, ref.sha256, env, max(5, rounds // 2))
+    report.raw["read_first_call"] = first
+    report.ratio("first page call in a fresh process (wall, imports of the caller done)", first["ours_ms"],
+                 first["plain_ms"], "ms", 1.0, "plain read_page, first call")
+
+
+FIRST_CALL = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+if {ours!r}:
+    from s3spill.artifacts.store import ArtifactStore
+    from s3spill.store.local import LocalStore
+    from pathlib import Path
+    def call():
+        return ArtifactStore(LocalStore(Path({store!r})), session_id={session!r}).read_page(
+            {source_id!r}, offset={mid}, limit=2000).render("cli")
+else:
+    from benchmarks.plain import read_page
+    def call():
+        return read_page({plain!r}, {mid}, 2000, {sha!r})
+t = time.perf_counter(); call(); print(json.dumps(time.perf_counter() - t))
+"""
+
+
+def _first_calls(store: Path, source_id: str, mid: int, plain: Path, sha: str, env: dict[str, str],
+                 runs: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {"ours": [], "plain": []}
+    for _ in range(runs):
+        for side in times:
+            code = FIRST_CALL.format(root=str(ROOT), ours=side == "ours", store=str(store), session=SESSION,
+                                     source_id=source_id, mid=mid, plain=str(plain), sha=sha)
+            out = subprocess.run([PY, "-c", code], env=env, capture_output=True, text=True, check=True)
+            times[side].append(float(out.stdout))
+    return {"ours_ms": round(statistics.median(times["ours"]) * 1e3, 2),
+            "plain_ms": round(statistics.median(times["plain"]) * 1e3, 2), "runs": runs}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="hook,run,big,read,gc,s3")
+    parser.add_argument("--rounds", type=int, default=100, help="calls of each small command")
+    parser.add_argument("--big-mib", type=int, default=200, help="the huge hook payload's stdout (MiB)")
+    parser.add_argument("--big-rounds", type=int, default=3)
+    parser.add_argument("--read-rounds", type=int, default=21)
+    parser.add_argument("--gc-artifacts", default="2000,20000")
+    parser.add_argument("--gc-rounds", type=int, default=3)
+    parser.add_argument("--grep-big-mib", type=int, default=1024, help="the large artifact of the S3 grep")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    report = Report()
+    with tempfile.TemporaryDirectory(prefix="s3spill-costs-") as tmp_s:
+        tmp = Path(tmp_s)
+        env = bench_env(tmp / "store")
+        report.raw["interpreter"] = sys.version.split()[0]
+        if "hook" in only:
+            section_hook(report, tmp, env, args.rounds)
+        if "run" in only:
+            section_run(report, env, args.rounds)
+        if "big" in only:
+            section_big(report, tmp, env, args.big_mib, args.big_rounds)
+        if "read" in only:
+            section_read(report, tmp, env, args.read_rounds)
+        if "gc" in only:
+            from benchmarks.costs_gc import section_gc
+
+            for n in (int(x) for x in args.gc_artifacts.split(",") if x):
+                section_gc(report, tmp / f"gc-{n}", n, args.gc_rounds)
+        if "s3" in only:
+            from benchmarks.costs_s3 import section_s3
+
+            section_s3(report, args.grep_big_mib)
+    report.print()
+
+
+if __name__ == "__main__":
+    main()
