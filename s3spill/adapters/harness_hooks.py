@@ -48,6 +48,7 @@ from s3spill.proxy.results import ResultSpiller
 from s3spill.proxy.settings import ProxySettings
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
+from s3spill.usage.recorder import usage_recorder
 
 log = get_logger("s3spill.hooks")
 
@@ -98,7 +99,8 @@ class HookSpiller:
         policy = hook_policy(harness, server).model_copy(update={"image_pricer": settings.price_binary})
         #: The hook's own defaults, with what the fleet policy sets on top ([harness.<name>] too).
         self.policy = fleet.spill_policy(policy, harness) if fleet is not None else policy
-        self.spiller = Spiller(store, session_id, self.policy, quota=fleet.quota() if fleet else None)
+        self.spiller = Spiller(store, session_id, self.policy, quota=fleet.quota() if fleet else None,
+                               usage=usage_recorder(store, batch=False))
         self.results = ResultSpiller(self.spiller, settings)
 
     def close(self) -> None:

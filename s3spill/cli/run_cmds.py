@@ -125,8 +125,11 @@ def run(args: argparse.Namespace) -> int:
     assert proc.stdout is not None
     pipe = _Pipe(proc.stdout.fileno(), proc)
     loaded = policy_from_args(args)
+    from s3spill.usage.recorder import usage_recorder
+
     with store, Spiller.from_config(session, store, policy=loaded, harness="run",
-                                    base=SpillPolicy(pointer_style="cli")) as spiller:
+                                    base=SpillPolicy(pointer_style="cli"),
+                                    usage=usage_recorder(store, batch=False)) as spiller:
         try:
             result = spiller.externalize(pipe, args.tool, args.call_id, exit_code=proc.wait,
                                          note=pipe.note)

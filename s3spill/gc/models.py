@@ -69,7 +69,7 @@ ApplyOutcome = Literal[
 ]
 
 ObjectKind = Literal["artifact", "index", "manifest", "segment", "owner", "gc_plan", "gc_lock", "usage",
-                     "erasure", "unknown", "claim", "live"]
+                     "erasure", "unknown", "claim", "live", "usage_log"]
 DeleteMethod = Literal["if_match", "version_pinned", "unconditional"]
 
 class CleanupPolicy(Record):

@@ -117,3 +117,10 @@ def test_gc_takes_its_ttls_from_the_policy(fleet_env: Path, write_policy: Callab
     assert _policy(args, dry_run=True).orphan_ttl == timedelta(days=3)
     args = build_parser().parse_args(["gc", "plan", "--all", "--orphan-ttl", "5d"])
     assert _policy(args, dry_run=True).orphan_ttl == timedelta(days=5)
+
+
+def test_a_tiny_forced_spill_is_stored(fleet_env: Path, local_store: LocalStore) -> None:
+    """`spill` of a 2-byte input goes through the Spiller: its masked summary must not fail the spill."""
+    with Spiller(local_store, "tiny") as spiller:
+        result = spiller.externalize([b"x\n"], "stdin", force=True)
+    assert result.spilled and result.artifact is not None and result.degraded_reason is None
