@@ -66,7 +66,8 @@ class ConfigError(S3SpillError):
 class PolicyError(ConfigError):
     """The fleet policy does not check: each problem names its file and line (or variable) and key."""
 
-    def __init__(self, problems: list[str], *, hint: str | None = None) -> None:
+    def __init__(self, problems: list[str] | str, *, hint: str | None = None) -> None:
+        problems = [problems] if isinstance(problems, str) else problems
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
         super().__init__(shown, hint=hint or "fix the policy; `s3spill config check FILE` lists "
                          "every problem")

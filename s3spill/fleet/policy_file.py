@@ -30,6 +30,7 @@ from tomlkit.parser import Parser
 from s3spill.config import LiveConfig, TransferConfig
 from s3spill.context.policy import SpillPolicy
 from s3spill.errors import ConfigError, PolicyError
+from s3spill.fleet.locate import operator_file
 from s3spill.fleet.policy import FleetPolicy, leaf_keys
 from s3spill.fleet.quota import Quota
 from s3spill.store import ObjectStore, open_store
@@ -132,18 +133,6 @@ def _put(data: dict[str, Any], path: Path_, value: Any) -> None:
         if not isinstance(data, dict):
             return  # a scalar where a table goes: the schema says so
     data[path[-1]] = value
-
-
-def operator_file(config: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> Path | None:
-    """The operator's policy file (see the module docstring), or None when there is none."""
-    named = config or environ.get("S3SPILL_CONFIG")
-    if named:
-        return Path(named)
-    home = environ.get("XDG_CONFIG_HOME") or (str(Path(environ["HOME"]) / ".config") if "HOME" in environ
-                                             else None)
-    dirs = [home] if home else []
-    dirs += [d for d in (environ.get("XDG_CONFIG_DIRS") or "/etc/xdg").split(":") if d] + ["/etc"]
-    return next((p for d in dirs if (p := Path(d) / "s3spill" / "config.toml").is_file()), None)
 
 
 def project_file(cwd: Path) -> Path | None:
@@ -310,7 +299,8 @@ def load_policy(config: str | os.PathLike[str] | None = None, *, environ: Mappin
     alone (``s3spill config check``). Raises :class:`PolicyError` naming file:line and key."""
     environ = os.environ if environ is None else environ
     layers = _Layers()
-    path = operator_file(config, environ)
+    named = operator_file(config, environ)
+    path = Path(named) if named is not None else None
     if path is not None:
         layers.add_file(path)
     if not only_file:

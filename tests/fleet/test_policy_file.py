@@ -115,3 +115,20 @@ def test_a_repository_file_is_read_only_when_the_operator_allows_it(
         load_policy(allowing)
     assert [p.split(": ")[1] for p in refused.value.problems] == ["spill.secrets", "store.url"]
     assert "not allowed in a project file" in refused.value.problems[0]
+
+
+def test_the_fast_paths_step_aside_for_a_policy_that_lowers_a_limit(
+        fleet_env: Path, write_policy: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """policy_floor (stdlib only) sees the file's smallest limit, and each limit variable."""
+    from s3spill.fleet.locate import LIMIT_VARIABLES, policy_floor
+    from s3spill.fleet.policy import leaf_keys
+
+    assert policy_floor() is None
+    monkeypatch.setenv("S3SPILL_CONFIG", str(write_policy("[tools.Bash]\nthreshold = 2000\n")))
+    assert policy_floor() == 2000
+    write_policy('[spill]\nsecrets = "off"\n')
+    assert policy_floor() == 1 << 62  # a file, but no limit in it
+    write_policy('[spill]\nhard_cap_chars = "lots"\n')
+    assert policy_floor() == 0
+    variables = {env for (_, key), env in leaf_keys() if key in ("hard_cap_chars", "max_inline_tokens")}
+    assert variables <= set(LIMIT_VARIABLES)
