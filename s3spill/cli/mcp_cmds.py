@@ -100,6 +100,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from s3spill.agent.tools import AgentTools
     from s3spill.cli.policy_args import policy_from_args
     from s3spill.spill.spiller import Spiller
+    from s3spill.telemetry import serve_metrics_from_env
     from s3spill.usage.recorder import usage_recorder
 
     loaded = policy_from_args(args)
@@ -107,6 +108,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     spiller: Spiller | None = None
     try:
         usage = usage_recorder(store)
+        serve_metrics_from_env()
         tools = AgentTools(store, session, policy=loaded.spill_policy(harness="mcp"), usage=usage)
         if not args.no_externalize:
             spiller = Spiller(store, session, tools.policy, quota=loaded.quota(), usage=usage)
