@@ -28,7 +28,8 @@ def test_a_persisted_bash_output_is_stored_whole_and_answered_without_the_persis
     store = LocalStore(tmp_path / "store")
     payload = {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "t",
                "tool_response": {"stdout": whole[:30_000], "stderr": "", "interrupted": False,
-                                 "isImage": False, "persistedOutputPath": str(saved), "persistedOutputSize": len(whole)}}
+                                 "isImage": False, "persistedOutputPath": str(saved),
+                                 "persistedOutputSize": len(whole)}}
     spill = HookSpiller(store, "s", "claude-code")
     out = claude_code(payload, spill)
     spill.close()
