@@ -24,10 +24,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from s3spill.adapters.harness_hooks import HookSpiller
+from s3spill.context.policy import SpillPolicy
+from s3spill.spill.spiller import Spiller
+
+
+class HookSpiller(Protocol):
+    """What these answers use of :class:`s3spill.adapters.harness_hooks.HookSpiller`."""
+
+    spiller: Spiller
+    policy: SpillPolicy
+
+    def value(self, value: Any, tool: str, call_id: str | None) -> Any: ...
 
 PERSISTED_FIELDS = ("persistedOutputPath", "persistedOutputSize")
 _SAVED = re.compile(r"Output has been saved to (/.+?)\.\n")
