@@ -61,6 +61,7 @@ checks only the chunks it touches.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -89,6 +90,7 @@ from s3spill.errors import (
     IntegrityError,
     InvalidRequest,
     NotFound,
+    PreconditionFailed,
     SourceIdError,
 )
 from s3spill.log import get_logger
@@ -150,6 +152,8 @@ class ArtifactStore:
         #: What reads show of the stored bytes (:mod:`s3spill.artifacts.views`); None: them.
         self.view = view
         self._cache: OrderedDict[str, ArtifactIndex] = OrderedDict()
+        #: Indexes read without their body's HEAD, until a chunk GET with If-Match confirms them.
+        self._unconfirmed: dict[str, ArtifactIndex] = {}
         self._chunks: OrderedDict[tuple[str, int, bool], bytes] = OrderedDict()
         self._chunk_bytes = 0
         self._lock = threading.Lock()
@@ -289,23 +293,64 @@ class ArtifactStore:
         """Rebuild the :class:`ArtifactReference` of a stored artifact from its verified index."""
         return self._reference(self.index(source, session_id))
 
-    def _index(self, art: ResolvedArtifact) -> ArtifactIndex:
+    def _index(self, art: ResolvedArtifact, *, deferred: bool = False) -> ArtifactIndex:
+        """The verified index; ``deferred``: a chunk read follows and may confirm the body.
+
+        With ``deferred``, a version 2 index is read without the body's HEAD: the first
+        chunk is then fetched with ``If-Match`` on the ETag the index commits
+        (:meth:`_raw_chunk`), which confirms the body and reads it in one request, so a
+        cold page costs two requests (index, chunk) instead of three. Until that GET
+        succeeds the index is kept out of the cache, and nothing is shown from it.
+        """
         sid = str(art.source_id)
         with self._lock:
             cached = self._cache.get(sid)
             if cached is not None:
                 self._cache.move_to_end(sid)
-        index = cached or self._load_index(art)
+            elif deferred and sid in self._unconfirmed:
+                cached = self._unconfirmed[sid]
+        if cached is not None:
+            index = cached
+        elif deferred:
+            index = self._load_index_deferred(art)
+        else:
+            index = self._load_index(art)
         if art.expected_sha256 is not None and index.sha256 != art.expected_sha256:
             raise IntegrityError(f"{sid}: stored SHA-256 differs from the reference's")
-        if cached is None:
-            with self._lock:
-                self._cache[sid] = index
-                while len(self._cache) > _INDEX_CACHE_SIZE:
-                    self._cache.popitem(last=False)
+        if cached is None and sid not in self._unconfirmed:
+            self._remember(sid, index)
         return index
 
-    def _load_index(self, art: ResolvedArtifact) -> ArtifactIndex:
+    def _remember(self, sid: str, index: ArtifactIndex) -> None:
+        with self._lock:
+            self._unconfirmed.pop(sid, None)
+            self._cache[sid] = index
+            while len(self._cache) > _INDEX_CACHE_SIZE:
+                self._cache.popitem(last=False)
+
+    def _load_index_deferred(self, art: ResolvedArtifact) -> ArtifactIndex:
+        """The index alone (one GET), its body to be confirmed by the first chunk's GET.
+
+        Anything but a parsable version 2 index naming its body's ETag goes the full way
+        (:meth:`_load_index`: HEAD first), which also says why a missing one is missing.
+        """
+        try:
+            raw = self.store.get(art.index_key)
+        except NotFound:
+            return self._load_index(art)
+        try:
+            index = ArtifactIndex.model_validate_json(raw)
+        except ValidationError:
+            return self._load_index(art)
+        if index.schema_version < 2 or not index.body_etag:
+            return self._load_index(art, raw)
+        self._check_identity(art, index)
+        with self._lock:
+            self._unconfirmed[str(art.source_id)] = index
+        return index
+
+    def _load_index(self, art: ResolvedArtifact, raw: bytes | None = None) -> ArtifactIndex:
+        """The index, verified against its body's HEAD (``raw``: the index, if already read)."""
         sid = str(art.source_id)
         try:
             info = self.store.head(art.artifact_key)
@@ -316,7 +361,7 @@ class ArtifactStore:
         if not pinned and not committed:
             raise IntegrityError(f"{sid}: the artifact does not name its index")
         try:
-            raw = self.store.get(art.index_key)
+            raw = self.store.get(art.index_key) if raw is None else raw
         except NotFound:
             if committed:
                 raise ArtifactNotFound(f"artifact {sid} was never committed (no index)",
@@ -330,8 +375,14 @@ class ArtifactStore:
             raise IntegrityError(f"{sid}: the index does not parse") from None
         if not pinned and (index.schema_version < 2 or index.body_etag != info.etag):
             raise IntegrityError(f"{sid}: the index does not commit this body (ETag differs)")
-        if (index.session_hash != art.source_id.session_hash or index.name != art.source_id.name
-                or index.stored_size != info.size):
+        if index.stored_size != info.size:
+            raise IntegrityError(f"{sid}: the index describes a different artifact")
+        return self._check_identity(art, index)
+
+    def _check_identity(self, art: ResolvedArtifact, index: ArtifactIndex) -> ArtifactIndex:
+        """The index is this id's: session, name, and the id's digest prefix."""
+        sid = str(art.source_id)
+        if index.session_hash != art.source_id.session_hash or index.name != art.source_id.name:
             raise IntegrityError(f"{sid}: the index describes a different artifact")
         if not index.sha256.startswith(art.source_id.sha256_prefix):
             # The body and its index agree; only the id's digest suffix differs: a mistyped or
@@ -377,6 +428,7 @@ class ArtifactStore:
         """The same store and session, its reads through ``view`` (verified indexes shared)."""
         other = ArtifactStore(self.store, self.config, session_id=self.session_id, view=view)
         other._cache = self._cache
+        other._unconfirmed = self._unconfirmed
         return other
 
     def _fetch_chunk(self, art: ResolvedArtifact, index: ArtifactIndex, k: int) -> bytes:
@@ -424,8 +476,14 @@ class ArtifactStore:
                 self._chunks.move_to_end(ckey)
                 return hit
         start, end = index.stored_range(k)
+        sid = str(art.source_id)
+        with self._lock:
+            unconfirmed = self._unconfirmed.get(sid) is index
         try:
-            frame = self.store.get(art.artifact_key, (start, end))
+            if unconfirmed:
+                frame = self._confirming_get(art, index, (start, end))
+            else:
+                frame = self.store.get(art.artifact_key, (start, end))
         except NotFound:
             raise ArtifactNotFound(f"{art.source_id}: the artifact's body is gone (deleted while "
                                    "being read)", key=art.artifact_key,
@@ -435,6 +493,42 @@ class ArtifactStore:
         data = index.decode_chunk(k, frame, str(art.source_id))
         self._cached(ckey, data)
         return data
+
+    def _confirming_get(self, art: ResolvedArtifact, index: ArtifactIndex, span: tuple[int, int]) -> bytes:
+        """A chunk of a body whose index came without a HEAD: only if the body is the one the
+        index commits (its ETag); then the index is verified and cached like any other."""
+        try:
+            frame, metadata = self.store.get_if_match(art.artifact_key, span, index.body_etag or "")
+            if metadata.get(META_COMMIT) != COMMIT_SIDECAR:  # as the HEAD path: the body says so
+                raise PreconditionFailed(f"{art.artifact_key}: the body does not defer to its index",
+                                         key=art.artifact_key)
+        except (NotFound, PreconditionFailed):
+            # Which failure: the full check (HEAD) raises it in the same words as ever; if
+            # the body is the committed one after all, the chunk is read as for any index.
+            with self._lock:
+                self._unconfirmed.pop(str(art.source_id), None)
+            verified = self._load_index(art)
+            if verified != index:
+                raise IntegrityError(f"{art.source_id}: the artifact's index changed while it was "
+                                     "being read") from None
+            frame = self.store.get(art.artifact_key, span)
+        self._remember(str(art.source_id), index)
+        return frame
+
+    @contextlib.contextmanager
+    def _confirmed(self, art: ResolvedArtifact) -> Iterator[None]:
+        """Whatever the body reads inside said (a page, or an error about the index): if no
+        chunk GET confirmed a deferred index, its body's HEAD does before it is told."""
+        try:
+            yield
+        finally:
+            with self._lock:
+                index = self._unconfirmed.pop(str(art.source_id), None)
+            if index is not None:
+                if self._load_index(art) != index:
+                    raise IntegrityError(f"{art.source_id}: the artifact's index changed while it "
+                                         "was being read")
+                self._remember(str(art.source_id), index)
 
     def read_page(self, source: SourceRef, offset: int = 0,
                   limit: int = DEFAULT_LIMIT, char_offset: int = 0,
@@ -449,9 +543,10 @@ class ArtifactStore:
         if since is not None:
             offset, char_offset = self.line_at(source, since, session_id=session_id), 0
         art = self.resolve(source, session_id)
-        index = self._index(art)
-        page = build_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
-                          offset=offset, limit=limit, char_offset=char_offset, max_chars=max_chars)
+        with self._confirmed(art):
+            index = self._index(art, deferred=True)
+            page = build_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
+                              offset=offset, limit=limit, char_offset=char_offset, max_chars=max_chars)
         log.debug("artifact.read_page", source_id=str(art.source_id), offset=offset,
                   lines=len(page.lines), bytes=page.byte_end - page.byte_start)
         return page
@@ -472,9 +567,11 @@ class ArtifactStore:
                    max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> BytePage:
         """Verified bytes by offset, rendered as a hexdump (see :mod:`s3spill.typed.bytepage`)."""
         art = self.resolve(source, session_id)
-        index = self._index(art)
-        return build_byte_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
-                               byte_offset=byte_offset, nbytes=nbytes, max_chars=max_chars)
+        with self._confirmed(art):
+            index = self._index(art, deferred=True)
+            return build_byte_page(index, lambda k: self._fetch_chunk(art, index, k),
+                                   str(art.source_id), byte_offset=byte_offset, nbytes=nbytes,
+                                   max_chars=max_chars)
 
     def read_json(self, source: SourceRef, path: str = "", offset: int = 0,
                   limit: int = DEFAULT_ELEMENTS, max_chars: int = DEFAULT_MAX_CHARS, *,
@@ -493,9 +590,11 @@ class ArtifactStore:
                      max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> RecordPage:
         """CSV/TSV records by number, header repeated (see :mod:`s3spill.typed.recordpage`)."""
         art = self.resolve(source, session_id)
-        index = self._index(art)
-        return build_record_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
-                                 record_offset=record_offset, limit=limit, max_chars=max_chars)
+        with self._confirmed(art):
+            index = self._index(art, deferred=True)
+            return build_record_page(index, lambda k: self._fetch_chunk(art, index, k),
+                                     str(art.source_id), record_offset=record_offset, limit=limit,
+                                     max_chars=max_chars)
 
     def iter_verified(self, source: SourceRef, session_id: str | None = None) -> Iterator[bytes]:
         """Every chunk in order, each verified; the full SHA-256 is checked at the end."""
