@@ -99,12 +99,14 @@ def cmd_mcp(args: argparse.Namespace) -> int:
                           hint=MCP_EXTRA) from None
     from s3spill.agent.tools import AgentTools
     from s3spill.spill.spiller import Spiller
+    from s3spill.telemetry import serve_metrics_from_env
     from s3spill.usage.recorder import usage_recorder
 
     store = store_from_args(args)
     spiller: Spiller | None = None
     try:
         usage = usage_recorder(store)
+        serve_metrics_from_env()
         tools = AgentTools(store, session, usage=usage)
         if not args.no_externalize:
             spiller = Spiller(store, session, tools.policy, usage=usage)

@@ -104,9 +104,11 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
     get_logger("s3spill.proxy").info("proxy.session", session=session)
     store = store_from_args(args)
     policy = settings.policy()
+    from s3spill.telemetry import serve_metrics_from_env
     from s3spill.usage.recorder import usage_recorder
 
     usage = usage_recorder(store)
+    serve_metrics_from_env()
     spiller = Spiller(store, session, policy, usage=usage)
     try:
         tools = AgentTools(store, session, policy=policy, usage=usage)

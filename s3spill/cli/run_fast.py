@@ -42,7 +42,8 @@ _KEEP_CONTROLS = bytes(b for b in range(256) if b not in CONTROL_BYTES)
 RUN_SETTINGS = frozenset({"S3SPILL_STORE", "S3SPILL_SESSION", "S3SPILL_DEBUG", "S3SPILL_LOG_LEVEL",
                           "S3SPILL_TOOL", "S3SPILL_JSON", "S3SPILL_POINTER_STYLE",
                           "S3SPILL_SEGMENT_INTERVAL", "S3SPILL_SEGMENT_BYTES",
-                          "S3SPILL_HEARTBEAT_INTERVAL", "S3SPILL_MAX_BYTES"})
+                          "S3SPILL_HEARTBEAT_INTERVAL", "S3SPILL_MAX_BYTES", "S3SPILL_FOLLOW",
+                          "S3SPILL_HARNESS", "S3SPILL_SERVER", "S3SPILL_WATCH_PID"})
 _CHECKED = {"S3SPILL_STORE": "--store", "S3SPILL_SESSION": "--session",
             "S3SPILL_LOG_LEVEL": "--log-level", "S3SPILL_TOOL": "--tool",
             "S3SPILL_POINTER_STYLE": "--pointer-style"}

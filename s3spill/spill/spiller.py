@@ -41,6 +41,7 @@ from s3spill.spill.job import ExitCode, Note, SpillJob, SpillResult
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import Output
 from s3spill.store.base import ObjectStore
+from s3spill.telemetry import tool_span
 from s3spill.usage.events import spill_event
 from s3spill.usage.recorder import UsageSink
 
@@ -125,7 +126,8 @@ class Spiller:
         """
         job = SpillJob(self.sink, self.policy, output, tool, call_id, exit_code, spillable, label, force,
                        max_chars, note)
-        result = job.run()
+        with tool_span("spill", tool):
+            result = job.run()
         if self.usage is not None:
             self._record(result)
         return result
