@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from s3spill.adapters._common import Session
-from s3spill.agent.aio import AsyncSpiller
+from s3spill.spill.aio import AsyncSpiller
 from s3spill.spill.spiller import Spiller
 from s3spill.store.local import LocalStore
 

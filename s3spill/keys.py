@@ -20,6 +20,13 @@ matches on, so changing it is a breaking change (bump ``LAYOUT_VERSION``)::
     <prefix>/v1/sessions/<session_hash>/live/<name>/state.json   a live artifact's state (CAS)
     <prefix>/v1/sessions/<session_hash>/live/<name>/<seq>-<sha16>.seg  one of its segments
     <prefix>/v1/sessions/<session_hash>/live/<name>/<first>-<last>-<sha16>.tbl  older segments' list
+    <prefix>/v1/sessions/<session_hash>/usage/dt=<YYYY-MM-DD>/<stamp>-<rand12>.ndjson  usage events
+    <prefix>/v1/sessions/<session_hash>/usage/days/dt=<YYYY-MM-DD>/day-<sha16>.parquet  a compacted day
+
+Usage events sit under the session's prefix so that GC and purge handle them as the
+session's own objects (removed with it); the ``dt=`` segment is a Hive partition, so an
+engine globbing ``v1/sessions/*/usage/dt=*/*`` reads a fleet's usage by day (docs/usage.md).
+Day files have their own folder: an engine reads one format per table location.
 
 ``<prefix>`` is the store's own root (``s3://bucket/prefix``); keys here are
 relative to it.
@@ -71,6 +78,9 @@ __all__ = [
     "session_prefix",
     "session_usage_key",
     "tool_token",
+    "usage_day_key",
+    "usage_part_key",
+    "usage_prefix",
     "validate_key",
     "validate_prefix",
 ]
@@ -90,6 +100,9 @@ _NAME = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-[a-z0-9_-]{1,24}$")
 _SHA_PREFIX = re.compile(r"^[0-9a-f]{16}$")
 _LIVE_SEGMENT = re.compile(r"^[0-9]{10}-[0-9a-f]{16}\.seg$")
 _LIVE_TABLE = re.compile(r"^[0-9]{10}-[0-9]{10}-[0-9a-f]{16}\.tbl$")
+_USAGE_DAY = re.compile(r"^dt=[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_USAGE_PART = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}\.ndjson$")
+_USAGE_COMPACT = re.compile(r"^day-[0-9a-f]{16}\.parquet$")
 
 
 def session_hash(session_id: str) -> str:
@@ -190,6 +203,32 @@ def live_table_key(shash: str, name: str, first_seq: int, last_seq: int, sha256:
     return validate_key(live_prefix(shash, name) + f"{first_seq:010d}-{last_seq:010d}-{sha256[:16]}.tbl")
 
 
+def usage_prefix(shash: str, day: str | None = None, *, days: bool = False) -> str:
+    """A session's usage events (all days, or one ``YYYY-MM-DD`` day partition of its parts,
+    or with ``days`` of its compacted day files)."""
+    base = f"{SESSIONS}/{check_session_hash(shash)}/usage/"
+    if day is None:
+        return base
+    if days:
+        base += "days/"
+    if not _USAGE_DAY.match(f"dt={day}"):
+        raise InvalidKey("bad usage day")
+    return validate_key(f"{base}dt={day}") + "/"
+
+
+def usage_part_key(shash: str, day: str, now: datetime | None = None) -> str:
+    """A fresh, never-reused key for one batch of a session's usage events of ``day``."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    return validate_key(usage_prefix(shash, day) + f"{stamp}-{secrets.token_hex(6)}.ndjson")
+
+
+def usage_day_key(shash: str, day: str, sha256: str) -> str:
+    """A compacted day of a session's usage; content-addressed like a journal segment."""
+    if not re.match(r"^[0-9a-f]{64}$", sha256):
+        raise InvalidKey("bad usage digest")
+    return validate_key(usage_prefix(shash, day, days=True) + f"day-{sha256[:16]}.parquet")
+
+
 def owner_slot_key(shash: str, transaction_id: str) -> str:
     """One publication slot per transaction id; the id itself is hashed, never embedded."""
     tx = hashlib.sha256(b"s3spill-txid\0" + transaction_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
@@ -230,7 +269,7 @@ class ParsedKey:
     """What a listed key is, by layout; ``kind`` is ``unknown`` for anything else."""
 
     #: artifact | index | manifest | segment | usage | live_state | live_segment | live_table |
-    #: owner | erasure | gc_plan | gc_lock | unknown
+    #: usage_log | owner | erasure | gc_plan | gc_lock | unknown
     kind: str
     session_hash: str | None = None
     name: str | None = None
@@ -259,6 +298,11 @@ def _session_key(parts: list[str]) -> ParsedKey:
     if (len(area) == 3 and area[:2] == ["journal", "segments"]
             and re.match(r"^[0-9]{12}-[0-9]{12}(-[0-9a-f]{16})?\.json$", area[2])):
         return ParsedKey("segment", shash)
+    if len(area) == 3 and area[0] == "usage" and _USAGE_DAY.match(area[1]) and _USAGE_PART.match(area[2]):
+        return ParsedKey("usage_log", shash, f"{area[1]}/{area[2]}")
+    if (len(area) == 4 and area[:2] == ["usage", "days"] and _USAGE_DAY.match(area[2])
+            and _USAGE_COMPACT.match(area[3])):
+        return ParsedKey("usage_log", shash, f"days/{area[2]}/{area[3]}")
     if len(area) == 3 and area[0] == "live" and _NAME.match(area[1]):
         leaf = area[2]
         kind = ("live_state" if leaf == "state.json" else "live_segment" if _LIVE_SEGMENT.match(leaf)

@@ -20,8 +20,9 @@ from s3spill.context.block_plan import (
     plan_blocks,
     render_blocks,
 )
+from s3spill.context.budget import ContextBudget
 from s3spill.context.pointer import PointerFacts
-from s3spill.context.tokens import ContextBudget, estimate_tokens
+from s3spill.context.tokens import estimate_tokens
 
 SID = "artifact:0123456789abcdef0123456789abcdef:20250101T000000Z-abcdef012345-browser:89abcdef01234567"
 IMG_SID = "artifact:0123456789abcdef0123456789abcdef:20250101T000000Z-0123456789ab-browser:0011223344556677"

@@ -7,6 +7,7 @@ import hashlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from s3spill.context.budget import ContextBudget
 from s3spill.context.pointer import (
     CLIPPED_MARKER,
     DegradedFacts,
@@ -18,7 +19,7 @@ from s3spill.context.pointer import (
 from s3spill.context.policy import SpillPolicy
 from s3spill.context.retention import RetainedText, TextRetainer, TextStrategy
 from s3spill.context.salient import SalientScanner
-from s3spill.context.tokens import ContextBudget, estimate_tokens
+from s3spill.context.tokens import estimate_tokens
 
 SID = "artifact:0123456789abcdef0123456789abcdef:20250101T000000Z-abcdef012345-bash:89abcdef01234567"
 SHA = "89abcdef01234567" + "0" * 48

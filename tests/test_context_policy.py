@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from s3spill.context.budget import ContextBudget
 from s3spill.context.policy import KiB, SpillPolicy, ToolPolicy
 from s3spill.context.salient import ERROR_ANCHOR, SalientScanner
-from s3spill.context.tokens import ContextBudget, default_token_counter, estimate_tokens
+from s3spill.context.tokens import default_token_counter, estimate_tokens
 
 
 def test_documented_defaults() -> None:

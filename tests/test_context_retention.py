@@ -18,10 +18,8 @@ from s3spill.context.retention import (
     TextStrategy,
     describe_omitted,
     format_retention_notice,
-    line_count,
-    safe_head_cut,
-    safe_tail_start,
 )
+from s3spill.context.utf8 import line_count, safe_head_cut, safe_tail_start
 
 limits = st.integers(min_value=0, max_value=40)
 

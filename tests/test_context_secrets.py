@@ -141,8 +141,6 @@ def test_a_text_starting_inside_a_key_block_is_masked_up_to_its_end() -> None:
     text = "\n".join(KEY_BODY[1:]) + "\n-----END RSA PRIVATE KEY-----\nok\n"
     masked, _ = redact_text(text, headless=True)
     assert not _leaks(masked) and masked.endswith("\nok\n")
-    lone = f"  4992:\t{KEY_BODY[1]}\n"  # a search result quoting one line of a key
-    assert not _leaks(redact_text(lone, headless=True)[0])
 
 
 @settings(max_examples=40, deadline=None)

@@ -12,7 +12,7 @@ import pytest
 from s3spill import keys
 from s3spill.errors import JournalCorrupt
 from s3spill.leases.journal import LeaseJournal
-from s3spill.leases.records import compute_record_hash, intent_hash
+from s3spill.leases.journal_format import compute_record_hash, intent_hash
 from s3spill.store.base import ObjectStore
 from tests.journal_support import JCFG, SESSION, put_artifact
 

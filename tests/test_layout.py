@@ -32,14 +32,15 @@ ALLOWED: dict[str, set[str]] = {
     "live": {"artifacts", "config", "context", "errors", "failpoints", "keys", "leases", "log", "models",
              "store", "textview"},
     "gc": {"config", "errors", "failpoints", "fleet", "keys", "leases", "log", "models", "store"},
+    "usage": {"config", "errors", "keys", "log", "models", "store"},
     "spill": {"artifacts", "config", "context", "errors", "fleet", "keys", "leases", "live", "log", "models",
-              "store", "textview", "typed"},
+              "store", "textview", "typed", "usage"},
     "agent": {"_version", "artifacts", "config", "context", "errors", "fleet", "keys", "leases", "live",
-              "log", "models", "spill", "store", "typed"},
+              "log", "models", "spill", "store", "typed", "usage"},
     "proxy": {"agent", "artifacts", "config", "context", "errors", "fleet", "keys", "leases", "live",
-              "log", "models", "spill", "store", "typed"},
+              "log", "models", "spill", "store", "typed", "usage"},
     "adapters": {"_version", "agent", "artifacts", "config", "context", "errors", "fleet", "keys", "leases",
-                 "live", "log", "models", "proxy", "spill", "store", "typed"},
+                 "live", "log", "models", "proxy", "spill", "store", "typed", "usage"},
 }
 #: The top of the stack may use anything below it.
 TOP = {"__init__", "__main__", "cli", "demo"}

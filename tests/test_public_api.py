@@ -27,6 +27,10 @@ MOVED: dict[str, str] = {
     "StoreCapabilities": "s3spill.store",
     "reconcile_pending": "s3spill.leases.reconcile",
     "reconcile_reference": "s3spill.leases.reconcile",
+    **{name: "s3spill.errors" for name, obj in vars(s3spill.errors).items()
+       if isinstance(obj, type) and issubclass(obj, BaseException) and obj.__module__ == "s3spill.errors"
+       and name not in s3spill.__all__},
+    "LiveReader": "s3spill.live.reader",
     **{name: "s3spill.context" for name in s3spill.context.__all__
        if name not in ("SpillPolicy", "ToolPolicy", "TurnResult")},
 }
@@ -39,7 +43,7 @@ def test_all_is_sorted_and_unique() -> None:
 
 def test_all_is_a_headline() -> None:
     """The top level stays a headline (tens of names), not every public name of every subpackage."""
-    assert 30 <= len(s3spill.__all__) <= 70
+    assert 30 <= len(s3spill.__all__) <= 45
     assert {"Spiller", "AgentTools", "AsyncAgentTools", "AsyncSpiller", "ArtifactStore", "LeaseJournal",
             "open_store", "plan_cleanup", "apply_cleanup", "TransferConfig"} <= set(s3spill.__all__)
 
@@ -48,16 +52,17 @@ def test_every_exported_name_exists() -> None:
     """Every name in `__all__` resolves on the package, to the object its module defines."""
     missing = [name for name in s3spill.__all__ if not hasattr(s3spill, name)]
     assert missing == []
-    for name, module in s3spill._EXPORTS.items():
+    for name, module in s3spill._read_exports().items():
         assert getattr(s3spill, name) is getattr(importlib.import_module(module), name), name
 
 
-def test_every_error_class_is_exported() -> None:
-    """Each exception class errors.py defines is in `__all__`: a harness catches it from the top level."""
+def test_the_root_error_and_the_common_families_are_on_the_top_level() -> None:
+    """A harness catches the root and the families it meets most without a second import."""
     defined = {name for name, obj in vars(s3spill.errors).items() if inspect.isclass(obj)
                and issubclass(obj, BaseException) and obj.__module__ == "s3spill.errors"}
     assert {"ArtifactExpired", "GcRunLocked", "GcLockLost"} <= defined
-    assert sorted(defined - set(s3spill.__all__)) == []
+    on_top = {n for n in s3spill.__all__ if n in defined}
+    assert {"S3SpillError", "StoreError", "NotFound", "InvalidRequest", "ConfigError"} <= on_top
 
 
 def test_every_exported_error_derives_from_the_root() -> None:
@@ -77,7 +82,8 @@ def test_type_checking_imports_agree_with_the_one_list() -> None:
         for alias in node.names:
             assert alias.asname == alias.name, alias.name
             seen[alias.name] = node.module
-    assert seen == s3spill._EXPORTS
+    assert seen == s3spill._read_exports()
+    assert sorted(seen) == list(s3spill.__all__)
 
 
 def test_names_moved_off_the_top_level_are_importable_from_their_subpackage() -> None:

@@ -7,5 +7,5 @@ else does: ``s3spill.adapters.pydantic_ai`` (``s3spill[pydantic-ai]``),
 (``s3spill[claude-agent-sdk]``). Each gives the model ``read_artifact``/``grep_artifact``
 bound to the harness's session, and a hook that passes every other tool's result
 through the Spiller; both run the blocking store work on worker threads
-(:mod:`s3spill.agent.aio`).
+(:mod:`s3spill.spill.aio`, :mod:`s3spill.agent.aio`).
 """

@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from s3spill.agent.aio import AsyncAgentTools, AsyncSpiller
+from s3spill.agent.aio import AsyncAgentTools
 from s3spill.agent.tools import AgentTools
 from s3spill.context.policy import SpillPolicy
 from s3spill.log import get_logger
+from s3spill.spill.aio import AsyncSpiller
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
 

@@ -47,6 +47,7 @@ from s3spill.proxy.results import ResultSpiller
 from s3spill.proxy.settings import ProxySettings
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
+from s3spill.usage.recorder import usage_recorder
 
 log = get_logger("s3spill.hooks")
 
@@ -95,7 +96,7 @@ class HookSpiller:
         self.own = tool_names(harness, server)
         settings = ProxySettings(tool_prefix=self.own[0].removesuffix("read_artifact"))
         self.policy = hook_policy(harness, server).model_copy(update={"image_pricer": settings.price_binary})
-        self.spiller = Spiller(store, session_id, self.policy)
+        self.spiller = Spiller(store, session_id, self.policy, usage=usage_recorder(store, batch=False))
         self.results = ResultSpiller(self.spiller, settings)
 
     def close(self) -> None:

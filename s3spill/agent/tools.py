@@ -27,13 +27,15 @@ from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResul
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.pointer import clip, one_line
 from s3spill.context.policy import GREP_TOOL, READ_TOOL, SpillPolicy
-from s3spill.context.secrets import redact_text
+from s3spill.context.secrets import mask_view, redact_text
 from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
 from s3spill.leases.expiry import explain_missing
 from s3spill.live import reader as live_reader
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 from s3spill.typed.bytepage import DEFAULT_BYTES, MAX_BYTES
+from s3spill.usage.events import EventMaker, grep_event, read_event
+from s3spill.usage.recorder import UsageSink, record_answer
 
 log = get_logger("s3spill.agent.tools")
 
@@ -256,14 +258,19 @@ class AgentTools:
 
     def __init__(self, store: ObjectStore, session_id: str, *, policy: SpillPolicy | None = None,
                  artifacts: ArtifactStore | None = None,
-                 page_chars: int = DEFAULT_MAX_CHARS) -> None:
+                 page_chars: int = DEFAULT_MAX_CHARS, usage: UsageSink | None = None) -> None:
         if not session_id:
             raise ValueError("AgentTools needs the harness's session id")
         self.store = store
         self.session_id = session_id
         self.policy = policy or SpillPolicy()
-        self.artifacts = artifacts or ArtifactStore(store, session_id=session_id)
+        artifacts = artifacts or ArtifactStore(store, session_id=session_id)
+        #: Pages and matches are built from stored text masked in context (every cut, and
+        #: grep's counts, see only what the model may read); ``secrets="off"``: as stored.
+        self.artifacts = artifacts.with_view(mask_view if self.policy.secrets != "off" else None)
         self.page_chars = min(page_chars, self.policy.hard_cap_chars)
+        #: Receives one event per page read and grep (:mod:`s3spill.usage`); None: none.
+        self.usage = usage
 
     @property
     def read_name(self) -> str:
@@ -307,7 +314,13 @@ class AgentTools:
                                 limit=limit, char_offset=char_offset, byte_offset=byte_offset,
                                 nbytes=nbytes, path=path, record_offset=record_offset,
                                 since=since)
-        return self._fitted(build, source_id)
+        outcome = self._fitted(build, source_id)
+        self._record(read_event, source_id, self.read_name, outcome)
+        return outcome
+
+    def _record(self, make: EventMaker, source_id: str, via: str, outcome: ToolOutcome) -> None:
+        if self.usage is not None:  # fail open: record_answer never raises
+            record_answer(self.usage, make, self.session_id, source_id, via, outcome.text, outcome.structured)
 
     def _fitted(self, build: Build, source_id: str) -> ToolOutcome:
         """The page built with the largest budget (tried a few times) the policy keeps inline."""
@@ -316,9 +329,6 @@ class AgentTools:
         for _ in range(_SHRINK_STEPS):
             with self._journal_says():
                 text, data = build(max_chars)
-            masked = self._mask(text)
-            if masked != text:
-                text, data = masked, {**data, "text": masked}
             over = self._overshoot(text, self.read_name)
             if over <= 1.0:
                 return ToolOutcome(text, structured=data)
@@ -363,7 +373,13 @@ class AgentTools:
         with self._journal_says():
             result = live_reader.grep(self.artifacts, source_id, pattern, context=context,
                                       max_matches=max_matches, session_id=self.session_id)
-        text = self._mask(result.render())
+        outcome = self._grep_fitted(result)
+        self._record(grep_event, source_id, self.grep_name, outcome)
+        return outcome
+
+    def _grep_fitted(self, result: GrepResult) -> ToolOutcome:
+        """The largest number of matches (and the cut counted) that fits the grep tool's budget."""
+        text = result.render()
         if self._fits(text, self.grep_name):
             return ToolOutcome(text, structured=_grep_data(result, text))
         lo, hi = 0, len(result.matches) - 1  # largest number of matches that fits
@@ -371,11 +387,11 @@ class AgentTools:
         while lo < hi:
             mid = (lo + hi + 1) // 2
             candidate = _first(result, mid)
-            if self._fits(self._mask(candidate.render()), self.grep_name):
+            if self._fits(candidate.render(), self.grep_name):
                 lo, best = mid, candidate
             else:
                 hi = mid - 1
-        text = self._mask(best.render())
+        text = best.render()
         if not self._fits(text, self.grep_name):
             text = self._clip(text, self.grep_name)
         return ToolOutcome(text, structured=_grep_data(best, text))
@@ -394,11 +410,11 @@ class AgentTools:
         return ToolOutcome(self._mask(fitted.render()), structured=fitted.structured())
 
     def _mask(self, text: str) -> str:
-        """What the model may see of a rendered result: secrets masked unless the policy is
-        ``secrets="off"`` (a page or a match may start inside a key block: headless)."""
+        """A listing as the model may see it: its summaries (first lines of outputs) masked
+        unless the policy is ``secrets="off"``; our own source ids are never masked."""
         if self.policy.secrets == "off":
             return text
-        return redact_text(text, headless=True)[0]
+        return redact_text(text)[0]
 
     def _clip(self, text: str, tool: str) -> str:
         """Last resort for a text no smaller page or match list brings within budget."""

@@ -78,6 +78,7 @@ from s3spill.artifacts.frames import FrameEncoder, choose_codec
 from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex, OutputKind
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pattern, grep_chunks
+from s3spill.artifacts.views import CONTEXT_BYTES, ChunkView, viewed
 from s3spill.config import TransferConfig
 from s3spill.errors import (
     AlreadyExists,
@@ -142,12 +143,14 @@ class ArtifactStore:
     """
 
     def __init__(self, store: ObjectStore, config: TransferConfig | None = None, *,
-                 session_id: str | None = None) -> None:
+                 session_id: str | None = None, view: ChunkView | None = None) -> None:
         self.store = store
         self.config = config or TransferConfig()
         self.session_id = session_id
+        #: What reads show of the stored bytes (:mod:`s3spill.artifacts.views`); None: them.
+        self.view = view
         self._cache: OrderedDict[str, ArtifactIndex] = OrderedDict()
-        self._chunks: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._chunks: OrderedDict[tuple[str, int, bool], bytes] = OrderedDict()
         self._chunk_bytes = 0
         self._lock = threading.Lock()
         #: Indexes this instance committed, for its writer's own use (never for reads,
@@ -370,9 +373,51 @@ class ArtifactStore:
 
     # -- reading ----------------------------------------------------------------------
 
+    def with_view(self, view: ChunkView | None) -> ArtifactStore:
+        """The same store and session, its reads through ``view`` (verified indexes shared)."""
+        other = ArtifactStore(self.store, self.config, session_id=self.session_id, view=view)
+        other._cache = self._cache
+        return other
+
     def _fetch_chunk(self, art: ResolvedArtifact, index: ArtifactIndex, k: int) -> bytes:
+        """Chunk ``k`` as reads show it: verified, through the view with its neighbours."""
+        if self.view is None:
+            return self._raw_chunk(art, index, k)
+        ckey = (str(art.source_id), k, True)
+        with self._lock:
+            hit = self._chunks.get(ckey)
+            if hit is not None:
+                self._chunks.move_to_end(ckey)
+                return hit
+        before, j = b"", k
+        while j > 0 and len(before) < CONTEXT_BYTES:
+            j -= 1
+            before = self._raw_chunk(art, index, j)[-CONTEXT_BYTES:] + before
+        after, j = b"", k
+        while j + 1 < index.chunk_count and len(after) < CONTEXT_BYTES:
+            j += 1
+            after += self._raw_chunk(art, index, j)[:CONTEXT_BYTES]
+        data = self.view(self._raw_chunk(art, index, k), before[-CONTEXT_BYTES:], after[:CONTEXT_BYTES])
+        self._cached(ckey, data)
+        return data
+
+    def _cached(self, ckey: tuple[str, int, bool], data: bytes) -> None:
+        with self._lock:
+            self._chunks[ckey] = data
+            self._chunk_bytes += len(data)
+            while self._chunk_bytes > _CHUNK_CACHE_BYTES and len(self._chunks) > 1:
+                _, old = self._chunks.popitem(last=False)
+                self._chunk_bytes -= len(old)
+
+    def _shown(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """A verified stream as reads show it (each chunk through the view, in context)."""
+        if self.view is None:
+            return chunks
+        return (data for _, data in viewed(((None, c) for c in chunks), self.view))
+
+    def _raw_chunk(self, art: ResolvedArtifact, index: ArtifactIndex, k: int) -> bytes:
         """Chunk ``k``, raw and verified; from the chunk cache when a recent read had it."""
-        ckey = (str(art.source_id), k)
+        ckey = (str(art.source_id), k, False)
         with self._lock:
             hit = self._chunks.get(ckey)
             if hit is not None:
@@ -388,12 +433,7 @@ class ArtifactStore:
         # A shortened body returns fewer bytes (or none, for a range past its end): the
         # decoding and the length check turn that into an IntegrityError.
         data = index.decode_chunk(k, frame, str(art.source_id))
-        with self._lock:
-            self._chunks[ckey] = data
-            self._chunk_bytes += len(data)
-            while self._chunk_bytes > _CHUNK_CACHE_BYTES and len(self._chunks) > 1:
-                _, old = self._chunks.popitem(last=False)
-                self._chunk_bytes -= len(old)
+        self._cached(ckey, data)
         return data
 
     def read_page(self, source: SourceRef, offset: int = 0,
@@ -443,8 +483,8 @@ class ArtifactStore:
         :mod:`s3spill.typed.jsonpath`); reading stops where the page ends."""
         art = self.resolve(source, session_id)
         index = self._index(art)
-        page = build_json_page(self._iter_verified(art, index), str(art.source_id), index.size_bytes,
-                               path=path, offset=offset, limit=limit, max_chars=max_chars)
+        page = build_json_page(self._shown(self._iter_verified(art, index)), str(art.source_id),
+                               index.size_bytes, path=path, offset=offset, limit=limit, max_chars=max_chars)
         log.debug("artifact.read_json", source_id=str(art.source_id), path=path[:200],
                   elements=len(page.rows), scanned=page.bytes_scanned)
         return page
@@ -517,7 +557,7 @@ class ArtifactStore:
                 "text, and this output has none",
                 hint="page it as a hexdump by byte offset instead (byte_offset=/bytes=, or "
                      "`s3spill read ID --byte-offset N --bytes M`)")
-        result = grep_chunks(self._iter_verified(art, index), str(art.source_id), compiled,
+        result = grep_chunks(self._shown(self._iter_verified(art, index)), str(art.source_id), compiled,
                              context=context, max_matches=max_matches,
                              expected_lines=index.line_count)
         if not index.chunk_records:

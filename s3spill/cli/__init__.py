@@ -37,6 +37,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.hook_cmds",
     "s3spill.cli.journal_cmds",
     "s3spill.cli.purge_cmds",
+    "s3spill.cli.usage_cmds",
 )
 
 #: Where each sub-command lives, so ``s3spill read`` imports the artifact layer only, not
@@ -51,6 +52,7 @@ COMMAND_HOMES: dict[str, str] = {
     "mcp-proxy": "s3spill.cli.proxy_cmds", "hook": "s3spill.cli.hook_cmds",
     "ref": "s3spill.cli.journal_cmds", "journal": "s3spill.cli.journal_cmds",
     "reconcile": "s3spill.cli.journal_cmds", "purge": "s3spill.cli.purge_cmds",
+    "stats": "s3spill.cli.usage_cmds", "usage": "s3spill.cli.usage_cmds",
     "status": "s3spill.cli.live_cmds", "stop": "s3spill.cli.live_cmds",
     "finish-lost": "s3spill.cli.live_cmds",
 }
@@ -83,7 +85,7 @@ def log_level(value: str) -> str:
 #: session, and the demo never takes its store from the environment).
 _NOT_SETTINGS = {"help", "version", "offset", "char_offset", "call_id", "txid", "label", "all",
                  "shard", "gc_session", "retain_until", "demo_store", "file", "reason", "since",
-                 "background", "finish"}
+                 "background", "finish", "stats_session", "stats_prefix"}
 #: Switches that delete for real or lower a safety margin: only an explicit flag on the
 #: command line turns them on, never a variable left in some environment.
 FLAG_ONLY = {"apply", "force_unverified_deletes", "allow_dangerously_short_ttl", "allow_remote", "no_probe",

@@ -99,13 +99,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
                           hint=MCP_EXTRA) from None
     from s3spill.agent.tools import AgentTools
     from s3spill.spill.spiller import Spiller
+    from s3spill.usage.recorder import usage_recorder
 
     store = store_from_args(args)
     spiller: Spiller | None = None
     try:
-        tools = AgentTools(store, session)
+        usage = usage_recorder(store)
+        tools = AgentTools(store, session, usage=usage)
         if not args.no_externalize:
-            spiller = Spiller(store, session, tools.policy)
+            spiller = Spiller(store, session, tools.policy, usage=usage)
         server = mcp_server.build_server(
             tools, mcp_server.spiller_externalizer(spiller) if spiller is not None else None)
         if address is None:

@@ -104,9 +104,12 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
     get_logger("s3spill.proxy").info("proxy.session", session=session)
     store = store_from_args(args)
     policy = settings.policy()
-    spiller = Spiller(store, session, policy)
+    from s3spill.usage.recorder import usage_recorder
+
+    usage = usage_recorder(store)
+    spiller = Spiller(store, session, policy, usage=usage)
     try:
-        tools = AgentTools(store, session, policy=policy)
+        tools = AgentTools(store, session, policy=policy, usage=usage)
         relay = Relay(ResultSpiller(spiller, settings), tools, settings)
         if args.upstream_url:
             import asyncio

@@ -123,7 +123,9 @@ def run(args: argparse.Namespace) -> int:
     assert proc.stdout is not None
     pipe = _Pipe(proc.stdout.fileno(), proc)
     policy = SpillPolicy(pointer_style=args.pointer_style)
-    with store, Spiller(store, session, policy) as spiller:
+    from s3spill.usage.recorder import usage_recorder
+
+    with store, Spiller(store, session, policy, usage=usage_recorder(store, batch=False)) as spiller:
         try:
             result = spiller.externalize(pipe, args.tool, args.call_id, exit_code=proc.wait,
                                          note=pipe.note)

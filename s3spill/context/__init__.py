@@ -16,6 +16,7 @@ from s3spill.context.block_plan import (
     render_blocks,
 )
 from s3spill.context.budget import (
+    ContextBudget,
     TurnBudgetReport,
     TurnResult,
     enforce_turn_budget,
@@ -54,7 +55,6 @@ from s3spill.context.salient import (
     SalientScanner,
 )
 from s3spill.context.tokens import (
-    ContextBudget,
     TokenCounter,
     default_token_counter,
     estimate_tokens,

@@ -25,9 +25,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from s3spill.context.budget import ContextBudget
 from s3spill.context.pointer import DegradedFacts, PointerFacts, degraded_footer, one_line, pointer_footer
-from s3spill.context.retention import RetainedText, safe_head_cut, safe_tail_start, to_bytes
-from s3spill.context.tokens import ContextBudget
+from s3spill.context.retention import RetainedText
+from s3spill.context.utf8 import safe_head_cut, safe_tail_start, to_bytes
 
 #: Longest locator a notice may name (a SourceId is at most 200 characters).
 MAX_LOCATOR_CHARS = 200

@@ -22,12 +22,42 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from s3spill.context.tokens import TokenCounter, estimate_tokens
+
 #: Characters per token used to turn a context window (tokens) into character budgets.
 CHARS_PER_TOKEN = 4
 PER_RESULT_SHARE = 0.15
 TURN_SHARE = 0.30
 #: Size of a result cut by the emergency trim (docs/design-notes.md, per-turn budgets).
 EMERGENCY_TRIM_CHARS = 24_000
+
+
+
+@dataclass(frozen=True)
+class ContextBudget:
+    """How much one piece of context text may take.
+
+    ``max_chars`` is the hard cap and always holds. ``max_tokens`` is the optional
+    soft budget priced by ``count_tokens``; when even the smallest notice cannot fit
+    it, renderers fall back to the hard cap alone.
+    """
+
+    max_chars: int
+    max_tokens: int | None = None
+    count_tokens: TokenCounter = estimate_tokens
+
+    def __post_init__(self) -> None:
+        if self.max_chars < 0 or (self.max_tokens is not None and self.max_tokens < 0):
+            raise ValueError("budgets must be >= 0")
+
+    def fits(self, text: str) -> bool:
+        if len(text) > self.max_chars:
+            return False
+        return self.max_tokens is None or self.count_tokens(text) <= self.max_tokens
+
+    def chars_only(self) -> ContextBudget:
+        """The same hard cap without the token budget (the fallback)."""
+        return ContextBudget(self.max_chars, None, self.count_tokens)
 
 
 @dataclass(frozen=True)

@@ -35,10 +35,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from s3spill.context.budget import ContextBudget
 from s3spill.context.policy import GREP_TOOL, READ_TOOL
 from s3spill.context.retention import Omitted, RetainedText
 from s3spill.context.salient import SalientLine
-from s3spill.context.tokens import ContextBudget
 
 CLIPPED_MARKER = "\n<response clipped: the rest of this output is not shown>"
 _SCALE_STEPS = 1024

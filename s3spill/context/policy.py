@@ -18,8 +18,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from s3spill.context.retention import TextStrategy, to_bytes
-from s3spill.context.tokens import ContextBudget, TokenCounter, default_token_counter
+from s3spill.context.budget import ContextBudget
+from s3spill.context.retention import TextStrategy
+from s3spill.context.tokens import TokenCounter, default_token_counter
+from s3spill.context.utf8 import to_bytes
 
 KiB = 1024
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Generic, Literal, TypeVar
 
+from s3spill.context.utf8 import line_count, safe_head_cut, safe_tail_start, to_bytes
 from s3spill.textview import show
 
 T = TypeVar("T")
@@ -75,57 +76,6 @@ class PushDecision:
 
     kept: bool
     truncated: bool
-
-
-# --------------------------------------------------------------------------- UTF-8 cuts
-
-
-def _is_continuation(byte: int) -> bool:
-    return 0x80 <= byte <= 0xBF
-
-
-def _sequence_length(lead: int) -> int:
-    """Length a lead byte announces; 1 for ASCII and for bytes that cannot lead."""
-    if 0xC2 <= lead <= 0xDF:
-        return 2
-    if 0xE0 <= lead <= 0xEF:
-        return 3
-    if 0xF0 <= lead <= 0xF4:
-        return 4
-    return 1
-
-
-def safe_head_cut(data: bytes | bytearray | memoryview, limit: int) -> int:
-    """Largest cut ``<= limit`` that does not split a sequence announced before it.
-
-    ``data`` may be just a prefix of the stream (the retainer's head buffer): only
-    the last three bytes before ``limit`` are inspected, so a cut costs O(1). Bytes
-    that cannot start a sequence are single units and never move the cut.
-    """
-    limit = max(0, min(limit, len(data)))
-    for back in range(1, 4):
-        pos = limit - back
-        if pos < 0:
-            return limit
-        byte = data[pos]
-        if _is_continuation(byte):
-            continue
-        return pos if _sequence_length(byte) > back else limit
-    return limit
-
-
-def safe_tail_start(data: bytes | bytearray | memoryview, start: int) -> int:
-    """Smallest start ``>= start`` that is not a continuation byte (skips at most three).
-
-    In valid UTF-8 a continuation byte is always inside a sequence, so skipping
-    past it is exactly "never start inside a character"; in invalid input the
-    skipped bytes were not a character anyway and are counted as omitted.
-    """
-    start = max(0, min(start, len(data)))
-    end = min(len(data), start + 3)
-    while start < end and _is_continuation(data[start]):
-        start += 1
-    return start
 
 
 # --------------------------------------------------------------------------- results
@@ -252,24 +202,6 @@ class RetainedText:
         """A complete result for data already in memory."""
         raw = to_bytes(data) if isinstance(data, str) else bytes(data)
         return cls(raw, b"", len(raw), raw.count(b"\n"), raw.endswith(b"\n"))
-
-
-def to_bytes(text: str) -> bytes:
-    """UTF-8 bytes of a str, round-tripping bytes smuggled in as lone surrogates."""
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        try:
-            return text.encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:
-            return text.encode("utf-8", "surrogatepass")
-
-
-def line_count(total_bytes: int, newlines: int, ends_with_newline: bool) -> int:
-    """Number of lines: newlines, plus one for a non-empty unterminated last line."""
-    if total_bytes == 0:
-        return 0
-    return newlines + (0 if ends_with_newline else 1)
 
 
 # --------------------------------------------------------------------------- retainers

@@ -14,9 +14,10 @@ match, and it stops for good once it has its lines; memory is bounded by
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from s3spill.context.retention import safe_head_cut
+from s3spill.context.utf8 import safe_head_cut
 from s3spill.textview import show
 
 #: Lines worth quoting from an omitted middle: errors and failures, not warnings
@@ -99,7 +100,11 @@ class SalientScanner:
         max_line_bytes: int = 240,
         pattern: re.Pattern[bytes] = ERROR_ANCHOR,
         max_scan_bytes: int | None = None,
+        view: Callable[[bytes], bytes] | None = None,
     ) -> None:
+        #: Applied to a line (same length) before a quote is cut from it: the secret mask
+        #: sees the whole line, so a quote cut inside a secret shows no piece of it.
+        self.view = view
         self.skip_bytes = max(0, skip_bytes)
         #: Stop looking this many bytes past ``skip_bytes`` (bounds the added latency
         #: on huge outputs; the scan runs at tens of MB/s, hashing at hundreds).
@@ -178,6 +183,8 @@ class SalientScanner:
             if found is None:
                 return
             at = found.start()
+        if self.view is not None:
+            line = self.view(line)
         if at + 16 > self.cap:  # the match is deep in a long line: quote around it
             lo = max(0, at - self.cap // 4)
             for _ in range(3):  # start on a character, not inside one

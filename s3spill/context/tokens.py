@@ -1,4 +1,4 @@
-"""Pricing text in tokens, and the budget a piece of context text must fit.
+"""Pricing text in tokens (the budget a text must fit is :mod:`s3spill.context.budget`).
 
 The counter is pluggable because the only price that matters is the one the model is
 billed with (docs/design-notes.md, "Hard cap and soft budget": price with the provider's
@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 TokenCounter = Callable[[str], int]
@@ -58,30 +57,3 @@ def default_token_counter() -> TokenCounter:
         if _default is None:
             _default = tiktoken_counter() or estimate_tokens
         return _default
-
-
-@dataclass(frozen=True)
-class ContextBudget:
-    """How much one piece of context text may take.
-
-    ``max_chars`` is the hard cap and always holds. ``max_tokens`` is the optional
-    soft budget priced by ``count_tokens``; when even the smallest notice cannot fit
-    it, renderers fall back to the hard cap alone.
-    """
-
-    max_chars: int
-    max_tokens: int | None = None
-    count_tokens: TokenCounter = estimate_tokens
-
-    def __post_init__(self) -> None:
-        if self.max_chars < 0 or (self.max_tokens is not None and self.max_tokens < 0):
-            raise ValueError("budgets must be >= 0")
-
-    def fits(self, text: str) -> bool:
-        if len(text) > self.max_chars:
-            return False
-        return self.max_tokens is None or self.count_tokens(text) <= self.max_tokens
-
-    def chars_only(self) -> ContextBudget:
-        """The same hard cap without the token budget (the fallback)."""
-        return ContextBudget(self.max_chars, None, self.count_tokens)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from s3spill.context.retention import safe_head_cut
+from s3spill.context.utf8 import safe_head_cut
 
 __all__ = ["CapFacts", "StoreCap"]
 

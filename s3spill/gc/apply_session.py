@@ -38,6 +38,7 @@ from s3spill.gc.models import (
 )
 from s3spill.gc.plan import object_created
 from s3spill.gc.planfile import PlanEntry
+from s3spill.gc.usage_logs import apply_usage_log
 from s3spill.leases.evidence import HistoryEvidence, read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo
@@ -181,6 +182,8 @@ class SessionApplier:
                work: dict[str, _Work]) -> None:
         """Decide one planned deletion on fresh facts: tally a refusal, or add it to ``work``."""
         assert e.snapshot is not None and e.name is not None
+        if e.object_kind == "usage_log":
+            return apply_usage_log(self, shash, e, facts)
         refused = _refusal(shash, e, published)
         if refused is not None:
             self.tally.add(refused[0], e, refused[1])

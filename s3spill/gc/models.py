@@ -68,7 +68,7 @@ ApplyOutcome = Literal[
 ]
 
 ObjectKind = Literal["artifact", "index", "manifest", "segment", "owner", "gc_plan", "gc_lock", "usage",
-                     "erasure", "unknown", "claim", "live"]
+                     "erasure", "unknown", "claim", "live", "usage_log"]
 DeleteMethod = Literal["if_match", "version_pinned", "unconditional"]
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")

@@ -41,6 +41,7 @@ from s3spill.gc.models import (
 )
 from s3spill.gc.planfile import CleanupPlan, PlanEntry, PlanHeader, PlanWriter
 from s3spill.gc.shards import list_scope
+from s3spill.gc.usage_logs import plan_usage_log
 from s3spill.keys import OWNER, SESSIONS, ParsedKey, parse_key
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
@@ -96,9 +97,12 @@ class _SessionGroup:
     artifacts: dict[str, ObjectInfo] = field(default_factory=dict)
     indexes: dict[str, ObjectInfo] = field(default_factory=dict)
     protocol: list[tuple[ObjectKind, ObjectInfo]] = field(default_factory=list)
+    usage: dict[str, ObjectInfo] = field(default_factory=dict)
 
     def add(self, parsed: ParsedKey, info: ObjectInfo) -> None:
-        if parsed.kind == "artifact":
+        if parsed.kind == "usage_log":
+            self.usage[str(parsed.name)] = info
+        elif parsed.kind == "artifact":
             self.artifacts[str(parsed.name)] = info
         elif parsed.kind == "index":
             self.indexes[str(parsed.name)] = info
@@ -278,6 +282,8 @@ class _Planner:
         for name, info in sorted(group.indexes.items()):
             if name not in group.artifacts:
                 self._orphan_index(shash, name, info, facts, published)
+        for name, info in sorted(group.usage.items()):
+            plan_usage_log(self, shash, name, info, facts)
         for name, claims in sorted(facts.claims.items()):
             if name not in group.artifacts:
                 digests = ",".join(sorted({c.sha256[:16] for c in claims}))
@@ -294,6 +300,8 @@ class _Planner:
         for name, info in sorted(group.indexes.items()):
             if name not in group.artifacts:
                 self._emit(status, "index", info, shash=shash, name=name, reason=reason)
+        for name, info in sorted(group.usage.items()):
+            self._emit(status, "usage_log", info, shash=shash, name=name, reason=reason)
 
     def _artifact(self, shash: str, name: str, info: ObjectInfo, index: ObjectInfo | None,
                   facts: SessionFacts, published: dict[str, set[str]]) -> None:

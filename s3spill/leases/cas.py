@@ -48,7 +48,7 @@ from s3spill.errors import (
 )
 from s3spill.failpoints import declare, failpoint
 from s3spill.leases.chain import ManifestReader
-from s3spill.leases.records import (
+from s3spill.leases.journal_format import (
     JournalFold,
     JournalManifest,
     JournalSegment,

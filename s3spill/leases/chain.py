@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from s3spill import keys
 from s3spill.errors import NotFound, SessionErased
 from s3spill.leases.erased import read_tombstone
-from s3spill.leases.records import (
+from s3spill.leases.journal_format import (
     JournalFold,
     JournalManifest,
     JournalRecord,

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from s3spill.leases.cas import AppendDecision, AppendPlanner, ManifestCas, PlannedAppend
-from s3spill.leases.records import JournalFold, JournalManifest
+from s3spill.leases.journal_format import JournalFold, JournalManifest
 
 __all__ = ["CondemnItem", "CondemnVerdict", "condemnation_planner", "finish_planner"]
 

@@ -61,7 +61,7 @@ from s3spill.leases.condemnation import (
     finish_planner,
 )
 from s3spill.leases.evidence import read_history_evidence
-from s3spill.leases.records import (
+from s3spill.leases.journal_format import (
     GENESIS_HASH,
     TXID_PATTERN,
     JournalFold,

@@ -32,8 +32,8 @@ from typing import Any
 from s3spill.errors import JournalContention, StoreUnavailable, TransactionStateError
 from s3spill.failpoints import declare, failpoint
 from s3spill.leases.journal import LeaseJournal
+from s3spill.leases.journal_format import TxView
 from s3spill.leases.owner import ArtifactReferenceOwner, OwnerObservation
-from s3spill.leases.records import TxView
 from s3spill.leases.reports import TransitionResult
 from s3spill.log import get_logger
 

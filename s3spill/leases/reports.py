@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from s3spill.leases.records import (
+from s3spill.leases.journal_format import (
     CondemnationView,
     TxView,
 )

@@ -29,6 +29,7 @@ from s3spill.artifacts.index import build_stats
 from s3spill.artifacts.paging import Page, build_page
 from s3spill.artifacts.search import Grep, GrepResult, compile_pattern
 from s3spill.artifacts.store import ArtifactStore
+from s3spill.artifacts.views import CONTEXT_BYTES, ChunkView, viewed
 from s3spill.config import LiveConfig
 from s3spill.context.read_args import ArgStyle, spell_args
 from s3spill.errors import ConfigError, InvalidRequest, NotFound
@@ -190,6 +191,11 @@ class LiveReader:
         return cls(arts.store, arts.session_id, config, finished=arts)
 
     @property
+    def view(self) -> ChunkView | None:
+        """What reads show of the committed bytes: the view of the store it reads over."""
+        return self._finished.view if self._finished is not None else None
+
+    @property
     def arts(self) -> ArtifactStore:
         if self._finished is None:
             self._finished = ArtifactStore(self.store, session_id=self.session_id)
@@ -317,6 +323,10 @@ class LiveReader:
                 char_offset: int, max_chars: int) -> Page:
         """The window indexed in memory and paged like any artifact, renumbered as the output."""
         sid, shift = str(state.live_id), start.shift
+        if self.view is not None:  # with the committed text around it; the newest line may be unfinished
+            end = start.w0 + len(window)
+            window = self.view(window, self._bytes(state, start.w0 - CONTEXT_BYTES, start.w0),
+                               self._bytes(state, end, end + CONTEXT_BYTES), headless=True, cut_end=to_end)
         stats = build_stats(window, _WINDOW_CHUNK)
         index = stats.to_index(session_hash=state.session_hash, name=state.name,
                                created_at=state.created_at, tool=state.tool, call_id=None,
@@ -336,6 +346,19 @@ class LiveReader:
             next_char_offset=0 if cut_short else page.next_char_offset,
             byte_start=start.w0 + page.byte_start, byte_end=start.w0 + page.byte_end,
             max_chars=max_chars)
+
+    def _bytes(self, state: LiveState, lo: int, hi: int) -> bytes:
+        """The committed output in ``[lo, hi)`` (up to a stretch the size cap dropped)."""
+        first = max(0, lo)
+        at, out = first, bytearray()
+        for seg in iter_segments(self.store, state, lambda sp: sp.byte_end <= first):
+            if seg.byte_start >= hi or (out and seg.byte_start != at + len(out)):
+                break
+            data = fetch_segment(self.store, state, seg)
+            if not out:
+                at = max(at, seg.byte_start)
+            out += data[max(0, at + len(out) - seg.byte_start):max(0, hi - seg.byte_start)]
+        return bytes(out)
 
     def _wrap(self, page: Page, state: LiveState, next_since: int) -> LivePage:
         fields = {name: getattr(page, name) for name in Page.model_fields}
@@ -386,14 +409,15 @@ class LiveReader:
         starts: list[int] = []
         g: Grep | None = None
         prev_end = -1
-        for seg in iter_segments(self.store, state):
+        fetched = ((seg, fetch_segment(self.store, state, seg)) for seg in iter_segments(self.store, state))
+        for seg, data in (viewed(fetched, self.view) if self.view is not None else fetched):
             if g is None or seg.byte_start != prev_end:  # a new run (after the size cap's gap)
                 if g is not None:
                     results.append(g.result())
                 g = Grep(sid, compiled, context=context, max_matches=max_matches)  # type: ignore[arg-type]
                 g.line_no, g.line_start, g.bytes = seg.line_start, seg.byte_start, seg.byte_start
                 starts.append(seg.byte_start)
-            g.feed(fetch_segment(self.store, state, seg))
+            g.feed(data)
             prev_end = seg.byte_end
         if g is None:
             g = Grep(sid, compiled, context=context, max_matches=max_matches)  # type: ignore[arg-type]

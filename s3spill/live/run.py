@@ -31,6 +31,7 @@ from typing import BinaryIO
 from s3spill import keys
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig, TransferConfig
+from s3spill.context.secrets import StreamRedactor
 from s3spill.errors import LiveFenced, S3SpillError
 from s3spill.leases.liveness import LivenessMark
 from s3spill.live.finish import cas_state, finish_live
@@ -89,8 +90,11 @@ class _LiveRun:
     def __init__(self, store: ObjectStore, session_id: str, source: LiveSource, tool: str, *,
                  label: str | None, config: LiveConfig, transfer: TransferConfig | None,
                  journal: LivenessMark | None, touch_interval: float,
-                 env: dict[str, str] | None, cwd: str | None, die_with_parent: bool) -> None:
+                 env: dict[str, str] | None, cwd: str | None, die_with_parent: bool,
+                 mask: StreamRedactor | None = None) -> None:
         self.config = config
+        #: ``secrets="at_rest"``: the output is masked before a segment holds it.
+        self.mask = mask
         self.arts = ArtifactStore(store, transfer or getattr(store, "config", None),
                                   session_id=session_id)
         self.session_id = session_id
@@ -185,7 +189,7 @@ class _LiveRun:
                 if chunk == _EOF:
                     break
                 if chunk:
-                    w.feed(chunk)
+                    w.feed(chunk if self.mask is None else self.mask.push(chunk))
                 w.tick()
                 self._touch()
                 if w.stop_requested and not self.stopping.is_set():
@@ -211,6 +215,8 @@ class _LiveRun:
                 status = "killed"
         elif self.stopping.is_set():
             status = "killed"
+        if self.mask is not None:
+            self.writer.feed(self.mask.finish())
         self.writer.close(status, exit_code=code, signal=sig, note=self.read_error)
         self._finish()
 
@@ -269,17 +275,20 @@ def start_live(store: ObjectStore, session_id: str, source: LiveSource, tool: st
                label: str | None = None, config: LiveConfig | None = None,
                transfer: TransferConfig | None = None, journal: LivenessMark | None = None,
                touch_interval: float = 60.0, env: dict[str, str] | None = None,
-               cwd: str | None = None, die_with_parent: bool = False) -> LiveHandle:
+               cwd: str | None = None, die_with_parent: bool = False,
+               mask: StreamRedactor | None = None) -> LiveHandle:
     """Start a command (an argv list) or drain a stream into a live artifact; returns at once.
 
     The handle's ``source_id`` (``live:...``) is readable by ``read_page``/``grep``, the
     agent tools and the CLI from the moment this returns. ``die_with_parent`` (Linux; for
     the single-threaded supervisor only, as it runs code between fork and exec) makes the
-    command get SIGTERM if this process dies: nothing runs on unobserved.
+    command get SIGTERM if this process dies: nothing runs on unobserved. ``mask``
+    (``secrets="at_rest"``) masks the output before it is stored; a line is committed once
+    its newline arrives (or 1 MiB of it).
     """
     run = _LiveRun(store, session_id, source, tool, label=label, config=config or LiveConfig(),
                    transfer=transfer, journal=journal, touch_interval=touch_interval, env=env,
-                   cwd=cwd, die_with_parent=die_with_parent)
+                   cwd=cwd, die_with_parent=die_with_parent, mask=mask)
     return LiveHandle(run)
 
 

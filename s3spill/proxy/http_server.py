@@ -39,6 +39,7 @@ from s3spill.proxy.sdk_streams import SdkStreams
 from s3spill.proxy.settings import ProxySettings
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
+from s3spill.usage.recorder import usage_recorder
 
 log = get_logger("s3spill.proxy")
 
@@ -91,8 +92,9 @@ class SessionSpillers:
         with self._lock:
             found = self._made.get(session)
             if found is None:
-                spiller = Spiller(self.store, session, self.policy)
-                found = self._made[session] = (spiller, AgentTools(self.store, session, policy=self.policy),
+                spiller = Spiller(self.store, session, self.policy, usage=usage_recorder(self.store))
+                found = self._made[session] = (spiller, AgentTools(self.store, session, policy=self.policy,
+                                                                          usage=usage_recorder(self.store)),
                                                ResultSpiller(spiller, self.settings))
         return Relay(found[2], found[1], self.settings)
 

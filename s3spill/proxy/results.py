@@ -31,7 +31,7 @@ import orjson
 
 from s3spill.context.block_plan import Block, ImageBlock, TextBlock
 from s3spill.context.policy import SpillPolicy
-from s3spill.context.retention import to_bytes
+from s3spill.context.utf8 import to_bytes
 from s3spill.log import get_logger
 from s3spill.proxy.settings import ProxySettings
 from s3spill.spill.block_spill import externalize_blocks

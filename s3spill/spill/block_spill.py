@@ -30,11 +30,12 @@ from s3spill.context.block_plan import (
     render_blocks,
     render_blocks_degraded,
 )
+from s3spill.context.budget import ContextBudget
 from s3spill.context.pointer import CLIPPED_MARKER, DegradedFacts, PointerFacts, summarize
 from s3spill.context.policy import SpillPolicy
-from s3spill.context.retention import RetainedText, to_bytes
+from s3spill.context.retention import RetainedText
 from s3spill.context.secrets import redact_text
-from s3spill.context.tokens import ContextBudget
+from s3spill.context.utf8 import to_bytes
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
 from s3spill.spill.job import ExitCode, SpillResult

@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
+from s3spill.context.budget import ContextBudget
 from s3spill.context.logcompress import CompressedLog, compress_log
 from s3spill.context.pointer import (
     CLIPPED_MARKER,
@@ -37,9 +38,9 @@ from s3spill.context.pointer import (
     summarize,
 )
 from s3spill.context.policy import SpillPolicy, ToolPolicy
-from s3spill.context.retention import RetainedText, TextRetainer, safe_head_cut
+from s3spill.context.retention import RetainedText, TextRetainer
 from s3spill.context.salient import SalientScanner
-from s3spill.context.tokens import ContextBudget
+from s3spill.context.utf8 import safe_head_cut
 from s3spill.fleet.cap import CapFacts, StoreCap
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record
@@ -125,14 +126,14 @@ class SpillJob:
         self.rule = self.policy.for_tool(tool)
         self.read = ReadFailure()
         self.chunks: Iterator[bytes] = iter(())
-        self.retainer = TextRetainer(self.rule.retention())
+        self.mask = SecretMask(policy.secrets)
+        self.retainer = TextRetainer(self.mask.retention(self.rule.retention()))
         self.scanner: SalientScanner | None = None
         self.structure: StructureScanner | None = None
         self.buffer: bytearray | None = None
         #: The buffered prefix is the whole output (the stream ended within the limit).
         self.complete = False
         self.detected: Detection = TEXT
-        self.mask = SecretMask(policy.secrets)
         self.cap = StoreCap(policy.stored_cap(tool), policy.capped_tail_bytes)
         self.capped: CapFacts | None = None
 
@@ -276,7 +277,7 @@ class SpillJob:
         while len(text) > room:
             cut = safe_head_cut(data, max(0, cut - max(1, (len(text) - room) // 4)))
             text = show(data[:cut])
-        text = self.mask.text(text, cut_end=True)[:room]  # a mask keeps UTF-8 lengths, not always chars
+        text = show(self.mask.prefix(data, cut))[:room]  # a mask keeps UTF-8 lengths, not always chars
         return self.result(text + CLIPPED_MARKER, "clipped", total, total - cut)
 
     # -- stored ------------------------------------------------------------------------
@@ -298,7 +299,8 @@ class SpillJob:
             self.scanner = SalientScanner(skip_bytes=self.rule.smallest_head(),
                                           max_lines=self.policy.salient_lines,
                                           max_line_bytes=self.policy.salient_line_bytes,
-                                          max_scan_bytes=self.policy.salient_scan_bytes)
+                                          max_scan_bytes=self.policy.salient_scan_bytes,
+                                          view=self.mask.line)
 
         upload = self.sink.open(self.tool, self.call_id, self.label, self.detected)
         started = time.monotonic()
@@ -386,9 +388,8 @@ class SpillJob:
         retained = self.retainer.finish()
         if self.detected.kind != "binary":  # a binary notice shows hex only, never text
             retained = self.mask.retained(retained)
-            ref = self.mask.reference(ref)
-        notes = tuple(n for n in (self.mask.sentence(stored=True),
-                                  StoreCap.note(self.capped) if self.capped else None) if n)
+            ref = self.mask.reference(ref, retained)
+        notes = self._notes(retained, stored=True)
         capped = self.capped is not None
         if self.detected.kind == "binary":
             notice = self._binary_facts(retained.head[:NOTICE_BYTES], ref.size_bytes,
@@ -419,6 +420,10 @@ class SpillJob:
         salient = self._salient()
         rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
                                   budget=self._budget(), salient=salient)
+        if view is None and (exact := self._notes(rendered.shown, stored=True, narrow=False)) != notes:
+            facts = dataclasses.replace(facts, notes=exact)  # the notice names what it shows
+            rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
+                                      budget=self._budget(), salient=salient)
         if rendered.mode == "clipped" and self.max_chars is not None:
             # The caller's share cannot hold the notice: the smallest pointer, never a clipped locator.
             rendered = render_pointer(facts, shown, head_bytes=0, tail_bytes=0, budget=self.policy.budget())
@@ -427,6 +432,14 @@ class SpillJob:
             return self.result(rendered.text, _pointer_mode(rendered), retained.total_bytes, omitted,
                                artifact=ref)
         return self._from_rendered(rendered, retained, artifact=ref)
+
+    def _notes(self, view: RetainedText, *, stored: bool, narrow: bool = True) -> tuple[str, ...]:
+        """The notice's notes on masking and the cap; masking counts what ``view`` shows
+        (``narrow``: of it, the part this exit code's preview keeps)."""
+        if narrow:
+            view = view.narrow(*self.rule.preview(self.exit_code))
+        capped = StoreCap.note(self.capped) if self.capped and stored else None
+        return tuple(n for n in (self.mask.sentence(stored=stored, view=view), capped) if n)
 
     def _structured_note(self, retained: RetainedText,
                          ref: ArtifactReference) -> Callable[[RetainedText | None], str]:
@@ -470,7 +483,7 @@ class SpillJob:
         try:
             facts = DegradedFacts(tool=self.tool, reason=reason, call_id=self.call_id,
                                   exit_code=self.exit_code, note=self.note,
-                                  notes=tuple(n for n in (self.mask.sentence(stored=False),) if n))
+                                  notes=self._notes(retained, stored=False))
             head, tail = self.rule.preview(self.exit_code)
             shown = retained
             if self.structure is not None:  # JSON/records: cut between elements here too

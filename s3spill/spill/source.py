@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import IO, Any, Union
 
-from s3spill.context.retention import to_bytes
+from s3spill.context.utf8 import to_bytes
 
 #: Largest chunk handed on; also the read size for file objects.
 CHUNK_BYTES = 1024 * 1024

@@ -29,6 +29,7 @@ from s3spill.config import LiveConfig
 from s3spill.context.block_plan import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_budget
 from s3spill.context.policy import SpillPolicy
+from s3spill.context.secrets import StreamRedactor
 from s3spill.fleet.quota import Quota, QuotaGuard
 from s3spill.keys import session_hash
 from s3spill.leases.journal import LeaseJournal
@@ -40,6 +41,8 @@ from s3spill.spill.job import ExitCode, Note, SpillJob, SpillResult
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import Output
 from s3spill.store.base import ObjectStore
+from s3spill.usage.events import spill_event
+from s3spill.usage.recorder import UsageSink
 
 __all__ = ["SpillResult", "Spiller"]
 
@@ -60,7 +63,8 @@ class Spiller:
     after a successful spill its ``last_active`` is refreshed at most once per
     ``touch_interval`` seconds, on the upload thread, off the caller's path — GC keeps
     everything of a session active within its TTL, so a live session's fresh artifacts
-    are safe before any claim on them is published.
+    are safe before any claim on them is published. ``usage`` receives one event per
+    result (:mod:`s3spill.usage`; None: no usage records).
     """
 
     def __init__(
@@ -74,6 +78,7 @@ class Spiller:
         min_upload_rate: float = 32 * MiB,
         queue_depth: int = 4,
         quota: Quota | None = None,
+        usage: UsageSink | None = None,
     ) -> None:
         if isinstance(store, ObjectStore):
             store = ArtifactStore(store, getattr(store, "config", None), session_id=session_id)
@@ -83,6 +88,7 @@ class Spiller:
         self.session_id = session_id
         self.journal = journal
         self.policy = policy or SpillPolicy()
+        self.usage = usage
         #: Quota counters and refusals of this session (None: no quota).
         self.quota = QuotaGuard(store.store, session_hash(session_id), quota) if quota else None
         self.sink = SpillSink(store, session_id, store_deadline=self.policy.store_deadline,
@@ -119,7 +125,21 @@ class Spiller:
         """
         job = SpillJob(self.sink, self.policy, output, tool, call_id, exit_code, spillable, label, force,
                        max_chars, note)
-        return job.run()
+        result = job.run()
+        if self.usage is not None:
+            self._record(result)
+        return result
+
+    def _record(self, result: SpillResult) -> None:
+        """The usage event of one result; fail open (losing usage never fails a tool call)."""
+        assert self.usage is not None
+        try:
+            index = self.artifacts.written_index(result.artifact) if result.artifact else None
+            self.usage.record(spill_event(
+                self.sink.session_hash, result, stored_bytes=index.stored_size if index else None,
+                threshold=self.policy.for_tool(result.tool).threshold))
+        except Exception as exc:  # noqa: BLE001 - whatever went wrong, the result stands
+            log.warning("usage.event_failed", error=type(exc).__name__)
 
     def enforce_turn_budget(
         self,
@@ -188,7 +208,8 @@ class Spiller:
         """
         return start_live(self.artifacts.store, self.session_id, source, tool, label=label,
                           config=config, transfer=self.artifacts.config, journal=self.journal,
-                          env=env, cwd=cwd)
+                          env=env, cwd=cwd,
+                          mask=StreamRedactor() if self.policy.secrets == "at_rest" else None)
 
     def close(self, timeout: float | None = None) -> None:
         """Wait (bounded) for follow-up work of accepted uploads, e.g. the liveness mark."""

@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from s3spill.context.budget import ContextBudget
 from s3spill.context.pointer import clip, one_line
 from s3spill.context.policy import READ_TOOL
-from s3spill.context.tokens import ContextBudget
 
 #: Bytes shown as a hexdump in the notice (4 rows of 16).
 NOTICE_BYTES = 64

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from s3spill.context.budget import ContextBudget
 from s3spill.context.pointer import PointerFacts, RenderedContext, render_pointer
 from s3spill.context.retention import RetainedText
-from s3spill.context.tokens import ContextBudget
 from s3spill.typed.cuts import record_ends, snap
 from s3spill.typed.detect import Detection
 

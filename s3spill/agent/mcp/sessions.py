@@ -44,6 +44,7 @@ from s3spill.context.policy import SpillPolicy
 from s3spill.log import get_logger
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
+from s3spill.usage.recorder import usage_recorder
 
 log = get_logger("s3spill.mcp")
 
@@ -68,14 +69,16 @@ class SessionPool:
         with self._lock:
             found = self._tools.get(session)
             if found is None:
-                found = self._tools[session] = AgentTools(self.store, session, policy=self.policy)
+                found = self._tools[session] = AgentTools(self.store, session, policy=self.policy,
+                                                             usage=usage_recorder(self.store))
             return found
 
     def spiller(self, session: str) -> Spiller:
         with self._lock:
             found = self._spillers.get(session)
             if found is None:
-                found = self._spillers[session] = Spiller(self.store, session, self.policy)
+                found = self._spillers[session] = Spiller(self.store, session, self.policy,
+                                                                 usage=usage_recorder(self.store))
             return found
 
     def run(self, session: str, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:

@@ -10,8 +10,16 @@ Pure: no I/O, no logging; the spill's glue (counts, the notice's sentence) is
 from __future__ import annotations
 
 from s3spill.context.secrets.detector import Finding, SecretDetector, default_detector
-from s3spill.context.secrets.masking import Redacted, describe_counts, marker, redact_bytes, redact_text
+from s3spill.context.secrets.masking import (
+    Redacted,
+    describe_counts,
+    marker,
+    mask_view,
+    mask_window,
+    redact_bytes,
+    redact_text,
+)
 from s3spill.context.secrets.stream import StreamRedactor
 
 __all__ = ["Finding", "Redacted", "SecretDetector", "StreamRedactor", "default_detector", "describe_counts",
-           "marker", "redact_bytes", "redact_text"]
+           "marker", "mask_view", "mask_window", "redact_bytes", "redact_text"]

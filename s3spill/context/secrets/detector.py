@@ -102,7 +102,8 @@ _ENTROPY_LIMIT = 4.5
 #: A keyword value that is a word, a path or a placeholder says nothing secret.
 _NOT_SECRET = re.compile(
     r"^(?:true|false|null|none|nil|yes|no|required|optional|redacted|hidden|changeme|"
-    r"\**|x+|<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|%\(?\w+\)?s?)$", re.IGNORECASE)
+    r"\**|x+|<[^>]*>|\[redacted[^\]]*\]\**|"
+    r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|%\(?\w+\)?s?)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -277,9 +278,9 @@ class SecretDetector:
             for s, e in rule.find(text):
                 if e <= s:
                     continue
-                if not ascii_only:
-                    s = len(text[:s].encode("utf-8", "surrogateescape"))
-                    e = s + len(text[s:e].encode("utf-8", "surrogateescape"))
+                if not ascii_only:  # character offsets of the rule -> byte offsets of the line
+                    s, e = (len(text[:s].encode("utf-8", "surrogateescape")),
+                            len(text[:e].encode("utf-8", "surrogateescape")))
                 spans.append((s, e, rule.kind))
         return _merge(spans)
 

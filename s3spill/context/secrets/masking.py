@@ -5,7 +5,9 @@ padded (or shortened, for short secrets) to its own byte length. So sizes, line 
 byte and character offsets and omitted counts stay exact whether the text is masked or
 not, and a masked preview never exceeds a budget its unmasked text fitted. A private key
 block is masked line by line from its BEGIN line to its END line (newlines kept); a text
-that starts inside one (a tail, a page) is masked up to its END. Pure: no I/O.
+that starts inside one (a tail, a page) is masked up to its END. A view that cuts text
+(a preview's head or tail, a page, an excerpt) is masked with the stored text around it
+(:func:`mask_window`), so a cut never leaves a piece of a secret unrecognised. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from s3spill.context.secrets.detector import BASE64_ALPHABET, SecretDetector, default_detector
+from s3spill.context.secrets.detector import BASE64_ALPHABET, Finding, SecretDetector, default_detector
 
-__all__ = ["MAX_LINE_BYTES", "OVERLAP", "LineMasker", "Redacted", "describe_counts", "marker", "redact_bytes",
-           "redact_text"]
+__all__ = ["MAX_LINE_BYTES", "OVERLAP", "LineMasker", "Redacted", "Span", "describe_counts", "marker",
+           "mask_view", "mask_window", "redact_bytes", "redact_text"]
 
 #: Lines longer than this are scanned in pieces (a piece overlaps the next by
 #: :data:`OVERLAP` bytes, so a secret shorter than that is never cut).
@@ -33,12 +35,8 @@ _FILL = "*"
 _BEGIN = re.compile(rb"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d")
 _END = re.compile(rb"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|Private-MAC: *[0-9a-fA-F]+")
 
-#: A line that is nothing but PEM body (base64, 48-76 characters): in a text that may
-#: start inside a key block (a tail, a page, search results quoting single lines), such
-#: a line is masked even without its BEGIN line in sight.
-_PEM_BODY = re.compile(rb"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{48,76}={0,2}(?=\r?$)", re.MULTILINE)
 #: A token that a cut (the end of a head, the start of a tail or page) may have split.
-_BOUNDARY_TOKEN = re.compile(rf"[{BASE64_ALPHABET}]{{12,}}")
+_BOUNDARY_TOKEN = re.compile(rf"[:@%.~{BASE64_ALPHABET}]{{8,}}".encode())
 
 
 def marker(kind: str, length: int) -> str:
@@ -49,82 +47,123 @@ def marker(kind: str, length: int) -> str:
     return _FILL * length
 
 
+#: Our own locators: a source id or live id printed in a tool's output (a log of an
+#: earlier turn, a pointer pasted back) is never a secret, though a session hash ending
+#: in digits followed by ``:`` and a name looks like a Telegram bot token.
+_OWN_ID = re.compile(rb"(?:artifact|live):[0-9a-f]{32}:[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-[a-z0-9_-]{1,24}"
+                     rb"(?::[0-9a-f]{16})?")
+#: How far into a headless text its END line may be and still mask what precedes it.
+_HEADLESS_REACH = 64 * 1024
+
+#: One masked secret: ``(start, end, kind)`` in the coordinates of the text masked.
+Span = tuple[int, int, str]
+
+
 @dataclass
 class LineMasker:
-    """Masks complete lines in place, carrying the private-key state from line to line."""
+    """Masks complete lines in place, carrying the private-key state from line to line.
+
+    Positions are bytes throughout (the detector answers byte spans), so a mask never
+    shifts on a line with multi-byte characters.
+    """
 
     detector: SecretDetector
     counts: Counter[str] = field(default_factory=Counter)
     in_key: bool = False
     key_lines: int = 0
+    #: What the last :meth:`process` masked, one span per secret (a key block is one).
+    spans: list[Span] = field(default_factory=list)
+    _seen: set[int] = field(default_factory=set)
+    _count_from: int = 0
 
     def _mask(self, buf: bytearray, start: int, end: int, kind: str) -> None:
         if end > start:
             buf[start:end] = marker(kind, end - start).encode()
 
-    def process(self, data: bytes, *, headless: bool = False) -> bytes:
+    def process(self, data: bytes, *, headless: bool = False, count_from: int = 0) -> bytes:
         """``data`` (complete lines, or a piece of one long line) with its secrets masked.
 
         ``headless``: the text may start inside a key block (a tail, a page): an END line
-        before any BEGIN masks everything before it.
+        before any BEGIN, near the start, masks everything before it. ``count_from``: a
+        secret ending before this offset was counted already (a long line's overlap).
         """
+        self.spans, self._seen = [], set()
+        self._count_from = count_from
         buf: bytearray | None = None
         pos, size = 0, len(data)
-        seen: set[int] = set()
+        key_start = 0
         if headless and not self.in_key:
-            end = _END.search(data)
+            end = _END.search(data, 0, min(size, _HEADLESS_REACH))
             begin = _BEGIN.search(data, 0, end.start()) if end is not None else None
-            if end is not None and begin is None:
+            if end is not None and begin is None and data.count(b"\n", 0, end.start()) < MAX_KEY_BLOCK_LINES:
                 buf = bytearray(data)
                 self._mask_lines(buf, 0, end.end(), kind="private-key")
                 self.counts["private-key"] += 1
+                self.spans.append((0, end.end(), "private-key"))
                 pos = end.end()
         while pos < size:
             if self.in_key:
-                nl = data.find(b"\n", pos)
-                line_end = size if nl < 0 else nl
                 buf = buf if buf is not None else bytearray(data)
-                stop = _END.search(data, pos, line_end)
-                cut = stop.end() if stop is not None else line_end
-                self._mask(buf, pos, cut - (1 if data[pos:cut].endswith(b"\r") else 0), "private-key")
-                self.key_lines += 1
-                if stop is not None or self.key_lines >= MAX_KEY_BLOCK_LINES:
-                    self.in_key = False
-                pos = (line_end + 1) if stop is None else cut
+                pos = self._key_line(data, buf, pos, key_start)
                 continue
             at = self.detector.next_candidate(data, pos, size)
             if at < 0:
                 break
-            line_start = max(pos, data.rfind(b"\n", 0, at) + 1)
-            nl = data.find(b"\n", at)
-            line_end = size if nl < 0 else nl
-            # A long line (minified JSON, a progress bar) is scanned in windows around its
-            # candidates: the rules' Python regexes cost more than linear time on a long
-            # line, and a secret sits next to what triggered it.
-            start, until, after = line_start, line_end, line_end + 1
-            if line_end - line_start > _WINDOW:
-                start = max(line_start, at - _WINDOW // 4)
-                until = min(line_end, at + _WINDOW)
-                after = line_end + 1 if until == line_end else max(at + 1, until - _WINDOW // 4)
-            line = data[start:until]
-            begin = _BEGIN.search(line)
-            scan_to = begin.start() if begin is not None else len(line)
-            findings = self.detector.scan_line(line[:scan_to]) if scan_to else []
-            if findings or begin is not None:
-                buf = buf if buf is not None else bytearray(data)
-            for f in findings:
-                assert buf is not None
-                self._mask(buf, start + f.start, start + f.end, f.kind)
-                if start + f.start not in seen:  # windows overlap: count each secret once
-                    seen.add(start + f.start)
-                    self.counts[f.kind] += 1
-            if begin is not None:
+            buf, begin_at, after = self._candidate(data, buf, pos, at)
+            if begin_at is not None:
                 self.counts["private-key"] += 1
                 self.in_key, self.key_lines = True, 0
-                pos = start + begin.start()
+                pos = key_start = begin_at
                 continue  # the key state masks from BEGIN on (to END, maybe on this line)
             pos = after
+        if self.in_key:
+            self.spans.append((key_start, size, "private-key"))
         return bytes(buf) if buf is not None else data
+
+    def _key_line(self, data: bytes, buf: bytearray, pos: int, key_start: int) -> int:
+        """Mask one line of a key block from ``pos``; where to go on."""
+        size = len(data)
+        nl = data.find(b"\n", pos)
+        line_end = size if nl < 0 else nl
+        stop = _END.search(data, pos, line_end)
+        cut = stop.end() if stop is not None else line_end
+        self._mask(buf, pos, cut - (1 if data[pos:cut].endswith(b"\r") else 0), "private-key")
+        self.key_lines += 1
+        if stop is not None or self.key_lines >= MAX_KEY_BLOCK_LINES:
+            self.in_key = False
+            self.spans.append((key_start, cut, "private-key"))
+        return (line_end + 1) if stop is None else cut
+
+    def _candidate(self, data: bytes, buf: bytearray | None, pos: int,
+                   at: int) -> tuple[bytearray | None, int | None, int]:
+        """Scan the line (or the window of a long line) around a trigger match at ``at``;
+        the buffer, where a key block begins (None: none), and where to go on."""
+        line_start = max(pos, data.rfind(b"\n", 0, at) + 1)
+        nl = data.find(b"\n", at)
+        line_end = len(data) if nl < 0 else nl
+        # A long line (minified JSON, a progress bar) is scanned in windows around its
+        # candidates: the rules' Python regexes cost more than linear time on a long
+        # line, and a secret sits next to what triggered it.
+        start, until, after = line_start, line_end, line_end + 1
+        if line_end - line_start > _WINDOW:
+            start = max(line_start, at - _WINDOW // 4)
+            until = min(line_end, at + _WINDOW)
+            after = line_end + 1 if until == line_end else max(at + 1, until - _WINDOW // 4)
+        line = data[start:until]
+        begin = _BEGIN.search(line)
+        scan_to = begin.start() if begin is not None else len(line)
+        findings = _not_ours(line, self.detector.scan_line(line[:scan_to])) if scan_to else []
+        if findings or begin is not None:
+            buf = buf if buf is not None else bytearray(data)
+        for f in findings:
+            assert buf is not None
+            self._mask(buf, start + f.start, start + f.end, f.kind)
+            if start + f.start not in self._seen:  # windows overlap: count each secret once
+                self._seen.add(start + f.start)
+                self.spans.append((start + f.start, start + f.end, f.kind))
+                if start + f.end > self._count_from:
+                    self.counts[f.kind] += 1
+        return buf, (start + begin.start() if begin is not None else None), after
 
     def _mask_lines(self, buf: bytearray, start: int, end: int, *, kind: str) -> None:
         """Mask ``buf[start:end]`` line by line, keeping newlines (and CRs)."""
@@ -136,12 +175,22 @@ class LineMasker:
             pos = stop + 1
 
 
+def _not_ours(line: bytes, findings: list[Finding]) -> list[Finding]:
+    """The findings that are not inside one of our own locators (see :data:`_OWN_ID`)."""
+    if not findings or (b"artifact:" not in line and b"live:" not in line):
+        return findings
+    ours = [m.span() for m in _OWN_ID.finditer(line)]
+    return [f for f in findings if not any(s <= f.start and f.end <= e for s, e in ours)]
+
+
 @dataclass(frozen=True)
 class Redacted:
     """A masked text (same length in bytes as the original) and what was masked."""
 
     data: bytes
     counts: Counter[str]
+    #: Where each masked secret is in :attr:`data` (clipped to it).
+    spans: tuple[Span, ...] = ()
 
     @property
     def text(self) -> str:
@@ -152,37 +201,64 @@ class Redacted:
         return sum(self.counts.values())
 
 
-def redact_bytes(data: bytes, *, headless: bool = False, cut_start: bool = False, cut_end: bool = False,
-                 detector: SecretDetector | None = None) -> Redacted:
-    """Mask the secrets of a whole text in memory (a preview, a page, a grep result).
+def mask_window(data: bytes, *, before: bytes = b"", after: bytes = b"", headless: bool | None = None,
+                detector: SecretDetector | None = None) -> Redacted:
+    """``data`` masked as it reads inside ``before + data + after`` (the stored text around
+    a cut: a page, an excerpt, a preview's head or tail).
 
-    ``headless``: the text may start inside a key block (see :data:`_PEM_BODY`).
-    ``cut_start`` / ``cut_end``: the text was cut out of a longer one there, so a long
-    token touching that edge may be part of a secret the detectors no longer recognise;
-    it is masked as ``partial``.
+    Why the surroundings: a view that cuts text can cut a secret, and a piece of a secret
+    is no longer recognisable on its own; seen with enough text on both sides the secret
+    is whole, so every piece of it inside ``data`` is masked, wherever the cut falls. The
+    counts and spans are those of the secrets that reach into ``data``. ``headless``
+    (default: ``before`` was given) means the window may start inside a key block.
     """
     masker = LineMasker(detector or default_detector())
-    out = masker.process(data, headless=headless)
-    if headless and _PEM_BODY.search(out):
-        buf = bytearray(out)
-        for m in _PEM_BODY.finditer(out):
-            buf[m.start():m.end()] = marker("key-material", m.end() - m.start()).encode()
-            masker.counts["key-material"] += 1
-        out = bytes(buf)
-    if cut_start or cut_end:
-        buf = bytearray(out)
-        for edge, wanted in ((0, cut_start), (len(buf), cut_end)):
-            if not wanted:
-                continue
-            region = bytes(buf[:256]) if edge == 0 else bytes(buf[-256:])
-            offset = 0 if edge == 0 else len(buf) - len(region)
-            for m in re.finditer(_BOUNDARY_TOKEN.pattern.encode(), region):
-                touches = m.start() == 0 if edge == 0 else m.end() == len(region)
-                if touches and not region[m.start():m.end()].startswith(b"[redacted"):
-                    buf[offset + m.start():offset + m.end()] = marker("partial", m.end() - m.start()).encode()
-                    masker.counts["partial"] += 1
-        out = bytes(buf)
-    return Redacted(out, masker.counts)
+    whole = before + data + after if before or after else data
+    out = masker.process(whole, headless=bool(before) if headless is None else headless)
+    lo, hi = len(before), len(before) + len(data)
+    spans = tuple((max(s, lo) - lo, min(e, hi) - lo, kind)
+                  for s, e, kind in masker.spans if s < hi and e > lo)
+    return Redacted(out[lo:hi] if whole is not data else out, Counter(kind for _, _, kind in spans), spans)
+
+
+def redact_bytes(data: bytes, *, headless: bool = False, cut_start: bool = False, cut_end: bool = False,
+                 detector: SecretDetector | None = None) -> Redacted:
+    """Mask the secrets of a whole text in memory, when no surrounding text is at hand.
+
+    ``headless``: the text may start inside a key block. ``cut_start`` / ``cut_end``: the
+    text was cut out of a longer one there and the rest is not available (prefer
+    :func:`mask_window`), so a token touching that edge may be part of a secret the
+    detectors no longer recognise; it is masked as ``partial``.
+    """
+    done = mask_window(data, headless=headless, detector=detector)
+    if not (cut_start or cut_end):
+        return done
+    buf, counts, spans = bytearray(done.data), Counter(done.counts), list(done.spans)
+    for edge, wanted in ((0, cut_start), (len(buf), cut_end)):
+        if not wanted:
+            continue
+        region = bytes(buf[:256]) if edge == 0 else bytes(buf[-256:])
+        offset = 0 if edge == 0 else len(buf) - len(region)
+        for m in _BOUNDARY_TOKEN.finditer(region):
+            touches = m.start() == 0 if edge == 0 else m.end() == len(region)
+            if touches and b"[redacted" not in region[m.start():m.end()]:
+                buf[offset + m.start():offset + m.end()] = marker("partial", m.end() - m.start()).encode()
+                counts["partial"] += 1
+                spans.append((offset + m.start(), offset + m.end(), "partial"))
+    return Redacted(bytes(buf), counts, tuple(spans))
+
+
+def mask_view(data: bytes, before: bytes = b"", after: bytes = b"", *, headless: bool = False,
+              cut_end: bool = False) -> bytes:
+    """A reader's view of stored bytes (``s3spill.artifacts.views.ChunkView``): ``data``
+    masked in its context; ``cut_end``: the text goes on but is not readable yet (a live
+    output's newest line), so a token at the end is masked as ``partial``."""
+    if not data:
+        return data
+    done = mask_window(data, before=before, after=after, headless=headless or bool(before))
+    if not cut_end or data.endswith(b"\n"):
+        return done.data
+    return redact_bytes(done.data, cut_end=True).data
 
 
 def redact_text(text: str, **kwargs: Any) -> tuple[str, Counter[str]]:

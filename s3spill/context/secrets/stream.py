@@ -18,18 +18,31 @@ __all__ = ["StreamRedactor"]
 class StreamRedactor:
     """Mask a byte stream chunk by chunk, in bounded memory; output length = input length.
 
-    Holds back the last partial line (up to :data:`MAX_LINE_BYTES`; a longer line is
-    scanned in overlapping pieces), so a secret is always seen whole.
+    Holds back the last partial line (up to :data:`MAX_LINE_BYTES`), so a secret is always
+    seen whole. A longer line is scanned in pieces that overlap by :data:`OVERLAP` bytes:
+    the overlap is carried *unmasked* (with the masks found in it so far kept aside), so
+    a secret that the end of one piece cut is seen whole at the start of the next, and a
+    mask already made there is never undone.
     """
 
     def __init__(self, detector: SecretDetector | None = None, max_line: int = MAX_LINE_BYTES) -> None:
         self._masker = LineMasker(detector or default_detector())
         self._carry = b""
+        #: The masks already found in the carry of a long line (same length, or empty).
+        self._carry_masked = b""
         self._max_line = max(max_line, 2 * OVERLAP)
 
     @property
     def counts(self) -> Counter[str]:
         return self._masker.counts
+
+    def _process(self, data: bytes) -> bytes:
+        seen = len(self._carry_masked)
+        masked = self._masker.process(data, count_from=seen)
+        if seen:
+            masked = _union(data[:seen], self._carry_masked, masked[:seen]) + masked[seen:]
+            self._carry_masked = b""
+        return masked
 
     def push(self, chunk: bytes) -> bytes:
         """The masked bytes that are final now (maybe fewer than pushed; never more in total)."""
@@ -39,14 +52,24 @@ class StreamRedactor:
             self._carry = data
             return b""
         if cut == 0:
-            masked = self._masker.process(data)  # scan all of it, emit all but the overlap
+            masked = self._process(data)  # scan all of it, emit all but the overlap
             cut = len(data) - OVERLAP
-            self._carry = masked[cut:]
+            self._carry, self._carry_masked = data[cut:], masked[cut:]
             return masked[:cut]
+        whole = data[:cut] if cut < len(data) else data
         self._carry = data[cut:]
-        return self._masker.process(data[:cut] if cut < len(data) else data)
+        return self._process(whole)
 
     def finish(self) -> bytes:
         """The rest (the last line, masked)."""
         rest, self._carry = self._carry, b""
-        return self._masker.process(rest) if rest else b""
+        return self._process(rest) if rest else b""
+
+
+def _union(raw: bytes, first: bytes, second: bytes) -> bytes:
+    """Both maskings of ``raw`` at once: a byte either pass changed stays changed."""
+    if first == raw:
+        return second
+    if second == raw:
+        return first
+    return bytes(a if a != r else b for r, a, b in zip(raw, first, second, strict=True))

@@ -1,0 +1,137 @@
+"""One usage event: what one tool call stored and what the model was shown of it.
+
+Why these fields and no more: ``stats`` needs sizes, the tool and the artifact a read
+refers back to (its name joins a read to the spill that stored it); the web view needs
+the text the model was shown. That text is the rendered, already masked context text —
+never more of the output than the model saw — capped at :data:`SHOWN_CAP` characters.
+The field names are the table's columns (docs/usage.md), so they only ever grow.
+
+Builders never raise: a malformed result makes no event (fail open), not an error in the
+caller's turn.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import orjson
+
+from s3spill.errors import SourceIdError
+from s3spill.keys import LiveId, SourceId, is_live_id
+
+__all__ = ["SCHEMA_VERSION", "SHOWN_CAP", "EventMaker", "UsageEvent", "grep_event", "read_event",
+           "spill_event"]
+
+SCHEMA_VERSION = 1
+#: Most characters of the shown text an event keeps (a page or a pointer is smaller).
+SHOWN_CAP = 200_000
+
+Op = Literal["spill", "read", "grep", "live_read", "live_grep"]
+
+
+@dataclass(frozen=True)
+class UsageEvent:
+    """One row of the usage table (see docs/usage.md for the column meanings)."""
+
+    session: str
+    op: Op
+    tool: str
+    shown: str
+    shown_chars: int
+    shown_bytes: int
+    shown_truncated: bool = False
+    artifact: str | None = None
+    source_id: str | None = None
+    via: str | None = None
+    call_id: str | None = None
+    spilled: bool = False
+    mode: str | None = None
+    raw_bytes: int = 0
+    stored_bytes: int | None = None
+    threshold: int | None = None
+    first_line: int | None = None
+    last_line: int | None = None
+    total_lines: int | None = None
+    matches: int | None = None
+    masked: int = 0
+    degraded: str | None = None
+    id: str = ""
+    ts: str = ""
+    v: int = SCHEMA_VERSION
+
+    @property
+    def day(self) -> str:
+        return self.ts[:10]
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(asdict(self))
+
+
+def _stamp() -> tuple[str, str]:
+    now = datetime.now(UTC)
+    return secrets.token_hex(8), now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def _shown(text: str) -> dict[str, Any]:
+    cut = text[:SHOWN_CAP]
+    return {"shown": cut, "shown_chars": len(text),
+            "shown_bytes": len(text.encode("utf-8", "surrogatepass")),
+            "shown_truncated": len(cut) < len(text)}
+
+
+def _locator(source_id: str) -> tuple[str | None, str | None, bool]:
+    """(artifact name, producing tool token, live) of a locator; Nones when it does not parse."""
+    try:
+        live = is_live_id(source_id)
+        name = LiveId.parse(source_id).name if live else SourceId.parse(source_id).name
+    except (SourceIdError, ValueError):
+        return None, None, False
+    return name, name.split("-", 2)[2], live
+
+
+def spill_event(session: str, result: Any, *, stored_bytes: int | None, threshold: int | None
+                ) -> UsageEvent:
+    """The event of one :meth:`Spiller.externalize` (inline or spilled; ``result`` a SpillResult)."""
+    ref = result.artifact
+    eid, ts = _stamp()
+    return UsageEvent(
+        session=session, op="spill", tool=str(result.tool)[:200], artifact=ref.name if ref else None,
+        source_id=ref.source_id if ref else None,
+        call_id=str(result.call_id)[:200] if result.call_id else None,
+        spilled=bool(result.spilled), mode=str(result.mode), raw_bytes=int(result.total_bytes),
+        stored_bytes=stored_bytes, threshold=threshold, total_lines=ref.line_count if ref else None,
+        masked=sum(result.masked.values()), degraded=result.degraded_reason, id=eid, ts=ts,
+        **_shown(result.context_text))
+
+
+def read_event(session: str, source_id: str, via: str, text: str, data: dict[str, Any]) -> UsageEvent | None:
+    """The event of one page read (``data``: the page's structured facts)."""
+    name, tool, live = _locator(source_id)
+    if name is None or tool is None:
+        return None
+    eid, ts = _stamp()
+    return UsageEvent(
+        session=session, op="live_read" if live else "read", tool=tool, artifact=name,
+        source_id=source_id.strip(), via=via, raw_bytes=int(data.get("size_bytes") or 0),
+        first_line=data.get("first_line"), last_line=data.get("last_line"),
+        total_lines=data.get("total_lines"), id=eid, ts=ts, **_shown(text))
+
+
+def grep_event(session: str, source_id: str, via: str, text: str, data: dict[str, Any]) -> UsageEvent | None:
+    """The event of one grep (``data``: the result's structured facts)."""
+    name, tool, live = _locator(source_id)
+    if name is None or tool is None:
+        return None
+    eid, ts = _stamp()
+    return UsageEvent(
+        session=session, op="live_grep" if live else "grep", tool=tool, artifact=name,
+        source_id=source_id.strip(), via=via, matches=data.get("total_matches"), id=eid, ts=ts,
+        **_shown(text))
+
+
+#: ``read_event`` or ``grep_event``: (session hash, source id, tool name, text, facts) -> event.
+EventMaker = Callable[[str, str, str, str, dict[str, Any]], UsageEvent | None]

@@ -1,0 +1,230 @@
+"""Appending usage events to create-once objects, in batches, off the caller's path.
+
+Why batches: an object per tool call would cost a PUT per call and leave millions of tiny
+objects; a long-lived process (MCP server, proxy, ``ui``) queues events and a background
+thread writes one NDJSON object per session and day when :attr:`max_events` are queued or
+the oldest is :attr:`max_age` seconds old. A one-shot process (a hook, the CLI) writes its
+events one small object per call, at once (``batch=False``: no thread; the process is about to
+exit, and a write it does not wait for would be lost).
+
+Why it can never hurt a tool call: :meth:`UsageRecorder.record` only appends to a bounded
+queue (a full queue drops and counts); writing happens on the recorder's thread, and any
+failure there is logged and counted as lost — usage is evidence for tuning, not a record
+anything depends on. Keys are fresh (a timestamp and 6 random bytes), so a write never
+replaces anything; a taken name is retried under a new one.
+
+A purge seals the session before it lists what to delete; like a live writer
+(:mod:`s3spill.fleet.seal`), the recorder checks the seal after each write and deletes
+what it just wrote if the session was erased meanwhile, then drops the session's events.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from s3spill import keys
+from s3spill.errors import AlreadyExists, NotFound, PreconditionFailed, S3SpillError
+from s3spill.log import get_logger
+from s3spill.store.base import ObjectStore
+from s3spill.usage.events import EventMaker, UsageEvent
+
+__all__ = ["UsageRecorder", "UsageSink", "close_all", "record_answer", "usage_recorder"]
+
+log = get_logger("s3spill.usage")
+
+#: ``S3SPILL_USAGE=off`` turns usage records off for the process.
+ENV = "S3SPILL_USAGE"
+
+
+class UsageSink(Protocol):
+    """All that the spill and read paths need: append one event, never raising."""
+
+    def record(self, event: UsageEvent | None) -> None: ...
+
+
+def record_answer(usage: UsageSink, make: EventMaker, session_id: str, source_id: str, via: str,
+                  text: str, data: dict[str, Any] | None) -> None:
+    """The event of one read or grep answer (what the model was shown); never raises."""
+    try:
+        usage.record(make(keys.session_hash(session_id), source_id, via, text, data or {}))
+    except Exception as exc:  # noqa: BLE001 - whatever went wrong, the answer stands
+        log.warning("usage.event_failed", error=type(exc).__name__)
+
+
+class UsageRecorder:
+    """Queue events for one store and write them as create-once NDJSON objects."""
+
+    def __init__(self, store: ObjectStore, *, batch: bool = True, max_events: int = 1000,
+                 max_age: float = 30.0, max_queued: int = 100_000) -> None:
+        self.store = store
+        self.batch = batch
+        self.max_events = max_events
+        self.max_age = max_age
+        self.max_queued = max_queued
+        self._queue: deque[UsageEvent] = deque()
+        self._oldest = 0.0
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._erased: set[str] = set()
+        #: Counters (also exported as metrics): events written, objects written, lost, dropped.
+        self.written = 0
+        self.objects = 0
+        self.lost = 0
+        self.dropped = 0
+
+    # -- the caller's side: O(1), never raises -------------------------------------------
+
+    def record(self, event: UsageEvent | None) -> None:
+        if event is None:
+            return
+        with self._lock:
+            if self._closed or len(self._queue) >= self.max_queued or event.session in self._erased:
+                self.dropped += 1
+                return
+            if not self._queue:
+                self._oldest = time.monotonic()
+            self._queue.append(event)
+            full = len(self._queue) >= self.max_events
+            start = self.batch and self._thread is None
+            if start:
+                self._thread = threading.Thread(target=self._run, name="s3spill-usage", daemon=True)
+        if not self.batch:  # one-shot process: one small object per call, now
+            self.flush()
+            return
+        if start and self._thread is not None:
+            self._thread.start()
+        if full:
+            self._wake.set()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    # -- the writer's side ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                closed = self._closed
+                wait = self.max_age - (time.monotonic() - self._oldest) if self._queue else self.max_age
+            if closed:
+                return
+            self._wake.wait(max(wait, 0.01))
+            self._wake.clear()
+            with self._lock:
+                due = bool(self._queue) and (len(self._queue) >= self.max_events
+                                             or time.monotonic() - self._oldest >= self.max_age)
+            if due:
+                self.flush()
+
+    def flush(self) -> int:
+        """Write everything queued now, on this thread; returns the events written."""
+        with self._write_lock:
+            with self._lock:
+                events = list(self._queue)
+                self._queue.clear()
+            if not events:
+                return 0
+            groups: dict[tuple[str, str], list[UsageEvent]] = defaultdict(list)
+            for event in events:
+                groups[(event.session, event.day)].append(event)
+            written = 0
+            for (shash, day), group in groups.items():
+                written += self._write(shash, day, group)
+            return written
+
+    def _write(self, shash: str, day: str, events: list[UsageEvent]) -> int:
+        try:
+            body = b"\n".join(e.to_json() for e in events) + b"\n"
+            for _ in range(3):
+                key = keys.usage_part_key(shash, day)
+                try:
+                    put = self.store.put_if_absent(key, body, content_type="application/x-ndjson")
+                    break
+                except AlreadyExists:
+                    continue
+            else:
+                raise AlreadyExists("no free usage object name after 3 attempts")
+            if self._undo_if_erased(shash, key, put.etag):
+                return 0
+        except (S3SpillError, OSError, ValueError) as exc:
+            self.lost += len(events)
+            log.warning("usage.lost", session_hash=shash, events=len(events), error=type(exc).__name__,
+                        detail=str(exc)[:200])
+            return 0
+        self.written += len(events)
+        self.objects += 1
+        return len(events)
+
+    def _undo_if_erased(self, shash: str, key: str, etag: str) -> bool:
+        """After a write: a purge's seal means the object must go again (True)."""
+        try:
+            self.store.head(keys.erasure_key(shash))
+        except NotFound:
+            return False
+        with self._lock:
+            self._erased.add(shash)
+        with contextlib.suppress(NotFound, PreconditionFailed):
+            self.store.delete_if_match(key, etag)
+        log.info("usage.erased_session", session_hash=shash)
+        return True
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the thread and write what is queued (bounded by ``timeout`` for the thread)."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+        self._wake.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        try:
+            self.flush()
+        except Exception as exc:  # noqa: BLE001 - fail open at exit whatever went wrong
+            log.warning("usage.lost_at_exit", error=type(exc).__name__)
+
+
+_recorders: dict[int, tuple[ObjectStore, UsageRecorder]] = {}
+_registry_lock = threading.Lock()
+
+
+def usage_recorder(store: ObjectStore, *, batch: bool = True) -> UsageRecorder | None:
+    """The process's recorder for ``store`` (one per store object), or None when turned off.
+
+    Closed (its queue written) at interpreter exit, so a one-shot process leaves exactly
+    one small object per session and day it touched.
+    """
+    if os.environ.get(ENV, "on").lower() in ("off", "0", "false", "no"):
+        return None
+    with _registry_lock:
+        found = _recorders.get(id(store))
+        if found is None or found[0] is not store or found[1].closed:
+            found = (store, UsageRecorder(store, batch=batch))
+            _recorders[id(store)] = found
+        return found[1]
+
+
+def recorders() -> Iterable[UsageRecorder]:
+    with _registry_lock:
+        return [r for _, r in _recorders.values()]
+
+
+@atexit.register
+def close_all() -> None:
+    """Write every recorder's queue (interpreter exit, or a test's teardown)."""
+    for recorder in recorders():
+        recorder.close(timeout=2.0)

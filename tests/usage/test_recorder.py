@@ -1,0 +1,99 @@
+"""The recorder: batched off the caller's path, one object per call when one-shot, fail open."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from s3spill import keys
+from s3spill.spill.spiller import Spiller
+from s3spill.store.base import ObjectStore
+from s3spill.store.local import LocalStore
+from s3spill.testing import Fault, FaultyStore
+from s3spill.usage.events import UsageEvent
+from s3spill.usage.recorder import UsageRecorder
+from s3spill.usage.source import usage_objects
+from tests.usage.conftest import SESSION
+
+
+def _event(i: int, session: str = SESSION) -> UsageEvent:
+    return UsageEvent(session=keys.session_hash(session), op="spill", tool="ls", shown=f"out {i}",
+                      shown_chars=5, shown_bytes=5, id=f"{i:016x}", ts="2026-12-01T00:00:00.000Z")
+
+
+def test_a_batch_is_one_object_per_max_events_written_on_its_own_thread(store: ObjectStore) -> None:
+    """1,000 events with max_events=100: ten objects, none written on the caller's thread."""
+    writers: set[str] = set()
+    real = store.put_if_absent
+
+    def spy(*args: object, **kwargs: object) -> object:
+        writers.add(threading.current_thread().name)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    store.put_if_absent = spy  # type: ignore[method-assign]
+    rec = UsageRecorder(store, max_events=100, max_age=60.0)
+    for i in range(1000):
+        rec.record(_event(i))
+    deadline = time.monotonic() + 60
+    while rec.written < 1000 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert writers == {"s3spill-usage"}
+    rec.close()
+    assert rec.written == 1000 and rec.objects <= 10 + 1 and rec.lost == 0
+    lines = sum(store.get(o.key).count(b"\n") for o in usage_objects(store))
+    assert lines == 1000
+
+
+def test_the_oldest_event_waits_at_most_max_age(tmp_path: object) -> None:
+    """A quiet process still writes its few events within max_age, without a flush."""
+    store = LocalStore(f"{tmp_path}/s")
+    rec = UsageRecorder(store, max_events=1000, max_age=0.2)
+    rec.record(_event(1))
+    deadline = time.monotonic() + 5
+    while rec.written == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert rec.written == 1 and rec.objects == 1
+    rec.close()
+
+
+def test_one_shot_writes_one_small_object_per_call(store: ObjectStore) -> None:
+    """``batch=False`` (hooks, the CLI): each call's event is its own object, written at once."""
+    rec = UsageRecorder(store, batch=False)
+    spiller = Spiller(store, SESSION, usage=rec)
+    for _ in range(3):
+        spiller.externalize("x" * 10, "ls")
+    assert rec.objects == 3 and len(list(usage_objects(store))) == 3
+
+
+def test_a_failing_store_loses_usage_never_the_tool_call(tmp_path: object) -> None:
+    """Every usage write fails: the spill still returns its pointer, the loss is counted."""
+    inner = LocalStore(f"{tmp_path}/s")
+    faulty = FaultyStore(inner)
+    faulty.add(Fault("put_if_absent", "unavailable", times=100, key_prefix=keys.SESSIONS + "/"
+                     + keys.session_hash(SESSION) + "/usage/"))
+    rec = UsageRecorder(faulty, batch=False)
+    spiller = Spiller(faulty, SESSION, usage=rec)
+    result = spiller.externalize("line\n" * 100_000, "build")
+    assert result.spilled and result.artifact is not None
+    assert rec.lost == 1 and rec.written == 0
+    assert list(usage_objects(inner)) == []
+
+
+def test_a_full_queue_drops_and_counts(tmp_path: object) -> None:
+    """The queue is bounded: past max_queued, events are dropped (counted), never blocking."""
+    rec = UsageRecorder(LocalStore(f"{tmp_path}/s"), max_events=10**6, max_age=60.0, max_queued=5)
+    for i in range(8):
+        rec.record(_event(i))
+    assert rec.pending == 5 and rec.dropped == 3
+    rec.close()
+    assert rec.written == 5
+
+
+def test_a_write_after_a_purge_seal_is_undone(tmp_path: object) -> None:
+    """A batch that lands after the purge sealed the session is deleted again, the rest dropped."""
+    store = LocalStore(f"{tmp_path}/s")
+    store.put_if_absent(keys.erasure_key(keys.session_hash(SESSION)), b"{}")
+    rec = UsageRecorder(store, batch=False)
+    rec.record(_event(1))
+    rec.record(_event(2))
+    assert list(usage_objects(store)) == [] and rec.dropped == 1

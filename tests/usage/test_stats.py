@@ -1,0 +1,104 @@
+"""``s3spill stats`` reports what a scripted run planted, from usage objects only (DuckDB)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from s3spill import keys
+from s3spill.store.base import ObjectStore
+from s3spill.usage.compact import compact_usage
+from s3spill.usage.recorder import UsageRecorder
+from s3spill.usage.source import usage_objects
+from s3spill.usage.stats import compute_stats
+from tests.cli_support import cli_call, local_cli_env
+from tests.usage.conftest import SECRET, SESSION, scripted_run
+
+
+def test_stats_after_200_calls_match_the_planted_behaviour(store: ObjectStore,
+                                                           recorder: UsageRecorder) -> None:
+    """One tool always re-read (raise the threshold), one never (lower it), one inline."""
+    planted = scripted_run(store, recorder)
+    recorder.close()
+    assert recorder.lost == 0 and recorder.written == planted.calls == 200
+    stats = compute_stats(store, session_hash=keys.session_hash(SESSION))
+    by = {t.tool: t for t in stats.tools}
+    assert stats.events == 200
+    build, search, ls = by["build"], by["search"], by["ls"]
+    planted_calls = (planted.build_spills, planted.search_spills, planted.small)
+    assert (build.calls, search.calls, ls.calls) == planted_calls
+    assert build.spill_share == search.spill_share == 1.0 and ls.spill_share == 0.0
+    assert build.reread_rate == 1.0 and search.reread_rate == 0.0
+    assert 1.0 < build.pages_per_reread <= 2.0 and build.greps > 0
+    assert build.suggestion == "raise" and "100% of" in build.reason
+    assert build.suggested_threshold is not None and build.threshold is not None
+    assert build.suggested_threshold > build.threshold
+    assert search.suggestion == "lower" and search.suggested_threshold is not None
+    assert search.suggested_threshold < (search.threshold or 0)
+    assert 0 < build.stored_bytes < build.raw_bytes  # compressed below raw
+    assert build.shown_bytes < build.raw_bytes
+
+
+def test_events_hold_only_the_masked_text_the_model_saw(store: ObjectStore, recorder: UsageRecorder) -> None:
+    """The planted credential is masked in every stored event, as it was for the model."""
+    scripted_run(store, recorder, calls=12)
+    recorder.close()
+    bodies = [store.get(o.key) for o in usage_objects(store)]
+    assert bodies and all(SECRET.encode() not in b for b in bodies)
+    events = [json.loads(line) for b in bodies for line in b.splitlines()]
+    reads = [e for e in events if e["op"] == "read"]
+    assert reads and all(e["shown"] and e["shown_chars"] == len(e["shown"]) for e in reads)
+    assert {e["op"] for e in events} == {"spill", "read", "grep"}
+
+
+def test_compaction_makes_one_day_file_and_stats_do_not_change(store: ObjectStore,
+                                                                recorder: UsageRecorder) -> None:
+    """A finished day's parts become one Parquet file; nothing counted twice or lost."""
+    scripted_run(store, recorder, calls=60)
+    recorder.close()
+    before = compute_stats(store).as_dict()
+    assert len(list(usage_objects(store))) > 1
+    report = compact_usage(store, now=datetime.now(UTC) + timedelta(days=1))
+    assert report.kept == [] and report.events == 60
+    objects = list(usage_objects(store))
+    assert len(objects) == 1 and objects[0].compacted
+    after = compute_stats(store).as_dict()
+    assert {**after, "objects": 0} == {**before, "objects": 0}
+
+
+def test_a_part_left_beside_its_day_file_is_counted_once(store: ObjectStore, recorder: UsageRecorder) -> None:
+    """A compaction killed before it deleted its sources: readers deduplicate by event id."""
+    scripted_run(store, recorder, calls=20)
+    recorder.close()
+    parts = {o.key: store.get(o.key) for o in usage_objects(store)}
+    compact_usage(store, now=datetime.now(UTC) + timedelta(days=1))
+    for key, body in parts.items():  # the "killed" run's sources, back in place
+        store.put_if_absent(key, body)
+    assert compute_stats(store).events == 20
+
+
+def test_since_drops_older_events(store: ObjectStore, recorder: UsageRecorder) -> None:
+    """``--since`` counts only events at or after now minus the duration."""
+    scripted_run(store, recorder, calls=10)
+    recorder.close()
+    assert compute_stats(store, since=timedelta(hours=1)).events == 10
+    later = datetime.now(UTC) + timedelta(days=2)
+    assert compute_stats(store, since=timedelta(hours=1), now=later).events == 0
+
+
+def test_the_cli_prints_stats_as_json_and_as_a_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``s3spill stats --session ID --json`` and the table name the tools and the suggestion."""
+    store = local_cli_env(tmp_path, monkeypatch, SESSION)
+    rec = UsageRecorder(store, batch=False)
+    scripted_run(store, rec, calls=30)
+    code, out, _ = cli_call(["stats", "--session", SESSION, "--json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert data["events"] == 30 and {t["tool"] for t in data["tools"]} == {"build", "search", "ls"}
+    assert len(list(usage_objects(store))) == 30  # one-shot: one small object per call
+    code, out, _ = cli_call(["stats", "--since", "1h"], capsys)
+    assert code == 0 and "build" in out and "raise" in out
