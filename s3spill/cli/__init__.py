@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.demo_cmds",
     "s3spill.cli.gc_cmds",
     "s3spill.cli.artifact_cmds",
+    "s3spill.cli.list_cmds",
     "s3spill.cli.run_cmds",
     "s3spill.cli.live_cmds",
     "s3spill.cli.mcp_cmds",
@@ -45,7 +46,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 #: A command missing here still works: every module is then registered.
 COMMAND_HOMES: dict[str, str] = {
     "spill": "s3spill.cli.artifact_cmds", "read": "s3spill.cli.artifact_cmds",
-    "grep": "s3spill.cli.artifact_cmds", "run": "s3spill.cli.run_cmds",
+    "grep": "s3spill.cli.artifact_cmds", "ls": "s3spill.cli.list_cmds", "run": "s3spill.cli.run_cmds",
     "doctor": "s3spill.cli.store_cmds", "demo": "s3spill.cli.demo_cmds",
     "serve-s3": "s3spill.cli.demo_cmds",
     "gc": "s3spill.cli.gc_cmds", "mcp": "s3spill.cli.mcp_cmds",
@@ -213,6 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(ExitCode.OK)
     from s3spill import log
     from s3spill.cli.failures import describe
+    from s3spill.errors import SourceIdError
 
     home = _command_home(argv)
     parser = build_parser(modules=(home,) if home else COMMAND_MODULES)
@@ -233,6 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
+        if isinstance(exc, SourceIdError):  # only the CLI knows where its session came from
+            from s3spill.cli.argtypes import explain_mismatch
+
+            exc = explain_mismatch(exc, args)
         failure = describe(exc)
         print(failure.line(), file=sys.stderr)
         return int(failure.code)
