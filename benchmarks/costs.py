@@ -34,6 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 PY = sys.executable
+#: The command as a harness runs it: the console script of this interpreter's environment
+#: (``python -m s3spill`` adds runpy's ~1 ms), with PYTHONPATH pointing at this checkout.
+_SCRIPT = Path(sys.executable).with_name("s3spill")
+S3SPILL = [str(_SCRIPT)] if _SCRIPT.exists() else [PY, "-m", "s3spill"]
 SESSION = "costs-bench"
 SMALL_PAYLOAD = json.dumps({
     "session_id": SESSION, "transcript_path": "/tmp/t.jsonl", "cwd": "/tmp",
@@ -139,7 +143,7 @@ def section_hook(report: Report, tmp: Path, env: dict[str, str], rounds: int) ->
     payload = tmp / "small-payload.json"
     payload.write_bytes(SMALL_PAYLOAD)
     t = interleaved({"pass": Cmd([PY, "-c", "pass"]),
-                     "hook": Cmd([PY, "-m", "s3spill", "hook", "claude-code"], payload)}, rounds, env)
+                     "hook": Cmd([*S3SPILL, "hook", "claude-code"], payload)}, rounds, env)
     report.raw["hook_pass_through"] = {k: v.show() for k, v in t.items()} | {
         "payload_bytes": len(SMALL_PAYLOAD), "calls": rounds,
         "hook_total_seconds": round(sum(t["hook"].wall), 2)}
@@ -152,7 +156,7 @@ def section_hook(report: Report, tmp: Path, env: dict[str, str], rounds: int) ->
 def section_run(report: Report, env: dict[str, str], rounds: int) -> None:
     bare = ["sh", "-c", "echo hi"]
     t = interleaved({"pass": Cmd([PY, "-c", "pass"]), "bare": Cmd(bare),
-                     "run": Cmd([PY, "-m", "s3spill", "run", "--", *bare])}, rounds, env)
+                     "run": Cmd([*S3SPILL, "run", "--", *bare])}, rounds, env)
     report.raw["run_small"] = {k: v.show() for k, v in t.items()} | {"calls": rounds}
     report.ratio(f"`s3spill run -- sh -c 'echo hi'` over the bare command, wall median of {rounds}",
                  t["run"].wall_ms - t["bare"].wall_ms, t["pass"].wall_ms, "ms", 1.5, "python -c pass")
@@ -186,8 +190,8 @@ def section_big(report: Report, tmp: Path, env: dict[str, str], mib: int, rounds
     just_over.write_bytes(json.dumps({"session_id": SESSION, "hook_event_name": "PostToolUse",
                                       "tool_name": "Bash", "tool_response": {
                                           "stdout": small_text.read_text(), "stderr": ""}}).encode())
-    hook = [PY, "-m", "s3spill", "hook", "claude-code"]
-    spill = [PY, "-m", "s3spill", "spill", str(text)]
+    hook = [*S3SPILL, "hook", "claude-code"]
+    spill = [*S3SPILL, "spill", str(text)]
     t = interleaved({"hook_big": Cmd(hook, payload), "spill_big": Cmd(spill),
                      "hook_40k": Cmd(hook, just_over)}, rounds, env)
     report.raw["hook_big"] = {k: v.show() for k, v in t.items()} | {
@@ -216,9 +220,9 @@ def section_read(report: Report, tmp: Path, env: dict[str, str], rounds: int) ->
     t = interleaved({
         "pass": Cmd([PY, "-c", "pass"]),
         "plain_read": Cmd([PY, plain, "read", str(plain_file), mid, "2000", ref.sha256]),
-        "read": Cmd([PY, "-m", "s3spill", "read", ref.source_id, "--offset", mid, "--limit", "2000"]),
+        "read": Cmd([*S3SPILL, "read", ref.source_id, "--offset", mid, "--limit", "2000"]),
         "plain_grep": Cmd([PY, plain, "grep", str(plain_file), "status=500", "20"]),
-        "grep": Cmd([PY, "-m", "s3spill", "grep", ref.source_id, "status=500", "--max-matches", "20"],
+        "grep": Cmd([*S3SPILL, "grep", ref.source_id, "status=500", "--max-matches", "20"],
                     ok=(0, 1)),
     }, rounds, env)
     report.raw["read_process"] = {k: v.show() for k, v in t.items()}

@@ -13,11 +13,36 @@ the multipart threshold and concurrency.
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from s3spill.errors import ConfigError
 
 MiB = 1024 * 1024
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90s``, ``15m``, ``24h``, ``30d``, ``2w`` (a bare number is seconds), or ISO 8601.
+
+    ISO 8601 (``P1D``, ``PT24H``, ``P1DT12H``) because plans and reports store durations
+    that way: a value copied from a report must be accepted back on the command line.
+    """
+    match = _DURATION.match(text)
+    if match:
+        return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2) or "s"])
+    if text.strip().upper().startswith("P"):
+        try:
+            return TypeAdapter(timedelta).validate_python(text.strip().upper())
+        except ValueError:
+            pass
+    raise ConfigError(f"bad duration {text!r}: use e.g. 90s, 15m, 24h, 30d, or ISO 8601 such as P1D")
 
 
 class TransferConfig(BaseModel):

@@ -10,6 +10,7 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
 
     S3SpillError
     ├── ConfigError                  bad URL, bad policy, a refused dangerous setting
+    │   └── PolicyError              a policy file or variable that does not check (file:line: key)
     ├── InvalidKey                   a key that could escape the store's prefix
     ├── StoreError                   anything the object store answered
     │   ├── AlreadyExists            If-None-Match lost: someone else created the key
@@ -60,6 +61,17 @@ class S3SpillError(Exception):
 
 class ConfigError(S3SpillError):
     """A configuration value is malformed or refused as unsafe."""
+
+
+class PolicyError(ConfigError):
+    """The fleet policy does not check: each problem names its file and line (or variable) and key."""
+
+    def __init__(self, problems: list[str] | str, *, hint: str | None = None) -> None:
+        problems = [problems] if isinstance(problems, str) else problems
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        super().__init__(shown, hint=hint or "fix the policy; `s3spill config check FILE` lists "
+                         "every problem")
+        self.problems = problems
 
 
 class InvalidKey(S3SpillError):

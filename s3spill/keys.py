@@ -53,6 +53,7 @@ __all__ = [
     "OWNER",
     "SESSIONS",
     "USAGE",
+    "HashedSession",
     "LiveId",
     "ParsedKey",
     "SourceId",
@@ -105,8 +106,22 @@ _USAGE_PART = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}\.ndjson$")
 _USAGE_COMPACT = re.compile(r"^day-[0-9a-f]{16}\.parquet$")
 
 
+class HashedSession(str):
+    """A session named by its hash, for operator tools (``s3spill ui``) that never learn ids.
+
+    A type, not a spelling: no string a model sends can become one, so a tool bound to a
+    session id still refuses every other session; the web view binds its read tools with
+    one to read a listed session exactly as its model did (same reads, same masking).
+    """
+
+    def __new__(cls, shash: str) -> HashedSession:
+        return super().__new__(cls, check_session_hash(shash))
+
+
 def session_hash(session_id: str) -> str:
     """Hash a session id into the 32-hex-digit token used in keys and source ids."""
+    if isinstance(session_id, HashedSession):
+        return str.__str__(session_id)
     if not isinstance(session_id, str) or not session_id:
         raise InvalidKey("session id must be a non-empty string")
     return hashlib.sha256(b"s3spill-session\0" + session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]

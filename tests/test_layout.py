@@ -32,18 +32,19 @@ ALLOWED: dict[str, set[str]] = {
     "live": {"artifacts", "config", "context", "errors", "failpoints", "keys", "leases", "log", "models",
              "store", "textview"},
     "gc": {"config", "errors", "failpoints", "fleet", "keys", "leases", "log", "models", "store"},
-    "usage": {"config", "errors", "keys", "log", "models", "store"},
+    "telemetry": {"log"},
+    "usage": {"config", "errors", "keys", "log", "models", "store", "telemetry"},
     "spill": {"artifacts", "config", "context", "errors", "fleet", "keys", "leases", "live", "log", "models",
-              "store", "textview", "typed", "usage"},
+              "store", "telemetry", "textview", "typed", "usage"},
     "agent": {"_version", "artifacts", "config", "context", "errors", "fleet", "keys", "leases", "live",
-              "log", "models", "spill", "store", "typed", "usage"},
+              "log", "models", "spill", "store", "telemetry", "typed", "usage"},
     "proxy": {"agent", "artifacts", "config", "context", "errors", "fleet", "keys", "leases", "live",
-              "log", "models", "spill", "store", "typed", "usage"},
+              "log", "models", "spill", "store", "telemetry", "typed", "usage"},
     "adapters": {"_version", "agent", "artifacts", "config", "context", "errors", "fleet", "keys", "leases",
-                 "live", "log", "models", "proxy", "spill", "store", "typed", "usage"},
+                 "live", "log", "models", "proxy", "spill", "store", "telemetry", "typed", "usage"},
 }
 #: The top of the stack may use anything below it.
-TOP = {"__init__", "__main__", "cli", "demo"}
+TOP = {"__init__", "__main__", "cli", "demo", "ui"}
 
 
 def _module_name(path: Path) -> str:

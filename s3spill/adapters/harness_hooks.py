@@ -41,7 +41,9 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal
 
+from s3spill.adapters.claude_bash import decode_payload
 from s3spill.context.policy import SHELL_TOOLS, KiB, SpillPolicy, ToolPolicy
+from s3spill.fleet.policy_file import LoadedPolicy
 from s3spill.log import get_logger
 from s3spill.proxy.results import ResultSpiller
 from s3spill.proxy.settings import ProxySettings
@@ -91,12 +93,15 @@ class HookSpiller:
     """One hook call's Spiller (the harness's session) and what it does to a response."""
 
     def __init__(self, store: ObjectStore, session_id: str, harness: Harness,
-                 server: str = DEFAULT_SERVER) -> None:
+                 server: str = DEFAULT_SERVER, fleet: LoadedPolicy | None = None) -> None:
         self.harness = harness
         self.own = tool_names(harness, server)
         settings = ProxySettings(tool_prefix=self.own[0].removesuffix("read_artifact"))
-        self.policy = hook_policy(harness, server).model_copy(update={"image_pricer": settings.price_binary})
-        self.spiller = Spiller(store, session_id, self.policy, usage=usage_recorder(store, batch=False))
+        policy = hook_policy(harness, server).model_copy(update={"image_pricer": settings.price_binary})
+        #: The hook's own defaults, with what the fleet policy sets on top ([harness.<name>] too).
+        self.policy = fleet.spill_policy(policy, harness) if fleet is not None else policy
+        self.spiller = Spiller(store, session_id, self.policy, quota=fleet.quota() if fleet else None,
+                               usage=usage_recorder(store, batch=False))
         self.results = ResultSpiller(self.spiller, settings)
 
     def close(self) -> None:
@@ -104,6 +109,8 @@ class HookSpiller:
 
     def value(self, value: Any, tool: str, call_id: str | None) -> Any:
         """``value`` with every oversized string spilled and its shape kept (same object if none)."""
+        if self.policy.never_spills(tool):
+            return value  # the fleet policy's never_spill: the tool's result as it is
         if isinstance(value, str):
             if not self.policy.should_externalize(value, tool):
                 return value
@@ -157,7 +164,7 @@ def gemini_cli(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | 
     if tool in spill.own or not isinstance(response, dict):
         return None
     text = _llm_text(response.get("llmContent"))
-    if text is None or not spill.policy.should_externalize(text, tool):
+    if text is None or spill.policy.never_spills(tool) or not spill.policy.should_externalize(text, tool):
         return None
     out = spill.spiller.externalize(text, tool, None)
     return {"hookSpecificOutput": {"hookEventName": "AfterTool", "tool_output": out.context_text}}
@@ -185,27 +192,34 @@ ANSWERS: dict[Harness, Callable[[dict[str, Any], HookSpiller], dict[str, Any] | 
 
 
 def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], *,
-           server: str = DEFAULT_SERVER, session: str | None = None) -> bytes:
+           server: str = DEFAULT_SERVER, session: str | None = None, debug: bool = False,
+           fleet: Callable[[], LoadedPolicy] | None = None) -> bytes:
     """What the hook prints for the payload ``raw``: the JSON answer, or b"" for no change.
 
     ``session`` (the operator's ``--session`` / ``$S3SPILL_SESSION``) wins over the payload's
     ``session_id``, as everywhere in the CLI; without it the harness's own session is used.
     Never raises: any failure is logged and answered with b"" (the harness keeps the
-    tool's own result).
+    tool's own result). A payload that is not a UTF-8 JSON object is an ordinary input, one
+    log line; anything else is one line too, its traceback only with ``debug`` (``--debug``),
+    as docs/configuration.md promises for every command. ``fleet`` loads the fleet policy (one
+    that does not check fails open like anything else: logged, the tool's result kept).
     """
     try:
         if len(raw) <= floor_bytes(hook_policy(harness, server)):
             return b""  # nothing in it can be over a threshold: no store, no work
-        payload = json.loads(raw)
-        if not isinstance(payload, dict):
+        payload = decode_payload(raw)
+        if payload is None:
+            log.warning("hooks.unreadable_payload", harness=harness, bytes=len(raw),
+                        detail="not a UTF-8 JSON object; the tool's result goes on unchanged")
             return b""
         session_id = session or _str(payload.get("session_id"))
         if not session_id:
             log.warning("hooks.no_session", harness=harness)
             return b""
+        loaded = fleet() if fleet is not None else None
         store = open_store()
         try:
-            spill = HookSpiller(store, session_id, harness, server)
+            spill = HookSpiller(store, session_id, harness, server, loaded)
             try:
                 out = ANSWERS[harness](payload, spill)
             finally:
@@ -213,6 +227,9 @@ def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], 
         finally:
             store.close()
         return b"" if out is None else json.dumps(out, ensure_ascii=False).encode("utf-8")
-    except Exception:  # fail open: never block the tool, never lose its result
-        log.exception("hooks.failed_open", harness=harness)
+    except Exception as exc:  # fail open: never block the tool, never lose its result
+        if debug:
+            log.exception("hooks.failed_open", harness=harness)
+        else:
+            log.error("hooks.failed_open", harness=harness, error=type(exc).__name__, detail=str(exc)[:300])
         return b""

@@ -9,12 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from s3spill.errors import ConfigError, SourceIdError
-from s3spill.store import ObjectStore, open_store
+from s3spill.store import ObjectStore
 
 
 def store_from_args(args: argparse.Namespace) -> ObjectStore:
+    """``--store``, else the fleet policy's (``[store] url`` / ``$S3SPILL_STORE``), with its KMS key."""
+    from s3spill.cli.policy_args import policy_from_args  # the policy needs this module's types
+
     try:
-        return open_store(getattr(args, "store", None))
+        return policy_from_args(args).open_store(getattr(args, "store", None))
     except ConfigError as exc:
         if exc.hint is None:
             exc.hint = "check --store / $S3SPILL_STORE"

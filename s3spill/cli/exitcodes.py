@@ -9,7 +9,6 @@ command has started, it exits with that command's status, as a shell would.
 from __future__ import annotations
 
 import enum
-import textwrap
 
 
 class ExitCode(enum.IntEnum):
@@ -67,6 +66,8 @@ def markdown_table() -> str:
 
 def help_epilog() -> str:
     """The table as plain text for ``s3spill --help``."""
+    import textwrap  # only for --help; the fast paths import this module too
+
     lines = ["exit codes (run exits with its command's own status):"]
     lines += [textwrap.fill(MEANINGS[code].replace("`", ""), width=88,
                             initial_indent=f"  {int(code):>3}  ", subsequent_indent=" " * 7)

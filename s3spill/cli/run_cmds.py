@@ -7,40 +7,30 @@ and replaced by a preview plus a pointer. The exit status is the command's own (
 signal ``N`` becomes ``128 + N``, as in a shell), so ``s3spill run`` can wrap a
 command inside scripts and agent harnesses without changing their control flow.
 
-``run`` ends when the command itself exits, not when the pipe reaches EOF: a command
-that starts a server with ``cmd &`` leaves a background process holding the pipe open,
-and waiting for EOF would never return. After the command exits, what is still in the
-pipe is drained for a short, bounded time; then the output is what arrived, and the
-text says a background process kept the output open.
+How the command is started and read (ending when it exits, a bounded drain after) is
+:mod:`.run_pipe`'s. A plain ``run -- CMD`` usually never gets here at first:
+:mod:`.run_fast` starts the command before any of this is imported and prints a small
+output itself; when the output grows past what it can decide, it hands the running
+command, its pipe and the bytes read so far to :func:`continue_run`.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import selectors
+import itertools
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Iterable
+from pathlib import Path
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.live_cmds import add_background_flags, run_background
+from s3spill.cli.policy_args import add_cap_flag, policy_from_args
+from s3spill.cli.run_pipe import HELD_OPEN_NOTE, Pipe, exit_status, start
 from s3spill.cli.voice import say
 from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
-
-#: Exit status when the command cannot be started at all (as in a shell).
-EXIT_NOT_FOUND = 127
-EXIT_NOT_EXECUTABLE = 126
-_READ = 256 * 1024
-#: After the command exited: stop when the pipe is quiet this long, or after DRAIN_MAX.
-DRAIN_IDLE = 0.3
-DRAIN_MAX = 2.0
-#: While the command runs, how often to look whether it has exited.
-_POLL = 0.1
-HELD_OPEN_NOTE = ("a background process started by the command kept the output open after the "
-                  "command exited; only what arrived until then is captured")
+from s3spill.store.base import ObjectStore
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,56 +43,48 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="tool name that selects the spill policy (default: bash)")
     p.add_argument("--call-id", type=utf8, help="call id recorded with the stored output")
     p.add_argument("--json", action="store_true", help="print the whole SpillResult as JSON")
-    p.add_argument("--pointer-style", choices=("cli", "tools"), default="cli",
+    p.add_argument("--pointer-style", choices=("cli", "tools"), default=None,
                    help="how the pointer says to read the output back: `s3spill read` commands "
                    "(cli, the default: a model with a shell) or read_artifact/grep_artifact tool "
                    "calls (tools: a harness that also serves those tools, e.g. over MCP)")
+    add_cap_flag(p)
+    p.add_argument("--follow", metavar="DIR", type=Path,
+                   help="no CMD: follow DIR/o, the output of a command a harness's shell runs, until "
+                   "DIR/rc holds its exit status (the Claude Code PreToolUse wrapper; docs/harnesses.md)")
+    p.add_argument("--watch-pid", type=int, metavar="PID",
+                   help="with --follow: the shell running the command; gone without DIR/rc means stopped")
+    p.add_argument("--harness", choices=("claude-code",),
+                   help="the pointer and the limits as that harness's hook uses them (names its MCP tools)")
+    p.add_argument("--server", default="s3spill", metavar="NAME",
+                   help="with --harness: the name `s3spill mcp` is registered under (default s3spill)")
     add_background_flags(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="the command to run, after --")
     p.set_defaults(func=run)
 
 
-class _Pipe:
-    """The command's output until EOF, or until a bounded drain after the command exited."""
-
-    def __init__(self, fd: int, proc: subprocess.Popen[bytes]) -> None:
-        self.fd = fd
-        self.proc = proc
-        #: True when the command exited but something else still held the pipe open.
-        self.held_open = False
-
-    def note(self) -> str | None:
-        return HELD_OPEN_NOTE if self.held_open else None
-
-    def __iter__(self) -> Iterator[bytes]:
-        """Chunks as the command produces them (``os.read`` returns what is there)."""
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.fd, selectors.EVENT_READ)
-            deadline: float | None = None
-            while True:
-                if deadline is None and self.proc.poll() is not None:
-                    deadline = time.monotonic() + DRAIN_MAX
-                wait = _POLL if deadline is None else min(DRAIN_IDLE, deadline - time.monotonic())
-                if not (wait > 0 and selector.select(wait)):
-                    if deadline is not None:  # exited, and the pipe stays open but quiet (or busy)
-                        self.held_open = True
-                        return
-                    continue
-                chunk = os.read(self.fd, _READ)
-                if not chunk:
-                    return
-                yield chunk
+def command(args: argparse.Namespace) -> list[str]:
+    cmd = list(args.cmd)
+    return cmd[1:] if cmd and cmd[0] == "--" else cmd
 
 
-def _exit_status(returncode: int) -> int:
-    return 128 - returncode if returncode < 0 else returncode
+def _policy(args: argparse.Namespace) -> SpillPolicy:
+    """run's own defaults (or the harness hook's), with the fleet policy's keys on top."""
+    if args.harness:
+        from s3spill.adapters.harness_hooks import hook_policy
+
+        base = hook_policy(args.harness, args.server)
+    else:
+        base = SpillPolicy(pointer_style="cli")
+    return policy_from_args(args).spill_policy(base, args.harness or "run")
 
 
 def run(args: argparse.Namespace) -> int:
-    cmd = list(args.cmd)
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
+    if args.follow is not None:
+        from s3spill.cli.run_follow import follow
+
+        return follow(args, _policy)
+    cmd = command(args)
     if not cmd:
         print(say("run: no command given", "usage: s3spill run [--tool NAME] [--json] -- CMD ARGS..."),
               file=sys.stderr)
@@ -111,23 +93,36 @@ def run(args: argparse.Namespace) -> int:
         return run_background(args, cmd)
     session = session_from_args(args)
     store = store_from_args(args)
-    try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # noqa: S603
-    except FileNotFoundError:
-        print(say(f"run: command not found: {cmd[0]}", "check its name and $PATH"), file=sys.stderr)
-        return EXIT_NOT_FOUND
-    except PermissionError:
-        print(say(f"run: permission denied: {cmd[0]}", "make it executable: chmod +x"),
-              file=sys.stderr)
-        return EXIT_NOT_EXECUTABLE
+    proc = start(cmd)
+    if isinstance(proc, int):
+        store.close()
+        return proc
     assert proc.stdout is not None
-    pipe = _Pipe(proc.stdout.fileno(), proc)
-    policy = SpillPolicy(pointer_style=args.pointer_style)
+    pipe = Pipe(proc.stdout.fileno(), proc)
+    return _spill(args, session, store, proc, pipe, pipe)
+
+
+def continue_run(args: argparse.Namespace, proc: subprocess.Popen[bytes], pipe: Pipe,
+                 read: bytes, rest: Iterable[bytes]) -> int:
+    """The full path for a command :mod:`.run_fast` started: ``read`` came first, then ``rest``.
+
+    The store is opened only now; :mod:`.run_fast` checked the flags that could make
+    opening it a usage error before it started the command.
+    """
+    return _spill(args, session_from_args(args), store_from_args(args), proc, pipe,
+                  itertools.chain([read], rest))
+
+
+def _spill(args: argparse.Namespace, session: str, store: ObjectStore, proc: subprocess.Popen[bytes],
+           pipe: Pipe, output: Iterable[bytes]) -> int:
+    assert proc.stdout is not None
+    loaded = policy_from_args(args)
     from s3spill.usage.recorder import usage_recorder
 
-    with store, Spiller(store, session, policy, usage=usage_recorder(store, batch=False)) as spiller:
+    with store, Spiller(store, session, _policy(args), quota=loaded.quota(),
+                        usage=usage_recorder(store, batch=False)) as spiller:
         try:
-            result = spiller.externalize(pipe, args.tool, args.call_id, exit_code=proc.wait,
+            result = spiller.externalize(output, args.tool, args.call_id, exit_code=proc.wait,
                                          note=pipe.note)
         finally:
             proc.stdout.close()
@@ -140,4 +135,4 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     if pipe.held_open and result.mode == "inline":  # no notice to carry it: say it beside the output
         print(say(f"run: {HELD_OPEN_NOTE}"), file=sys.stderr)
-    return _exit_status(returncode)
+    return exit_status(returncode)

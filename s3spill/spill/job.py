@@ -402,6 +402,7 @@ class SpillJob:
             summary=summarize(retained, self.tool, self.exit_code, self.policy.summary_chars),
             call_id=self.call_id, exit_code=self.exit_code,
             total_bytes=retained.total_bytes if capped else ref.size_bytes,
+            stored_bytes=ref.size_bytes if capped else None,
             line_count=retained.line_count if capped else ref.line_count,
             read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
             view=view.describe() if view is not None else None, note=self.note,
@@ -497,7 +498,8 @@ class SpillJob:
         return self._from_rendered(rendered, retained, reason=reason)
 
     def _last_resort(self, retained: RetainedText, reason: str) -> SpillResult:
-        note = f"\n[s3spill] The full output could NOT be saved ({reason[:200]})."
+        bare = reason[len("not saved:"):].strip() if reason.lower().startswith("not saved:") else reason
+        note = f"\n[s3spill] The full output could NOT be saved ({bare[:200]})."
         text = clip(retained.head_text, max(0, self.policy.hard_cap_chars - len(note)))
         text = (text + note)[: self.policy.hard_cap_chars]
         shown = len(text.encode("utf-8", "replace"))

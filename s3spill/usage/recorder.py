@@ -33,6 +33,7 @@ from s3spill import keys
 from s3spill.errors import AlreadyExists, NotFound, PreconditionFailed, S3SpillError
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
+from s3spill.telemetry import observe_event
 from s3spill.usage.events import EventMaker, UsageEvent
 
 __all__ = ["UsageRecorder", "UsageSink", "close_all", "record_answer", "usage_recorder"]
@@ -87,6 +88,8 @@ class UsageRecorder:
     def record(self, event: UsageEvent | None) -> None:
         if event is None:
             return
+        observe_event(event.op, event.tool, event.raw_bytes, event.shown_bytes, event.spilled,
+                      event.stored_bytes)
         with self._lock:
             if self._closed or len(self._queue) >= self.max_queued or event.session in self._erased:
                 self.dropped += 1

@@ -29,7 +29,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Finding", "SecretDetector", "default_detector", "shannon_entropy"]
+from s3spill.context.secrets.triggers import TRIGGERS
+
+__all__ = ["TRIGGERS", "Finding", "SecretDetector", "default_detector", "shannon_entropy"]
 
 #: Kind names for detect-secrets' secret types where its own name is long or unclear.
 _KIND_NAMES = {
@@ -56,48 +58,6 @@ _ASSIGNMENT = re.compile(
 #: Digests are high-entropy and public: ``sha512-…`` (npm integrity), ``h1:…`` (go.sum).
 _DIGEST_VALUE = re.compile(r"^(?:sha(?:1|224|256|384|512)[-:_]|md5[-:]|h1:)", re.IGNORECASE)
 
-#: The trigger of each rule: a cheap RE2 pattern that every line the rule can flag
-#: matches (a superset: literal anchors and short counted runs, so the combined DFA stays
-#: small and one pass runs at memory-like speed). tests/test_context_secrets.py checks
-#: that each rule finds nothing its trigger would skip.
-TRIGGERS: dict[str, str] = {
-    "private-key": r"PRIVATE KEY|PuTTY-User-Key-File|Private-MAC",
-    "aws-key": r"A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA",
-    "aws-secret": r"(?i:aws)",
-    "artifactory-credentials": r"AKC[a-zA-Z0-9]{10}|AP[0-9A-F][a-zA-Z0-9]{8}",
-    "azure-key": r"AccountKey=",
-    "url-password": r"://[^\s/@]+:[^\s/@]+@",
-    "cloudant-credentials": r"(?i:cl(?:ou|oudant)?[_-]?(?:api)?[_-]?(?:key|pwd|pw|pass|token)|cloudant)",
-    "discord-bot-token": r"\.[a-zA-Z0-9_-]{6}\.[a-zA-Z0-9_-]{8}",
-    "github-token": r"gh[pousr]_",
-    "gitlab-token": r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941",
-    "ibm-cos-hmac-credentials": r"(?i:secret[_-]?(?:access)?[_-]?key)",
-    "ibm-cloud-iam-key": r"(?i:key|pwd|pass|token)[^\n]{0,12}[a-zA-Z0-9_-]{44}",
-    "jwt": r"eyJ[A-Za-z0-9_=-]+\.",
-    "mailchimp-access-key": r"-us[0-9]",
-    "npm-token": r"_authToken",
-    "openai-token": r"T3BlbkFJ",
-    "pypi-token": r"pypi-AgE",
-    "sendgrid-api-key": r"SG\.",
-    "slack-token": r"(?i:xox[abposr]-|hooks\.slack\.com)",
-    "softlayer-credentials": r"(?i:softlayer|sl[_-]?(?:api)?[_-]?(?:key|pwd|pass|token))",
-    "square-secret": r"sq0csp-",
-    "stripe-access-key": r"k_live_",
-    "telegram-bot-token": r"[0-9]{8}:[0-9A-Za-z_-]{8}",
-    "twilio-api-key": r"(?:AC|SK)[a-z0-9]{12}",
-    # Every word of the library's keyword list holds one of these, and each of its
-    # patterns puts an assignment or a comparison right after the name (or before it).
-    "password": r"(?i:key|pass|pwd|secret|contrase)[A-Za-z0-9_]*[\]'\"]{0,2}[ \t]*[:=!]"
-                r"|(?i:key|pass|pwd|secret|contrase)[^\s]{0,50}[ \t]*[\"'`][^\n]*[\"'`];"
-                r"|[=!]=[ \t]*[A-Za-z0-9_]*(?i:key|pass|pwd|secret|contrase)",
-    # A name of three or more characters, and a value holding a letter past ``f`` or a
-    # base64 symbol: the hex commit ids, UUIDs and digests of a build log (and go.sum's
-    # ``h1:``, npm's ``sha512-``) are no candidates; hex carries at most 4 bits of
-    # entropy per character, under the limit anyway.
-    "high-entropy": r"[A-Za-z_][A-Za-z0-9_.-]{2}[\"']?[ \t]*[:=][ \t]*[\"'`]?[0-9a-fA-F_=-]*"
-                    r"(?:[g-rt-zG-Z+/]|s[A-Za-gi-z0-9+/=_-]|sh[A-Zb-z0-9+/=_-]|sha[A-Za-z+/=_-])"
-                    r"[A-Za-z0-9+/=_-]{12}",
-}
 _ENTROPY_LIMIT = 4.5
 #: A keyword value that is a word, a path or a placeholder says nothing secret.
 _NOT_SECRET = re.compile(

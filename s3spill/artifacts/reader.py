@@ -1,0 +1,404 @@
+"""Reading artifacts back: every byte verified before it is used, a page or a search at a time.
+
+A read resolves the source id (strictly parsed, same session only), HEADs the body for the
+ETag (or, version 1, the pinned index digest), fetches the index and checks that it
+commits this body, its identity (session, name, SHA-256 prefix of the source id) and
+size; the verified index is cached (immutable). Then it fetches only the frames it needs,
+with ranged GETs, decodes and verifies each before using a byte; decoded chunks are kept
+in a small cache, so re-fitting a page to its budget never fetches a chunk twice.
+Any mismatch raises :class:`IntegrityError` naming the source id. :meth:`grep` streams all
+chunks and also checks the full SHA-256 before returning.
+
+Threat model: accidental corruption or an unconditional overwrite of the body is always
+detected (the index pins its ETag, each frame its raw SHA-256), and so is a damaged or
+replaced index that misdescribes the bytes a read touches. A version 2 index cannot be
+pinned by a body written before it, so a deliberate rewrite of only its descriptive fields
+(tool, label, created_at) that keeps the body's ETag is not detected; a version 1 index
+is pinned whole. A writer who replaces body and index consistently is detected by
+:meth:`verify` and :meth:`grep` against the full SHA-256 (its 64-bit prefix is in the
+source id, all of it in an ``ArtifactReference``), but not by a single page read, which
+checks only the chunks it touches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from s3spill import keys
+from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex
+from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
+from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pattern, grep_chunks
+from s3spill.artifacts.views import CONTEXT_BYTES, ChunkView, viewed
+from s3spill.artifacts.writer import reference_of
+from s3spill.config import TransferConfig
+from s3spill.errors import (
+    ArtifactErased,
+    ArtifactNotFound,
+    BucketNotFound,
+    ConfigError,
+    IntegrityError,
+    InvalidRequest,
+    NotFound,
+    SourceIdError,
+)
+from s3spill.log import get_logger
+from s3spill.models import ArtifactMemoryReference, ArtifactReference
+from s3spill.store.base import ObjectStore
+from s3spill.store.commit import defers_digest
+from s3spill.typed.bytepage import DEFAULT_BYTES, BytePage, build_byte_page
+from s3spill.typed.jsonpath import DEFAULT_ELEMENTS, JsonPage, build_json_page
+from s3spill.typed.recordpage import DEFAULT_RECORDS, RecordPage, build_record_page, record_at
+
+__all__ = ["ArtifactReader", "ResolvedArtifact", "SourceRef"]
+
+log = get_logger("s3spill.artifacts.store")
+
+_INDEX_CACHE_SIZE = 64
+#: Decoded, verified chunks kept across page reads (a page re-fitted to its budget, the
+#: next page of a sequential read). Immutable artifacts make this safe.
+_CHUNK_CACHE_BYTES = 8 * 1024 * 1024
+
+SourceRef = str | keys.SourceId | ArtifactReference | ArtifactMemoryReference
+
+
+@dataclass(frozen=True)
+class ResolvedArtifact:
+    """A source id that passed every check, with the keys derived from it."""
+
+    source_id: keys.SourceId
+    artifact_key: str
+    index_key: str
+    #: Full SHA-256 the caller vouches for (from a reference), checked against the index.
+    expected_sha256: str | None = None
+
+
+class ArtifactReader:
+    """Read artifacts of one session back, verified, a page or a search at a time.
+
+    ``session_id`` names the caller's session; it comes from the harness (construction
+    or per call), never from the model. Reads accept only source ids of that session.
+    """
+
+    def __init__(self, store: ObjectStore, config: TransferConfig | None = None, *,
+                 session_id: str | None = None, view: ChunkView | None = None) -> None:
+        self.store = store
+        self.config = config or TransferConfig()
+        self.session_id = session_id
+        #: What reads show of the stored bytes (:mod:`s3spill.artifacts.views`); None: them.
+        self.view = view
+        self._cache: OrderedDict[str, ArtifactIndex] = OrderedDict()
+        self._chunks: OrderedDict[tuple[str, int, bool], bytes] = OrderedDict()
+        self._chunk_bytes = 0
+        self._lock = threading.Lock()
+
+    # -- resolving --------------------------------------------------------------------
+
+    def _session(self, session_id: str | None) -> str:
+        session = session_id or self.session_id
+        if not session:
+            raise ConfigError("no session: the harness must name the session to read from")
+        return session
+
+    def resolve(self, source: SourceRef, session_id: str | None = None) -> ResolvedArtifact:
+        """Check a source id (or a reference) strictly: well-formed and of this session."""
+        expected = None
+        if isinstance(source, (ArtifactReference, ArtifactMemoryReference)):
+            expected = source.sha256
+            source = source.source_id
+        sid = source if isinstance(source, keys.SourceId) else keys.SourceId.parse(source)
+        sid = keys.SourceId.parse(str(sid))  # re-validate a hand-built SourceId
+        sid.require_session(self._session(session_id))
+        if expected is not None and not expected.startswith(sid.sha256_prefix):
+            raise SourceIdError(f"reference to {sid} carries a different SHA-256")
+        return ResolvedArtifact(
+            source_id=sid,
+            artifact_key=keys.artifact_key(sid.session_hash, sid.name),
+            index_key=keys.index_key(sid.session_hash, sid.name),
+            expected_sha256=expected,
+        )
+
+    def index(self, source: SourceRef, session_id: str | None = None) -> ArtifactIndex:
+        """The verified index of an artifact of this session."""
+        return self._index(self.resolve(source, session_id))
+
+    def reference(self, source: SourceRef, session_id: str | None = None) -> ArtifactReference:
+        """Rebuild the :class:`ArtifactReference` of a stored artifact from its verified index."""
+        return reference_of(self.index(source, session_id))
+
+    def _index(self, art: ResolvedArtifact) -> ArtifactIndex:
+        sid = str(art.source_id)
+        with self._lock:
+            cached = self._cache.get(sid)
+            if cached is not None:
+                self._cache.move_to_end(sid)
+        index = cached or self._load_index(art)
+        if art.expected_sha256 is not None and index.sha256 != art.expected_sha256:
+            raise IntegrityError(f"{sid}: stored SHA-256 differs from the reference's")
+        if cached is None:
+            with self._lock:
+                self._cache[sid] = index
+                while len(self._cache) > _INDEX_CACHE_SIZE:
+                    self._cache.popitem(last=False)
+        return index
+
+    def _load_index(self, art: ResolvedArtifact) -> ArtifactIndex:
+        sid = str(art.source_id)
+        try:
+            info = self.store.head(art.artifact_key)
+        except NotFound:
+            raise self._missing(art) from None
+        pinned = info.metadata.get(META_INDEX_SHA256)  # version 1: the body pins its index
+        committed = defers_digest(info)  # version 2: the index commits the body
+        if not pinned and not committed:
+            raise IntegrityError(f"{sid}: the artifact does not name its index")
+        try:
+            raw = self.store.get(art.index_key)
+        except NotFound:
+            if committed:
+                raise ArtifactNotFound(f"artifact {sid} was never committed (no index)",
+                                       key=art.artifact_key, source_id=sid) from None
+            raise IntegrityError(f"{sid}: the artifact's index is missing") from None
+        if pinned and hashlib.sha256(raw).hexdigest() != pinned:
+            raise IntegrityError(f"{sid}: the index does not match the digest its artifact pins")
+        try:
+            index = ArtifactIndex.model_validate_json(raw)
+        except ValidationError:
+            raise IntegrityError(f"{sid}: the index does not parse") from None
+        if not pinned and (index.schema_version < 2 or index.body_etag != info.etag):
+            raise IntegrityError(f"{sid}: the index does not commit this body (ETag differs)")
+        if (index.session_hash != art.source_id.session_hash or index.name != art.source_id.name
+                or index.stored_size != info.size):
+            raise IntegrityError(f"{sid}: the index describes a different artifact")
+        if not index.sha256.startswith(art.source_id.sha256_prefix):
+            # The body and its index agree; only the id's digest suffix differs: a mistyped or
+            # made-up id, not damaged bytes (a full read would still check every byte).
+            raise SourceIdError(
+                f"{sid}: no artifact of this session has this digest; the artifact "
+                f"{index.name} has SHA-256 {index.sha256[:16]}, not {art.source_id.sha256_prefix}",
+                hint="check the source id for a typo")
+        return index
+
+    def _missing(self, art: ResolvedArtifact) -> NotFound:
+        """Why an artifact's body is not there: no bucket at all, or no such artifact.
+
+        A HEAD of a missing key and of a missing bucket both answer a bare 404; a GET of
+        the index says which (and only on this failure path). Whether GC deleted it is
+        for the session's journal to say (:func:`s3spill.leases.expiry.explain_missing`).
+        """
+        sid = str(art.source_id)
+        try:
+            self.store.get(art.index_key)
+        except BucketNotFound as exc:
+            return exc
+        except NotFound:
+            if self._erased(art):
+                return ArtifactErased(f"{sid} was erased on request (its session was purged); it is "
+                                      "gone for good", key=art.artifact_key, source_id=sid)
+            return ArtifactNotFound(f"{sid}: no such artifact in this session (never written here, "
+                                    "or deleted)", key=art.artifact_key, source_id=sid)
+        return ArtifactNotFound(f"{sid}: the artifact's body is gone (deleted)", key=art.artifact_key,
+                                source_id=sid)
+
+    def _erased(self, art: ResolvedArtifact) -> bool:
+        """Whether the session was purged: its audit record is there (only on this failure path)."""
+        try:
+            self.store.head(keys.erasure_key(art.source_id.session_hash))
+        except NotFound:
+            return False
+        return True
+
+    # -- reading ----------------------------------------------------------------------
+
+    def _fetch_chunk(self, art: ResolvedArtifact, index: ArtifactIndex, k: int) -> bytes:
+        """Chunk ``k`` as reads show it: verified, through the view with its neighbours."""
+        if self.view is None:
+            return self._raw_chunk(art, index, k)
+        ckey = (str(art.source_id), k, True)
+        with self._lock:
+            hit = self._chunks.get(ckey)
+            if hit is not None:
+                self._chunks.move_to_end(ckey)
+                return hit
+        before, j = b"", k
+        while j > 0 and len(before) < CONTEXT_BYTES:
+            j -= 1
+            before = self._raw_chunk(art, index, j)[-CONTEXT_BYTES:] + before
+        after, j = b"", k
+        while j + 1 < index.chunk_count and len(after) < CONTEXT_BYTES:
+            j += 1
+            after += self._raw_chunk(art, index, j)[:CONTEXT_BYTES]
+        data = self.view(self._raw_chunk(art, index, k), before[-CONTEXT_BYTES:], after[:CONTEXT_BYTES])
+        self._cached(ckey, data)
+        return data
+
+    def _cached(self, ckey: tuple[str, int, bool], data: bytes) -> None:
+        with self._lock:
+            self._chunks[ckey] = data
+            self._chunk_bytes += len(data)
+            while self._chunk_bytes > _CHUNK_CACHE_BYTES and len(self._chunks) > 1:
+                _, old = self._chunks.popitem(last=False)
+                self._chunk_bytes -= len(old)
+
+    def _shown(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """A verified stream as reads show it (each chunk through the view, in context)."""
+        if self.view is None:
+            return chunks
+        return (data for _, data in viewed(((None, c) for c in chunks), self.view))
+
+    def _raw_chunk(self, art: ResolvedArtifact, index: ArtifactIndex, k: int) -> bytes:
+        """Chunk ``k``, raw and verified; from the chunk cache when a recent read had it."""
+        ckey = (str(art.source_id), k, False)
+        with self._lock:
+            hit = self._chunks.get(ckey)
+            if hit is not None:
+                self._chunks.move_to_end(ckey)
+                return hit
+        start, end = index.stored_range(k)
+        try:
+            frame = self.store.get(art.artifact_key, (start, end))
+        except NotFound:
+            raise ArtifactNotFound(f"{art.source_id}: the artifact's body is gone (deleted while "
+                                   "being read)", key=art.artifact_key,
+                                   source_id=str(art.source_id)) from None
+        # A shortened body returns fewer bytes (or none, for a range past its end): the
+        # decoding and the length check turn that into an IntegrityError.
+        data = index.decode_chunk(k, frame, str(art.source_id))
+        self._cached(ckey, data)
+        return data
+
+    def read_page(self, source: SourceRef, offset: int = 0,
+                  limit: int = DEFAULT_LIMIT, char_offset: int = 0,
+                  max_chars: int = DEFAULT_MAX_CHARS, *, since: int | None = None,
+                  session_id: str | None = None) -> Page:
+        """One verified page; see :mod:`s3spill.artifacts.paging` for its conventions.
+
+        Live ids (``live:...``) are read by :mod:`s3spill.live.reader`. ``since`` (a byte
+        offset, as a live page's footer gives it) starts at the line holding
+        that byte instead of at ``offset``.
+        """
+        if since is not None:
+            offset, char_offset = self.line_at(source, since, session_id=session_id), 0
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        page = build_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
+                          offset=offset, limit=limit, char_offset=char_offset, max_chars=max_chars)
+        log.debug("artifact.read_page", source_id=str(art.source_id), offset=offset,
+                  lines=len(page.lines), bytes=page.byte_end - page.byte_start)
+        return page
+
+    def line_at(self, source: SourceRef, byte: int, session_id: str | None = None) -> int:
+        """The 0-based line holding byte ``byte`` (the line count when it is past the end)."""
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        if byte < 0:
+            raise InvalidRequest("a byte offset must be >= 0")
+        if byte >= index.size_bytes:
+            return index.line_count
+        k = byte // index.chunk_size
+        data = self._fetch_chunk(art, index, k)
+        return index.newlines_before[k] + data[: byte - k * index.chunk_size].count(b"\n")
+
+    def read_bytes(self, source: SourceRef, byte_offset: int = 0, nbytes: int = DEFAULT_BYTES,
+                   max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> BytePage:
+        """Verified bytes by offset, rendered as a hexdump (see :mod:`s3spill.typed.bytepage`)."""
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        return build_byte_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
+                               byte_offset=byte_offset, nbytes=nbytes, max_chars=max_chars)
+
+    def read_json(self, source: SourceRef, path: str = "", offset: int = 0,
+                  limit: int = DEFAULT_ELEMENTS, max_chars: int = DEFAULT_MAX_CHARS, *,
+                  session_id: str | None = None) -> JsonPage:
+        """The value at a JSON Pointer, streamed over verified chunks (see
+        :mod:`s3spill.typed.jsonpath`); reading stops where the page ends."""
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        page = build_json_page(self._shown(self._iter_verified(art, index)), str(art.source_id),
+                               index.size_bytes, path=path, offset=offset, limit=limit, max_chars=max_chars)
+        log.debug("artifact.read_json", source_id=str(art.source_id), path=path[:200],
+                  elements=len(page.rows), scanned=page.bytes_scanned)
+        return page
+
+    def read_records(self, source: SourceRef, record_offset: int = 0, limit: int = DEFAULT_RECORDS,
+                     max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> RecordPage:
+        """CSV/TSV records by number, header repeated (see :mod:`s3spill.typed.recordpage`)."""
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        return build_record_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
+                                 record_offset=record_offset, limit=limit, max_chars=max_chars)
+
+    def iter_verified(self, source: SourceRef, session_id: str | None = None) -> Iterator[bytes]:
+        """Every chunk in order, each verified; the full SHA-256 is checked at the end."""
+        art = self.resolve(source, session_id)
+        return self._iter_verified(art, self._index(art))
+
+    def _iter_verified(self, art: ResolvedArtifact, index: ArtifactIndex) -> Iterator[bytes]:
+        sid = str(art.source_id)
+        if index.size_bytes == 0:
+            if index.sha256 != hashlib.sha256(b"").hexdigest():
+                raise IntegrityError(f"{sid}: empty artifact with a non-empty digest")
+            return
+        full = hashlib.sha256()
+        buf = bytearray()
+        k, n = 0, index.chunk_count
+        try:
+            for piece in self.store.iter_chunks(art.artifact_key, (0, index.stored_size),
+                                                index.chunk_size):
+                buf += piece
+                while k < n:
+                    start, end = index.stored_range(k)
+                    if len(buf) < end - start:
+                        break
+                    chunk = index.decode_chunk(k, bytes(buf[: end - start]), sid)
+                    del buf[: end - start]
+                    full.update(chunk)
+                    k += 1
+                    yield chunk
+        except NotFound:
+            raise ArtifactNotFound(f"{sid}: the artifact's body is gone (deleted while being read)",
+                                   key=art.artifact_key, source_id=sid,
+                                   hint="run the command that produced it again") from None
+        if k != index.chunk_count or buf:
+            raise IntegrityError(f"{sid}: the artifact is shorter or longer than its index")
+        if full.hexdigest() != index.sha256:
+            raise IntegrityError(f"{sid}: full SHA-256 does not match")
+
+    def verify(self, source: SourceRef, session_id: str | None = None) -> ArtifactIndex:
+        """Read everything and check every chunk and the full SHA-256."""
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        for _ in self._iter_verified(art, index):
+            pass
+        return index
+
+    def grep(self, source: SourceRef, pattern: str, context: int = 0,
+             max_matches: int = DEFAULT_MAX_MATCHES, *, ignore_case: bool = False,
+             session_id: str | None = None) -> GrepResult:
+        """Search every line of a verified artifact; see :mod:`s3spill.artifacts.search`.
+        (live ids: :func:`s3spill.live.reader.grep`)."""
+        compiled = compile_pattern(pattern, ignore_case=ignore_case)
+        art = self.resolve(source, session_id)
+        index = self._index(art)
+        if index.output_kind == "binary":
+            # Lines of random bytes are not text: a match would put control bytes in front
+            # of the model (or a terminal). The hexdump is the way into binary data.
+            raise InvalidRequest(
+                f"{art.source_id} is {index.output_description or 'binary data'}: grep searches "
+                "text, and this output has none",
+                hint="page it as a hexdump by byte offset instead (byte_offset=/bytes=, or "
+                     "`s3spill read ID --byte-offset N --bytes M`)")
+        result = grep_chunks(self._shown(self._iter_verified(art, index)), str(art.source_id), compiled,
+                             context=context, max_matches=max_matches,
+                             expected_lines=index.line_count)
+        if not index.chunk_records:
+            return result
+        numbered = tuple(m.model_copy(update={"record_number": record_at(
+            index, lambda k: self._fetch_chunk(art, index, k), m.byte_offset)})
+            for m in result.matches)
+        return result.model_copy(update={"matches": numbered})

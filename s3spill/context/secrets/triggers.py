@@ -1,0 +1,79 @@
+"""The trigger of every secret rule, and the one question a small output asks of them.
+
+A module of constants and one function, importing nothing of detect-secrets: the
+detector (:mod:`.detector`) builds its RE2 prefilter and rule set from :data:`TRIGGERS`,
+and :func:`may_hold_secret` asks the same union whether a text can hold a secret at all.
+When it cannot, masking it changes nothing, so ``s3spill run`` of a small output never
+builds the detector (~0.2 s).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+__all__ = ["TRIGGERS", "may_hold_secret"]
+
+#: The trigger of each rule: a cheap RE2 pattern that every line the rule can flag
+#: matches (a superset: literal anchors and short counted runs, so the combined DFA stays
+#: small and one pass runs at memory-like speed). tests/test_context_secrets.py checks
+#: that each rule finds nothing its trigger would skip.
+TRIGGERS: dict[str, str] = {
+    "private-key": r"PRIVATE KEY|PuTTY-User-Key-File|Private-MAC",
+    "aws-key": r"A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA",
+    "aws-secret": r"(?i:aws)",
+    "artifactory-credentials": r"AKC[a-zA-Z0-9]{10}|AP[0-9A-F][a-zA-Z0-9]{8}",
+    "azure-key": r"AccountKey=",
+    "url-password": r"://[^\s/@]+:[^\s/@]+@",
+    "cloudant-credentials": r"(?i:cl(?:ou|oudant)?[_-]?(?:api)?[_-]?(?:key|pwd|pw|pass|token)|cloudant)",
+    "discord-bot-token": r"\.[a-zA-Z0-9_-]{6}\.[a-zA-Z0-9_-]{8}",
+    "github-token": r"gh[pousr]_",
+    "gitlab-token": r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941",
+    "ibm-cos-hmac-credentials": r"(?i:secret[_-]?(?:access)?[_-]?key)",
+    "ibm-cloud-iam-key": r"(?i:key|pwd|pass|token)[^\n]{0,12}[a-zA-Z0-9_-]{44}",
+    "jwt": r"eyJ[A-Za-z0-9_=-]+\.",
+    "mailchimp-access-key": r"-us[0-9]",
+    "npm-token": r"_authToken",
+    "openai-token": r"T3BlbkFJ",
+    "pypi-token": r"pypi-AgE",
+    "sendgrid-api-key": r"SG\.",
+    "slack-token": r"(?i:xox[abposr]-|hooks\.slack\.com)",
+    "softlayer-credentials": r"(?i:softlayer|sl[_-]?(?:api)?[_-]?(?:key|pwd|pass|token))",
+    "square-secret": r"sq0csp-",
+    "stripe-access-key": r"k_live_",
+    "telegram-bot-token": r"[0-9]{8}:[0-9A-Za-z_-]{8}",
+    "twilio-api-key": r"(?:AC|SK)[a-z0-9]{12}",
+    # Every word of the library's keyword list holds one of these, and each of its
+    # patterns puts an assignment or a comparison right after the name (or before it).
+    "password": r"(?i:key|pass|pwd|secret|contrase)[A-Za-z0-9_]*[\]'\"]{0,2}[ \t]*[:=!]"
+                r"|(?i:key|pass|pwd|secret|contrase)[^\s]{0,50}[ \t]*[\"'`][^\n]*[\"'`];"
+                r"|[=!]=[ \t]*[A-Za-z0-9_]*(?i:key|pass|pwd|secret|contrase)",
+    # A name of three or more characters, and a value holding a letter past ``f`` or a
+    # base64 symbol: the hex commit ids, UUIDs and digests of a build log (and go.sum's
+    # ``h1:``, npm's ``sha512-``) are no candidates; hex carries at most 4 bits of
+    # entropy per character, under the limit anyway.
+    "high-entropy": r"[A-Za-z_][A-Za-z0-9_.-]{2}[\"']?[ \t]*[:=][ \t]*[\"'`]?[0-9a-fA-F_=-]*"
+                    r"(?:[g-rt-zG-Z+/]|s[A-Za-gi-z0-9+/=_-]|sh[A-Zb-z0-9+/=_-]|sha[A-Za-z+/=_-])"
+                    r"[A-Za-z0-9+/=_-]{12}",
+}
+
+
+@functools.cache
+def _union() -> Callable[[bytes], object]:
+    import re2
+
+    opts = re2.Options()
+    opts.never_capture = True
+    search: Callable[[bytes], object] = re2.compile(
+        "|".join(f"(?:{t})" for t in TRIGGERS.values()).encode(), opts).search
+    return search
+
+
+def may_hold_secret(data: bytes) -> bool:
+    """Could masking change ``data``? False only when no rule's trigger matches anywhere in it.
+
+    Exact as a "no": every line a rule can flag matches that rule's trigger (the
+    detector's own prefilter relies on it, and tests/test_context_secrets.py checks it),
+    and the detector has no rule without one (``SecretDetector.untriggered`` is empty).
+    """
+    return _union()(data) is not None

@@ -1,0 +1,130 @@
+"""Counters per tool call (from usage events) and a span per spill, read and grep."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from s3spill.log import get_logger
+
+__all__ = ["observe_event", "prometheus_exposition", "serve_metrics_from_env", "tool_span"]
+
+log = get_logger("s3spill.telemetry")
+_lock = threading.Lock()
+_prom: dict[str, Any] | None = None
+_otel: dict[str, Any] | None = None
+PORT_ENV = "S3SPILL_METRICS_PORT"
+
+
+def _prometheus() -> dict[str, Any]:
+    global _prom
+    with _lock:
+        if _prom is None:
+            try:
+                from prometheus_client import Counter
+            except ImportError:
+                _prom = {}
+                return _prom
+            _prom = {
+                "calls": Counter("s3spill_tool_calls", "Tool calls seen, by operation and tool",
+                                 ["op", "tool"]),
+                "spilled": Counter("s3spill_spilled_outputs", "Outputs stored rather than inline", ["tool"]),
+                "output": Counter("s3spill_tool_output_bytes", "Bytes of tool outputs seen", ["tool"]),
+                "stored": Counter("s3spill_stored_bytes", "Compressed bytes stored", ["tool"]),
+                "shown": Counter("s3spill_shown_bytes", "Bytes shown to the model", ["op", "tool"]),
+            }
+        return _prom
+
+
+def _opentelemetry() -> dict[str, Any]:
+    global _otel
+    with _lock:
+        if _otel is None:
+            try:
+                from opentelemetry import metrics, trace
+            except ImportError:
+                _otel = {}
+                return _otel
+            meter = metrics.get_meter("s3spill")
+            _otel = {
+                "tracer": trace.get_tracer("s3spill"),
+                "calls": meter.create_counter("s3spill.tool.calls", unit="{call}",
+                                              description="Tool calls seen, by operation and tool"),
+                "output": meter.create_histogram("s3spill.tool.output.size", unit="By",
+                                                 description="Bytes of each tool output"),
+                "shown": meter.create_histogram("s3spill.tool.shown.size", unit="By",
+                                                description="Bytes shown to the model per call"),
+            }
+        return _otel
+
+
+def reset_for_tests() -> None:
+    """Forget the OpenTelemetry instruments (a test installs its own provider first)."""
+    global _otel
+    with _lock:
+        _otel = None
+
+
+def observe_event(op: str, tool: str, raw_bytes: int, shown_bytes: int, spilled: bool,
+                  stored_bytes: int | None) -> None:
+    """Count one tool call in every installed client; never raises."""
+    try:
+        prom = _prometheus()
+        if prom:
+            prom["calls"].labels(op, tool).inc()
+            prom["shown"].labels(op, tool).inc(shown_bytes)
+            if op == "spill":
+                prom["output"].labels(tool).inc(raw_bytes)
+                if spilled:
+                    prom["spilled"].labels(tool).inc()
+                    prom["stored"].labels(tool).inc(stored_bytes or 0)
+        otel = _opentelemetry()
+        if otel:
+            attrs = {"gen_ai.tool.name": tool, "s3spill.operation": op, "s3spill.spilled": spilled}
+            otel["calls"].add(1, attrs)
+            otel["shown"].record(shown_bytes, attrs)
+            if op == "spill":
+                otel["output"].record(raw_bytes, attrs)
+    except Exception as exc:  # noqa: BLE001 - metrics never fail a tool call
+        log.warning("telemetry.failed", error=type(exc).__name__)
+
+
+@contextlib.contextmanager
+def tool_span(op: str, tool: str) -> Iterator[None]:
+    """A GenAI ``execute_tool`` span around one spill, read or grep (when OpenTelemetry is there)."""
+    otel = _opentelemetry()
+    if not otel:
+        yield
+        return
+    with otel["tracer"].start_as_current_span(
+            f"execute_tool {tool}", attributes={"gen_ai.operation.name": "execute_tool",
+                                               "gen_ai.tool.name": tool, "s3spill.operation": op}):
+        yield
+
+
+def prometheus_exposition() -> tuple[bytes, str] | None:
+    """The default registry in the text format, or None without prometheus-client."""
+    try:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+    except ImportError:
+        return None
+    _prometheus()
+    return generate_latest(), CONTENT_TYPE_LATEST
+
+
+def serve_metrics_from_env() -> int | None:
+    """Serve /metrics on 127.0.0.1:$S3SPILL_METRICS_PORT (a long-lived process calls this)."""
+    port = os.environ.get(PORT_ENV)
+    if not port:
+        return None
+    try:
+        from prometheus_client import start_http_server
+    except ImportError:
+        log.warning("telemetry.no_prometheus_client")
+        return None
+    _prometheus()
+    start_http_server(int(port), addr=os.environ.get("S3SPILL_METRICS_ADDR", "127.0.0.1"))
+    return int(port)
