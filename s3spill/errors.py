@@ -137,7 +137,18 @@ class IntegrityError(S3SpillError):
 
 
 class SourceIdError(S3SpillError):
-    """A source id is malformed, path-like, or belongs to another session."""
+    """A source id is malformed, path-like, or belongs to another session.
+
+    For a well-formed id of another session, ``locator`` is the id and ``session_hash`` the
+    hash of the session it belongs to, so a caller that knows where its own session came
+    from (the CLI) can say which session the id belongs to; both are empty otherwise.
+    """
+
+    def __init__(self, message: str, *, locator: str = "", session_hash: str = "",
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.locator = locator
+        self.session_hash = session_hash
 
 
 class InvalidRequest(S3SpillError, ValueError):

@@ -42,6 +42,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from s3spill.adapters.claude_bash import decode_payload
+from s3spill.adapters.claude_post import persisted_bash, read_answer, saved_mcp
 from s3spill.context.policy import SHELL_TOOLS, KiB, SpillPolicy, ToolPolicy
 from s3spill.fleet.policy_file import LoadedPolicy
 from s3spill.log import get_logger
@@ -65,6 +66,9 @@ SHELL_HOOK_POLICY = ToolPolicy(threshold=30_000, threshold_unit="chars", head_by
 READ_HOOK_POLICY = ToolPolicy(threshold=100_000, threshold_unit="chars", head_bytes=8 * KiB,
                               tail_bytes=2 * KiB)
 READ_TOOLS = ("Read", "read_file", "read_many_files")
+#: A small payload that holds one of these may name a file the harness saved the whole
+#: result to (:mod:`.claude_post`); the same markers send it past the CLI's fast path.
+SAVED_MARKERS = (b"persistedOutputPath", b"saved to")
 
 
 def tool_names(harness: Harness, server: str) -> tuple[str, str, str]:
@@ -139,19 +143,32 @@ def _is_content(value: Any) -> bool:
 
 
 def claude_code(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | None:
-    """The PostToolUse answer for ``payload``, or None for "no change"."""
+    """The PostToolUse answer for ``payload``, or None for "no change" (see :mod:`.claude_post`)."""
     if payload.get("hook_event_name") != "PostToolUse":
         return None
     tool = str(payload.get("tool_name") or "")
     if tool in spill.own:
         return None
     response = payload.get("tool_response")
-    updated = spill.value(response, tool, _str(payload.get("tool_use_id")))
-    if updated is response:
-        return None
-    specific: dict[str, Any] = {"hookEventName": "PostToolUse", "updatedToolOutput": updated}
+    call_id = _str(payload.get("tool_use_id"))
+    specific: dict[str, Any] = {"hookEventName": "PostToolUse"}
     if tool.startswith("mcp__"):
+        saved = saved_mcp(response, spill, tool, call_id)
+        updated: Any = saved if saved is not None else spill.value(response, tool, call_id)
+        if updated is response:
+            return None
         specific["updatedMCPToolOutput"] = updated
+    elif tool in READ_TOOLS:
+        read = read_answer(response, spill, tool, call_id)
+        if read is None:
+            return None
+        updated, specific["additionalContext"] = read
+    else:
+        persisted = persisted_bash(response, spill, tool, call_id)
+        updated = persisted if persisted is not None else spill.value(response, tool, call_id)
+        if updated is response:
+            return None
+    specific["updatedToolOutput"] = updated
     return {"hookSpecificOutput": specific}
 
 
@@ -205,8 +222,9 @@ def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], 
     that does not check fails open like anything else: logged, the tool's result kept).
     """
     try:
-        if len(raw) <= floor_bytes(hook_policy(harness, server)):
-            return b""  # nothing in it can be over a threshold: no store, no work
+        if len(raw) <= floor_bytes(hook_policy(harness, server)) and not any(
+                marker in raw for marker in SAVED_MARKERS):
+            return b""  # nothing in it can be over a threshold or name a saved file: no work
         payload = decode_payload(raw)
         if payload is None:
             log.warning("hooks.unreadable_payload", harness=harness, bytes=len(raw),

@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.demo_cmds",
     "s3spill.cli.gc_cmds",
     "s3spill.cli.artifact_cmds",
+    "s3spill.cli.list_cmds",
     "s3spill.cli.run_cmds",
     "s3spill.cli.live_cmds",
     "s3spill.cli.mcp_cmds",
@@ -39,7 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 #: A command missing here still works: every module is then registered.
 COMMAND_HOMES: dict[str, str] = {
     "spill": "s3spill.cli.artifact_cmds", "read": "s3spill.cli.artifact_cmds",
-    "grep": "s3spill.cli.artifact_cmds", "run": "s3spill.cli.run_cmds",
+    "grep": "s3spill.cli.artifact_cmds", "ls": "s3spill.cli.list_cmds", "run": "s3spill.cli.run_cmds",
     "doctor": "s3spill.cli.store_cmds", "demo": "s3spill.cli.demo_cmds",
     "serve-s3": "s3spill.cli.demo_cmds",
     "gc": "s3spill.cli.gc_cmds", "mcp": "s3spill.cli.mcp_cmds",
