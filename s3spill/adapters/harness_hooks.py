@@ -43,6 +43,8 @@ from typing import Any, Literal
 
 from s3spill.adapters.claude_bash import decode_payload
 from s3spill.context.policy import SHELL_TOOLS, KiB, SpillPolicy, ToolPolicy
+from s3spill.context.secrets import redact_text
+from s3spill.context.secrets.detector import may_hold_secret
 from s3spill.log import get_logger
 from s3spill.proxy.results import ResultSpiller
 from s3spill.proxy.settings import ProxySettings
@@ -103,11 +105,18 @@ class HookSpiller:
     def close(self) -> None:
         self.spiller.close()
 
+    def masked(self, text: str) -> str:
+        """A result kept inline, as the model may see it (the same object when unchanged)."""
+        if self.policy.secrets == "off" or not may_hold_secret(text.encode("utf-8", "surrogateescape")):
+            return text
+        masked = redact_text(text)[0]
+        return text if masked == text else masked
+
     def value(self, value: Any, tool: str, call_id: str | None) -> Any:
         """``value`` with every oversized string spilled and its shape kept (same object if none)."""
         if isinstance(value, str):
             if not self.policy.should_externalize(value, tool):
-                return value
+                return self.masked(value)
             out = self.spiller.externalize(value, tool, call_id)
             log.info("hooks.spilled", tool=tool, bytes=out.total_bytes, spilled=out.spilled)
             return out.context_text
@@ -158,8 +167,12 @@ def gemini_cli(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | 
     if tool in spill.own or not isinstance(response, dict):
         return None
     text = _llm_text(response.get("llmContent"))
-    if text is None or not spill.policy.should_externalize(text, tool):
+    if text is None:
         return None
+    if not spill.policy.should_externalize(text, tool):
+        masked = spill.masked(text)
+        return None if masked is text else {"hookSpecificOutput": {"hookEventName": "AfterTool",
+                                                                   "tool_output": masked}}
     out = spill.spiller.externalize(text, tool, None)
     return {"hookSpecificOutput": {"hookEventName": "AfterTool", "tool_output": out.context_text}}
 
@@ -197,8 +210,9 @@ def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], 
     as docs/configuration.md promises for every command.
     """
     try:
-        if len(raw) <= floor_bytes(hook_policy(harness, server)):
-            return b""  # nothing in it can be over a threshold: no store, no work
+        policy = hook_policy(harness, server)
+        if len(raw) <= floor_bytes(policy) and (policy.secrets == "off" or not may_hold_secret(raw)):
+            return b""  # nothing in it can be over a threshold or a secret: no store, no work
         payload = decode_payload(raw)
         if payload is None:
             log.warning("hooks.unreadable_payload", harness=harness, bytes=len(raw),
