@@ -19,6 +19,7 @@ from typing import Any
 
 from s3spill import failpoints, keys
 from s3spill.errors import InvalidKey, JournalError, NotFound, S3SpillError, StoreError
+from s3spill.fleet.credit import QuotaCredit
 from s3spill.gc.delete import ConditionalDeleter
 from s3spill.gc.fence import (
     NO_MANIFEST_REASON,
@@ -309,6 +310,7 @@ class SessionApplier:
             return
         failpoints.failpoint(FP_AFTER_CONDEMN)
         listed = self._listed_after_condemnation(shash, work)
+        credit = QuotaCredit(self.store, shash, self.run_id)
         gone: list[str] = []
         lift: list[str] = []
         # One directory fsync per batch on the local store; durable before DELETED is recorded.
@@ -319,7 +321,8 @@ class SessionApplier:
                     self._record(w, *_NOT_CONDEMNED.get(verdict, ("retained_error",
                                                                   f"journal answered {verdict!r}")))
                     continue
-                self._delete_condemned(shash, w, facts, gone, lift, listed.get(w.name))
+                self._delete_condemned(shash, w, facts, gone, lift, listed.get(w.name), credit)
+        credit.flush()  # the session's quota counters get back what was deleted
         failpoints.failpoint(FP_AFTER_DELETE)
         try:
             ledger.finish(gone, lift, run_id=self.run_id, reason="race_detected")
@@ -364,7 +367,7 @@ class SessionApplier:
                                              shash=shash, name=name)
 
     def _delete_condemned(self, shash: str, w: _Work, facts: SessionFacts, gone: list[str],
-                          lift: list[str], listed: ObjectInfo | None) -> None:
+                          lift: list[str], listed: ObjectInfo | None, credit: QuotaCredit) -> None:
         """Revalidate and delete one fenced artifact; say whether to finish, lift or keep it condemned."""
         key = keys.artifact_key(shash, w.name)
         record = None if self.authenticated_plan else self._record_digest(shash, w.name)
@@ -372,6 +375,8 @@ class SessionApplier:
             w.fact, key, self._young(facts, w.name), listed=listed, record_digest=record)
         if outcome in ("deleted", "already_missing"):
             gone.append(w.name)
+            if outcome == "deleted":
+                credit.note(credit.raw_size(w.name))
             self.deleter.delete_index(w.index if w.index is not None
                                       else self.deleter.index_snapshot(shash, w.name))
         elif outcome == "race_detected" or not attempted:
