@@ -107,8 +107,11 @@ def answer(msg: dict[str, object]) -> None:
                                         % json.dumps(mid).encode())
                 sys.stdout.buffer.flush()
                 os._exit(9)
-    elif mid is not None and method is not None:
+    elif mid is not None and method == "ping":
         write({"jsonrpc": "2.0", "id": mid, "result": {}})
+    elif mid is not None and method is not None:
+        write({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601,
+                                                      "message": f"Method not found: {method}"}})
 
 
 def main() -> None:
