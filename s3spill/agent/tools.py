@@ -23,8 +23,9 @@ from typing import Any, Literal
 
 from s3spill.agent.listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, ArtifactListing, list_artifacts
 from s3spill.agent.reads import Build, page_reader
+from s3spill.artifacts.grep.engine import DEFAULT_MAX_MATCHES, MAX_CONTEXT
+from s3spill.artifacts.grep.result import GrepResult
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
-from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResult
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.pointer import clip, one_line
 from s3spill.context.policy import GREP_TOOL, READ_TOOL, SpillPolicy
