@@ -135,7 +135,8 @@ def main() -> int:
     if quota["bytes"] > quota["limit_bytes"] or quota["bytes"] != stored_total:
         problems.append(f"quota: counter {quota['bytes']:,} vs stored {stored_total:,}, limit "
                         f"{quota['limit_bytes']:,}")
-    shown = {r["key"]: r["origin"] for r in json.loads(cli(env, "config", "show", "--json").stdout)["settings"]}
+    rows = json.loads(cli(env, "config", "show", "--json").stdout)["settings"]
+    shown = {r["key"]: r["origin"] for r in rows}
     for key, line in (("spill.max_stored_bytes", 2), ("spill.secrets", 3), ("quota.session_bytes", 6)):
         if shown.get(key) != f"file:{policy}:{line}":
             problems.append(f"config show: {key} from {shown.get(key)}, not file:{policy}:{line}")
