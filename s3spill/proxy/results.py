@@ -34,6 +34,8 @@ import orjson
 from s3spill.agent.resources import uri_of
 from s3spill.context.block_plan import Block, ImageBlock, TextBlock
 from s3spill.context.policy import SpillPolicy
+from s3spill.context.secrets import redact_text
+from s3spill.context.secrets.detector import may_hold_secret
 from s3spill.context.utf8 import to_bytes
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
@@ -109,8 +111,9 @@ class ResultSpiller:
         first = content[0]
         if len(content) == 1 and _is_text(first):
             text = first["text"]
-            if not self._over(text, tool):
-                return None
+            if not self._over(text, tool):  # inline: the upstream's bytes, unless a secret is in them
+                masked = self._masked(text)
+                return None if masked is text else [{**first, "text": masked}]
             result = self.spiller.externalize(_slices(text), tool, call_id)
             _log(tool, result.total_bytes, result.spilled, result.degraded_reason)
             refs.extend(ref for ref in (result.artifact,) if ref is not None)
@@ -119,15 +122,31 @@ class ResultSpiller:
         text_len = sum(len(b.text) for b in blocks if isinstance(b, TextBlock))
         binaries = any(isinstance(b, ImageBlock) for b in blocks)
         if not binaries and text_len <= _MIN_CAP:
-            return None
+            return self._masked_blocks(blocks, originals)
         policy = self._policy_for(blocks, tool)
         out = externalize_blocks(self.spiller.sink, policy, self.spiller.externalize, blocks, tool, call_id)
         if out.artifact is None and not out.images and out.degraded_reason is None:
-            return None  # everything fits: the upstream's own bytes go on
+            return self._masked_blocks(blocks, originals)  # everything fits: the upstream's bytes go on
         _log(tool, sum(len(to_bytes(b.text)) for b in blocks if isinstance(b, TextBlock)), out.spilled,
              out.degraded_reason, images=len(out.images))
         refs.extend(ref for ref in (out.artifact, *out.images.values()) if ref is not None)
         return [_to_item(block, originals) for block in out.blocks]
+
+    def _masked_blocks(self, blocks: list[Block], originals: dict[int, dict[str, Any]]) -> list[Any] | None:
+        """None (the upstream's own items go on) unless a text block holds a secret: then
+        the items with their text masked."""
+        shown = [TextBlock(self._masked(b.text)) if isinstance(b, TextBlock) else b for b in blocks]
+        if all(isinstance(b, ImageBlock) or a.text == b.text  # type: ignore[union-attr]
+               for a, b in zip(shown, blocks, strict=True)):
+            return None
+        return [_to_item(block, originals) for block in shown]
+
+    def _masked(self, text: str) -> str:
+        """A text kept inline, as the model may see it (the same object when unchanged)."""
+        if self.policy.secrets == "off" or not may_hold_secret(text.encode("utf-8", "surrogateescape")):
+            return text
+        masked = redact_text(text)[0]
+        return text if masked == text else masked
 
     def _over(self, text: str, tool: str) -> bool:
         """The policy's verdict, without encoding a huge text just to learn it is huge."""
