@@ -38,7 +38,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         raise InvalidRequest(f"--limit {args.limit} is over {MAX_LIST_LIMIT}",
                              hint=f"give at most {MAX_LIST_LIMIT}; the oldest are counted, not shown")
     session = session_choice(args)
-    store = store_from_args(args)
+    store = store_from_args(args, create=False)
     listing = list_artifacts(ArtifactStore(store, session_id=session.id), session.id, args.limit)
     leases = lease_rows(LeaseJournal(store, session.id).view())
     if args.json:
