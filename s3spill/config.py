@@ -17,7 +17,7 @@ import re
 from datetime import timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from s3spill.errors import ConfigError
 
@@ -124,10 +124,12 @@ class LiveConfig(BaseModel):
     #: (and GC) can tell a quiet command from a dead writer.
     heartbeat_interval: float = Field(default=5.0, gt=0)
     #: A running state whose heartbeat is older than this is ``lost`` (its writer died).
-    lost_after: float = Field(default=60.0, gt=0)
+    #: Three heartbeats: a reader never calls a state lost sooner, whatever is set here.
+    lost_after: float = Field(default=15.0, gt=0)
     #: Raw bytes kept per live artifact; past it the head and the newest window are kept.
     max_bytes: int = Field(default=4 * 1024 * MiB, ge=1024)
-    #: Of ``max_bytes``, what the head keeps (the first output, never dropped).
+    #: Of ``max_bytes``, what the head keeps (the first output, never dropped); at most half
+    #: of ``max_bytes`` (clamped), so a small cap caps: the rest is the newest window.
     head_bytes: int = Field(default=64 * MiB, ge=0)
     #: Once the state lists twice this many segments inline, the oldest this many move into
     #: an immutable table object: the state (rewritten every second, read by every reader)
@@ -135,3 +137,15 @@ class LiveConfig(BaseModel):
     table_segments: int = Field(default=32, ge=2, le=4096)
     #: Raw bytes that may wait between the command's pipe and the store (backpressure past it).
     queue_bytes: int = Field(default=8 * MiB, ge=64 * 1024)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _head_within_cap(cls, data: object) -> object:
+        """The head default (64 MiB) must not outgrow a smaller cap (issue 34: an 8 MiB cap kept
+        68 MB): the head is clamped to half of ``max_bytes``."""
+        if isinstance(data, dict):
+            cap = data.get("max_bytes", cls.model_fields["max_bytes"].default)
+            head = data.get("head_bytes", cls.model_fields["head_bytes"].default)
+            if isinstance(cap, int) and isinstance(head, int) and head > cap // 2:
+                data = {**data, "head_bytes": cap // 2}
+        return data

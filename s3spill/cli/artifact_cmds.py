@@ -14,11 +14,11 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from s3spill import keys
+from s3spill.artifacts.grep.engine import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
-from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
@@ -26,9 +26,11 @@ from s3spill.cli.policy_args import add_cap_flag
 from s3spill.cli.voice import say
 from s3spill.context.secrets import mask_view
 from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
-from s3spill.live import reader as live_reader
 from s3spill.log import get_logger
 from s3spill.typed.bytepage import DEFAULT_BYTES, MAX_BYTES
+
+if TYPE_CHECKING:
+    from s3spill.live.reader import LiveReader
 
 log = get_logger("s3spill.cli.artifacts")
 
@@ -146,6 +148,15 @@ def _journal_says(arts: ArtifactStore, session: str) -> Iterator[None]:
         raise explain_missing(arts.store, session, exc, arts.config) from None
 
 
+def _reader(arts: ArtifactStore, source_id: str) -> ArtifactStore | LiveReader:
+    """Who reads ``source_id``: the live reader for a live id (imported only then), else ``arts``."""
+    if not keys.is_live_id(source_id):
+        return arts
+    from s3spill.live.reader import LiveReader
+
+    return LiveReader.over(arts)
+
+
 def cmd_read(args: argparse.Namespace) -> int:
     arts, session = _artifacts(args)
     with _journal_says(arts, session):
@@ -167,8 +178,7 @@ def cmd_read(args: argparse.Namespace) -> int:
                                   nbytes=args.bytes or DEFAULT_BYTES, max_chars=args.max_chars)
             _out(got.model_dump_json() + "\n" if args.json else got.render("cli"))
             return 0
-        page = live_reader.read_page(
-            arts,
+        page = _reader(arts, args.source_id).read_page(
             args.source_id,
             offset=args.offset,
             limit=args.limit,
@@ -183,8 +193,7 @@ def cmd_read(args: argparse.Namespace) -> int:
 def cmd_grep(args: argparse.Namespace) -> int:
     arts, session = _artifacts(args)
     with _journal_says(arts, session):
-        result = live_reader.grep(
-            arts,
+        result = _reader(arts, args.source_id).grep(
             args.source_id,
             args.pattern,
             context=args.context,

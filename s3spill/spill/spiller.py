@@ -229,6 +229,10 @@ class Spiller:
         committed so far (see :mod:`s3spill.live.run`); when the run ends its output is
         an ordinary artifact. The session's liveness mark is kept fresh meanwhile.
         """
+        cap = self.policy.stored_cap(tool)  # the one cap, background outputs too
+        config = config or LiveConfig(max_bytes=cap)
+        if config.max_bytes > cap:
+            config = LiveConfig(**{**config.model_dump(), "max_bytes": cap})  # re-checked: head clamped
         return start_live(self.artifacts.store, self.session_id, source, tool, label=label,
                           config=config, transfer=self.artifacts.config, journal=self.journal,
                           env=env, cwd=cwd,

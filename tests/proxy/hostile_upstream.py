@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-RECORD, MODES = sys.argv[1], set(sys.argv[2].split(",")) if len(sys.argv) > 2 else set()
+MODES: set[str] = set()
 _out = threading.Lock()
 _seen: set[object] = set()
 _stop = threading.Event()
@@ -107,12 +107,16 @@ def answer(msg: dict[str, object]) -> None:
                                         % json.dumps(mid).encode())
                 sys.stdout.buffer.flush()
                 os._exit(9)
-    elif mid is not None and method is not None:
+    elif mid is not None and method == "ping":
         write({"jsonrpc": "2.0", "id": mid, "result": {}})
+    elif mid is not None and method is not None:
+        write({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601,
+                                                      "message": f"Method not found: {method}"}})
 
 
 def main() -> None:
-    with open(RECORD, "ab") as record:
+    MODES.update(mode for mode in (sys.argv[2] if len(sys.argv) > 2 else "").split(",") if mode)
+    with open(sys.argv[1], "ab") as record:
         for line in sys.stdin.buffer:
             record.write(line)
             record.flush()

@@ -30,6 +30,7 @@ from mcp.server.lowlevel import Server
 
 from s3spill._version import __version__
 from s3spill.agent.mcp.config import check_bind, rebinding_allowlist
+from s3spill.agent.resources import TEMPLATE, ArtifactResources
 from s3spill.agent.tools import (
     EXTERNALIZE_DESCRIPTION,
     AgentTools,
@@ -88,9 +89,30 @@ def build_server(tools: AgentTools, externalizer: Externalizer | None = None) ->
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         return tool_result(await run_off_loop(run, params.name, dict(params.arguments or {})))
 
+    resources = ArtifactResources(tools)
+
+    async def list_resources(ctx: ServerRequestContext[Any, Any],
+                             params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        listed = await anyio.to_thread.run_sync(resources.listing)
+        return types.ListResourcesResult.model_validate({"resources": listed})
+
+    async def list_templates(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None,
+                             ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": [TEMPLATE]})
+
+    async def read_resource(ctx: ServerRequestContext[Any, Any],
+                            params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        answer = await anyio.to_thread.run_sync(resources.read, str(params.uri))
+        if "error" in answer:
+            from mcp import MCPError
+
+            raise MCPError(answer["error"]["code"], answer["error"]["message"])
+        return types.ReadResourceResult.model_validate(answer["result"])
+
     return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
                   get_tool_input_schema=schemas.get, on_list_tools=list_tools,
-                  on_call_tool=call_tool)
+                  on_call_tool=call_tool, on_list_resources=list_resources,
+                  on_list_resource_templates=list_templates, on_read_resource=read_resource)
 
 
 async def run_off_loop(run: Callable[[str, Mapping[str, Any]], ToolOutcome], name: str,
