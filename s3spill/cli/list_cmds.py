@@ -39,7 +39,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         raise InvalidRequest(f"--limit {args.limit} is over {MAX_LIST_LIMIT}",
                              hint=f"give at most {MAX_LIST_LIMIT}; the oldest are counted, not shown")
     session = session_choice(args)
-    store = store_from_args(args)
+    store = store_from_args(args, create=False)
     from s3spill.context.secrets import mask_view
 
     view = None if args.show_secrets else mask_view  # summaries quote first lines: masked as reads are
