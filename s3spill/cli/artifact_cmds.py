@@ -45,7 +45,7 @@ def _artifacts(args: argparse.Namespace) -> tuple[ArtifactStore, str]:
     unless the operator passed ``--show-secrets``."""
     session = session_from_args(args)
     view = None if getattr(args, "show_secrets", True) else mask_view
-    return ArtifactStore(store_from_args(args), session_id=session, view=view), session
+    return ArtifactStore(store_from_args(args, create=False), session_id=session, view=view), session
 
 
 def add_show_secrets(p: argparse.ArgumentParser) -> None:

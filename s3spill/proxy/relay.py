@@ -63,6 +63,25 @@ _HANDSHAKES = ("initialize", "server/discover")
 _OUR_CAPABILITIES: dict[str, Any] = {"tools": {}, "resources": {}}
 #: The first protocol version with ``resource_link`` content.
 _LINKS_SINCE = "2025-06-18"
+#: Where a 2026-07-28 request names its protocol version (there is no handshake), and the
+#: first such version: its results must carry ``resultType`` (a stricter client rejects one
+#: without, an older one rejects one with it).
+_VERSION_META = "io.modelcontextprotocol/protocolVersion"
+_MODERN_SINCE = "2026-07-28"
+
+
+def _modern(params: dict[str, Any]) -> bool:
+    meta = params.get("_meta")
+    version = meta.get(_VERSION_META) if isinstance(meta, dict) else None
+    return isinstance(version, str) and version >= _MODERN_SINCE
+
+
+def _tagged(body: dict[str, Any]) -> dict[str, Any]:
+    """A result of a 2026-07-28 request, with its ``resultType`` (``complete`` when absent)."""
+    result = body.get("result")
+    if isinstance(result, dict) and "resultType" not in result:
+        return {**body, "result": {**result, "resultType": "complete"}}
+    return body
 #: Dropped upstream messages logged one by one, then one line per this many more.
 _DROP_LOG_EVERY = 1000
 
@@ -225,15 +244,16 @@ class Relay:
             return None
         name = params.get("name") if method == "tools/call" else None
         tool = name if isinstance(name, str) else ""
+        modern = _modern(params)
         if tool in self._bare:
             arguments = params.get("arguments")
             arguments = arguments if isinstance(arguments, dict) else {}
-            self._answer_locally(msg["id"], tool, self._tool_answer(tool, arguments))
+            self._answer_locally(msg["id"], tool, self._tool_answer(tool, arguments), modern)
             return None
         if self.resources.answers(method, params):
-            self._answer_locally(msg["id"], method, lambda: self.resources.read(params))
+            self._answer_locally(msg["id"], method, lambda: self.resources.read(params), modern)
             return None
-        pid, sent = self._sent.add(msg["id"], method, tool)
+        pid, sent = self._sent.add(msg["id"], method, tool, modern)
         if method == "tools/call" and self.settings.call_timeout is not None:
             sent.timer = asyncio.get_running_loop().call_later(self.settings.call_timeout, self._expire, pid)
         return encode({**msg, "id": pid})
@@ -270,9 +290,10 @@ class Relay:
         self._spawn(self._upstream.send(encode({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                                 "params": {"requestId": pid, "reason": "timed out"}})))
 
-    def _answer_locally(self, mid: Any, what: str, work: Callable[[], dict[str, Any]]) -> None:
+    def _answer_locally(self, mid: Any, what: str, work: Callable[[], dict[str, Any]], modern: bool) -> None:
         """Answer ``mid`` with ``work()`` (``{"result": ...}`` or ``{"error": ...}``, on a thread)."""
-        task = asyncio.create_task(self._local_answer(mid, what, work))
+        answer = (lambda: _tagged(work())) if modern else work
+        task = asyncio.create_task(self._local_answer(mid, what, answer))
         self._local[mid] = task
         task.add_done_callback(lambda _: self._local.pop(mid, None))
 
@@ -326,6 +347,8 @@ class Relay:
             self.dropped("proxy.unknown_response_dropped", size)
             return None
         answer = {**msg, "id": sent.client_id}
+        if sent.modern:
+            answer = _tagged(answer)
         if sent.method == "tools/call":
             result = answer.get("result")
             if isinstance(result, dict) and size > self.floor:

@@ -98,3 +98,24 @@ def test_gc_erases_a_late_write_in_a_purged_session_and_keeps_the_seals(tmp_path
     report = apply_cleanup(store, plan, now=lambda: now)
     assert report.counts.get("deleted") == 3 and "retained_unverifiable" not in report.counts
     assert _left(store, shash)[0] == [keys.manifest_key(shash)]
+
+
+def test_a_writer_checks_the_seal_before_it_creates_anything(tmp_path: Path) -> None:
+    """A Spiller started after the purge creates no object at all (not one to undo later)."""
+    from s3spill.spill.spiller import Spiller
+
+    store = LocalStore(tmp_path / "store")
+    shash = keys.session_hash(SESSION)
+    purge_session(store, SESSION, requested_by="test", confirm=True, settle_seconds=0)
+    created: list[str] = []
+    real_put = store.put_if_absent
+
+    def spy(key: str, *a: object, **k: object) -> object:
+        created.append(key)
+        return real_put(key, *a, **k)  # type: ignore[arg-type]
+
+    store.put_if_absent = spy  # type: ignore[method-assign]
+    with Spiller(store, SESSION, journal=None) as spiller:
+        result = spiller.externalize("".join(f"row {n}\n" for n in range(20000)), "bash")
+    assert not result.spilled and "erased on request" in (result.degraded_reason or "")
+    assert not [k for k in created if k.startswith(keys.session_prefix(shash))], created

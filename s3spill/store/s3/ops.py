@@ -163,5 +163,7 @@ class S3Ops:
         if kind is Kind.CONFLICT:
             return ConditionalConflict(msg, key=key)
         if kind is Kind.UNSUPPORTED:
-            return UnsupportedOperation(f"the store does not implement this request: {msg}", key=key)
-        return StoreError(msg, key=key)
+            return UnsupportedOperation(f"the store does not implement this request: {msg}", key=key,
+                                        hint="`s3spill doctor` shows which guarantee the store lacks")
+        return StoreError(msg, key=key, hint="the store refused the request; check permissions and "
+                          "the bucket")

@@ -280,3 +280,15 @@ def test_the_hooks_and_the_proxy_mask_results_they_keep_inline(local: ObjectStor
         return out
 
     _check(kind, lambda s: "deploy log\n" + kind.line(s) + "\ndone\n", views, local)
+
+
+def test_the_cli_listing_masks_summaries_unless_the_operator_asks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``s3spill ls --json`` carries each output's first line: masked as reads are."""
+    store = local_cli_env(tmp_path, monkeypatch, "ls-s")
+    kind = KINDS[2]
+    with Spiller(store, "ls-s", journal=None) as sp:
+        sp.externalize(kind.line() + "\n" + FILLER, "bash")
+    shown = cli_call(["ls", "--json"], capsys)[1]
+    assert kind.secret[:12] not in shown and "[redacted:github-token]" in shown
+    assert kind.secret in cli_call(["ls", "--json", "--show-secrets"], capsys)[1]
