@@ -89,6 +89,8 @@ TABLE: dict[type[BaseException], Rule] = {
     e.StreamNotReplayable: Rule(ExitCode.ERROR, "nothing was saved; run the command again"),
     e.NotFound: Rule(ExitCode.ERROR, _GONE),
     e.BucketNotFound: Rule(ExitCode.ERROR, "create the bucket or fix --store / $S3SPILL_STORE"),
+    e.StoreNotFound: Rule(ExitCode.ERROR, "check --store / $S3SPILL_STORE; nothing was created, and "
+                          "the first spill or run creates a store"),
     e.ArtifactNotFound: Rule(ExitCode.ERROR, "check the source id and the session; `s3spill ls` "
                              "lists this session's outputs"),
     e.ArtifactExpired: Rule(ExitCode.ERROR, "run the command that produced it again; to keep an "

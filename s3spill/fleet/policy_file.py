@@ -195,13 +195,14 @@ class LoadedPolicy:
                   if self.is_set("live", k)}
         return LiveConfig(**{**base.model_dump(), **update}) if update else base
 
-    def open_store(self, url: str | None = None, config: TransferConfig | None = None) -> ObjectStore:
+    def open_store(self, url: str | None = None, config: TransferConfig | None = None, *,
+                   create: bool = True) -> ObjectStore:
         """The store: ``url`` (a flag) if given, else the policy's (``[store] url`` /
         ``$S3SPILL_STORE``), else the default; with the policy's KMS key."""
         kms = self.policy.store.kms_key_id
         if kms and (config is None or config.sse_kms_key_id is None):
             config = (config or TransferConfig()).model_copy(update={"sse_kms_key_id": kms})
-        return open_store(url or self.policy.store.url, config)
+        return open_store(url or self.policy.store.url, config, create=create)
 
     # -- config show --------------------------------------------------------------------
 
