@@ -77,6 +77,9 @@ def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
     config = background_config(args)
     for knob in _KNOBS:
         argv += [f"--{knob.replace('_', '-')}", str(getattr(config, knob))]
+    from s3spill.cli.policy_args import policy_from_args
+
+    argv += ["--secrets", policy_from_args(args).policy.spill.secrets]  # the one policy: at_rest too
     # glibc gives each thread its own malloc arena and keeps what it frees there: for the
     # supervisor's reader, pump and upload threads that is tens of MiB of RSS; two arenas
     # keep it bounded. The command gets the caller's environment as it was.
