@@ -48,6 +48,7 @@ from s3spill.spill.secrets import SecretMask
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
 from s3spill.spill.upload import BoundedUpload, describe_error
+from s3spill.telemetry.metrics import observe_fleet
 from s3spill.textview import show
 from s3spill.typed.binary import NOTICE_BYTES, BinaryFacts, render_binary, whole_fits
 from s3spill.typed.bytepage import hexdump
@@ -356,6 +357,8 @@ class SpillJob:
             return total
         log.warning("spill.capped", tool=self.tool, session_hash=self.sink.session_hash,
                     bytes=total, cap=self.capped.cap, omitted=self.capped.omitted_bytes)
+        observe_fleet("capped", self.tool)
+        observe_fleet("capped_bytes", self.tool, self.capped.omitted_bytes)
         return self.capped.head_bytes + len(rest)
 
     def _consume(self, chunk: bytes, upload: BoundedUpload[ArtifactReference]) -> None:
@@ -402,6 +405,7 @@ class SpillJob:
             summary=summarize(retained, self.tool, self.exit_code, self.policy.summary_chars),
             call_id=self.call_id, exit_code=self.exit_code,
             total_bytes=retained.total_bytes if capped else ref.size_bytes,
+            stored_bytes=ref.size_bytes if capped else None,
             line_count=retained.line_count if capped else ref.line_count,
             read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
             view=view.describe() if view is not None else None, note=self.note,
@@ -497,7 +501,8 @@ class SpillJob:
         return self._from_rendered(rendered, retained, reason=reason)
 
     def _last_resort(self, retained: RetainedText, reason: str) -> SpillResult:
-        note = f"\n[s3spill] The full output could NOT be saved ({reason[:200]})."
+        bare = reason[len("not saved:"):].strip() if reason.lower().startswith("not saved:") else reason
+        note = f"\n[s3spill] The full output could NOT be saved ({bare[:200]})."
         text = clip(retained.head_text, max(0, self.policy.hard_cap_chars - len(note)))
         text = (text + note)[: self.policy.hard_cap_chars]
         shown = len(text.encode("utf-8", "replace"))
