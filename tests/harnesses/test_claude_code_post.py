@@ -116,3 +116,16 @@ def test_without_the_wrapper_a_failing_command_keeps_only_claude_codes_head(clau
     shown = result_text(first)
     assert first.get("is_error") is True and "source_id" not in shown
     assert 9_000 < len(shown) < 11_000 and "error: 3 tests FAILED" not in shown
+
+
+def test_a_64_kb_mcp_result_claude_code_passes_whole_is_replaced(claude: ClaudeCode) -> None:
+    """An MCP result under Claude Code's own limit but over our budget (64 KB): the hook's
+    content blocks replace it, and the pointer pages row 2,000."""
+    claude.use_s3spill(pre=False)
+    claude.mcp["big"] = {"command": sys.executable, "args": [BIG_MCP], "env": {"BIG_MCP_BYTES": "64000"}}
+    run = claude.run([tool_call("mcp__big__dump", {}), follow_pointer(READ, offset=2_000, limit=1),
+                      text("done")])
+    first, page = run.results()
+    shown = result_text(first)
+    assert "64000 bytes" in shown and f"{READ}(source_id" in shown and len(shown) < 30_000
+    assert "row 0002000 value=14000" in page_text(page)
