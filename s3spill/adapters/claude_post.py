@@ -122,3 +122,14 @@ def read_answer(response: Any, spill: HookSpiller, tool: str,
             + f"The whole read is stored{shift}. {notice}")
     updated = {**response, "file": {**record, "content": "\n".join(head), "numLines": len(head)}}
     return updated, note
+
+
+_OPENCODE_SAVED = re.compile(r"^Full output saved to: (/\S.*?)\s*$", re.M)
+
+
+def saved_opencode(text: str) -> Path | None:
+    """The file opencode 1.18.33 saved a cut tool output to ("Full output saved to: PATH")."""
+    if "...output truncated..." not in text[:200]:
+        return None
+    match = _OPENCODE_SAVED.search(text[:2000])
+    return _saved_file(match.group(1)) if match else None

@@ -45,7 +45,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from s3spill.adapters.claude_bash import decode_payload
-from s3spill.adapters.claude_post import persisted_bash, read_answer, saved_mcp
+from s3spill.adapters.claude_post import persisted_bash, read_answer, saved_mcp, saved_opencode
 from s3spill.context.policy import SHELL_TOOLS, KiB, SpillPolicy, ToolPolicy
 from s3spill.context.secrets import redact_text
 from s3spill.context.secrets.detector import may_hold_secret
@@ -59,7 +59,7 @@ from s3spill.usage.recorder import usage_recorder
 
 log = get_logger("s3spill.hooks")
 
-Harness = Literal["claude-code", "gemini-cli"]
+Harness = Literal["claude-code", "gemini-cli", "opencode"]
 #: The model reaches our read/grep tools through ``s3spill mcp`` registered under this name.
 DEFAULT_SERVER = "s3spill"
 #: Claude Code keeps Bash output up to 30,000 characters inline; two spilled streams of
@@ -78,7 +78,7 @@ SAVED_MARKERS = (b"persistedOutputPath", b"saved to")
 
 def tool_names(harness: Harness, server: str) -> tuple[str, str, str]:
     """How the model sees ``s3spill mcp``'s read, grep and list tools in this harness."""
-    prefix = f"mcp__{server}__" if harness == "claude-code" else f"mcp_{server}_"
+    prefix = {"claude-code": f"mcp__{server}__", "gemini-cli": f"mcp_{server}_"}.get(harness, f"{server}_")
     return (f"{prefix}read_artifact", f"{prefix}grep_artifact", f"{prefix}list_artifacts")
 
 
@@ -223,8 +223,35 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def opencode(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | None:
+    """The answer to examples/opencode/s3spill.js for one ``tool.execute.after``, or None.
+
+    The plugin sends ``{"hook_event_name": "tool.execute.after", "tool", "session_id",
+    "callID", "output"}``; ``{"output": TEXT}`` is what it puts in ``output.output``, which
+    opencode 1.18.33 sends to the model in place of the tool's text (tests/harnesses). A
+    shell output opencode cut itself ("...output truncated...", "Full output saved to:
+    PATH", its last ~14,000 characters) is stored from that file, whole.
+    """
+    if payload.get("hook_event_name") != "tool.execute.after":
+        return None
+    tool = str(payload.get("tool") or "")
+    text = payload.get("output")
+    if tool in spill.own or not isinstance(text, str):
+        return None
+    call_id = _str(payload.get("callID"))
+    saved = saved_opencode(text)
+    if saved is not None:
+        with open(saved, "rb") as whole:
+            out = spill.spiller.externalize(whole, tool, call_id, force=True)
+    elif spill.policy.should_externalize(text, tool):
+        out = spill.spiller.externalize(text, tool, call_id)
+    else:
+        return None
+    return {"output": out.context_text}
+
+
 ANSWERS: dict[Harness, Callable[[dict[str, Any], HookSpiller], dict[str, Any] | None]] = {
-    "claude-code": claude_code, "gemini-cli": gemini_cli}
+    "claude-code": claude_code, "gemini-cli": gemini_cli, "opencode": opencode}
 
 
 def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], *,

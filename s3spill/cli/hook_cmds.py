@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         '    "command": "s3spill --store s3://my-bucket/agents hook claude-code"}]}]}}\n'
         "wiring for every harness: docs/harnesses.md",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("harness", choices=("claude-code", "gemini-cli"))
+    p.add_argument("harness", choices=("claude-code", "gemini-cli", "opencode"))
     p.add_argument("--server", default="s3spill", metavar="NAME", type=_server_name,
                    help="name under which `s3spill mcp` is registered with the harness (pointers "
                    "name its tools, e.g. mcp__NAME__read_artifact in Claude Code; default s3spill)")

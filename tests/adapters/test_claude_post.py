@@ -59,3 +59,22 @@ def test_an_mcp_result_claude_code_saved_is_stored_from_its_file(tmp_path: Path)
     spill = HookSpiller(store, "s", "claude-code")
     assert claude_code(payload, spill) is None
     spill.close()
+
+
+def test_opencode_a_cut_shell_output_is_stored_from_its_saved_file(tmp_path: Path) -> None:
+    """opencode's "...output truncated... Full output saved to: PATH" is stored from PATH,
+    whole, and answered as the plugin's {"output": TEXT}; a small output gets no answer."""
+    from s3spill.adapters.harness_hooks import opencode
+
+    whole = "".join(f"{i}\n" for i in range(1, 300_001))
+    saved = tmp_path / "tool_1"
+    saved.write_text(whole)
+    cut = f"...output truncated...\n\nFull output saved to: {saved}\n\n" + whole[-14_000:]
+    store = LocalStore(tmp_path / "store")
+    spill = HookSpiller(store, "s", "opencode")
+    out = opencode({"hook_event_name": "tool.execute.after", "tool": "bash", "output": cut}, spill)
+    small = opencode({"hook_event_name": "tool.execute.after", "tool": "bash", "output": "ok\n"}, spill)
+    spill.close()
+    assert out is not None and small is None
+    assert "s3spill_read_artifact(source_id" in out["output"]
+    assert _stored(store, out["output"]) == whole.encode()

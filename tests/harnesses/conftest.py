@@ -10,6 +10,7 @@ through ``ANTHROPIC_BASE_URL``, with update checks, telemetry and error reports 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -216,3 +217,55 @@ def gemini(tmp_path: Path) -> Iterator[GeminiCli]:
     project.mkdir(parents=True)
     home.mkdir()
     yield GeminiCli(home, project.resolve(), (tmp_path / "store").as_uri())
+
+
+PLUGIN = Path(__file__).resolve().parents[2] / "examples" / "opencode" / "s3spill.js"
+
+
+@dataclass
+class Opencode:
+    """A scratch HOME and project for the real opencode (1.18.33) against the Anthropic stand-in."""
+
+    home: Path
+    project: Path
+    store_url: str
+    session: str = "opencode-test"
+    plugin: bool = False
+    mcp: dict[str, Any] = field(default_factory=dict)
+
+    def use_s3spill(self) -> None:
+        """The wiring of docs/harnesses.md: the shipped plugin and ``s3spill mcp`` on one session."""
+        self.plugin = True
+        self.mcp["s3spill"] = {"type": "local", "command": [sys.executable, "-m", "s3spill", "--store",
+                                                            self.store_url, "--session", self.session, "mcp"]}
+
+    def run(self, turns: list[Turn], timeout: float = 300) -> ScriptedModel:
+        plugins = self.project / ".opencode" / "plugins"
+        plugins.mkdir(parents=True, exist_ok=True)
+        if self.plugin:
+            (plugins / PLUGIN.name).write_text(PLUGIN.read_text())
+        script = ScriptedModel(turns)
+        with StandIn(script) as api:
+            provider = {"anthropic": {"options": {"baseURL": api.url + "/v1", "apiKey": "sk-standin"}}}
+            config = {"$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
+                      "model": "anthropic/claude-sonnet-4-5", "mcp": self.mcp, "provider": provider}
+            (self.project / "opencode.json").write_text(json.dumps(config))
+            # Only what it needs: opencode reads provider settings from many variables.
+            env = {"HOME": str(self.home), "PATH": os.environ.get("PATH", ""),
+                   "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                   "PYTHONPATH": child_env({})["PYTHONPATH"], "S3SPILL_STORE": self.store_url,
+                   "S3SPILL_SESSION": self.session,
+                   "S3SPILL_HOOK_COMMAND": json.dumps([sys.executable, "-m", "s3spill"])}
+            proc = subprocess.run([str(npm_bin("opencode")), "run", "go"], cwd=self.project, env=env,
+                                  capture_output=True, timeout=timeout, check=False)
+        assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+        return script
+
+
+@pytest.fixture
+def opencode(tmp_path: Path) -> Iterator[Opencode]:
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    project.mkdir(parents=True)
+    home.mkdir()
+    yield Opencode(home, project.resolve(), (tmp_path / "store").as_uri())
