@@ -80,8 +80,7 @@ TABLE: dict[type[BaseException], Rule] = {
     e.ConfigError: Rule(ExitCode.ERROR),  # the message names the value; the raiser hints
     e.PolicyError: Rule(ExitCode.ERROR),  # file:line: key: what is wrong; `config check` lists all
     e.InvalidKey: Rule(ExitCode.ERROR),
-    e.StoreError: Rule(ExitCode.ERROR, "the store refused the request; check permissions and "
-                       "the bucket"),
+    e.StoreError: Rule(ExitCode.ERROR),  # S3's own refusals carry their hint (store.s3.ops)
     e.AlreadyExists: Rule(ExitCode.ERROR, "another writer created it first; nothing was "
                           "overwritten"),
     e.PreconditionFailed: Rule(ExitCode.ERROR, _RETRY),
@@ -99,8 +98,7 @@ TABLE: dict[type[BaseException], Rule] = {
                            "read again"),
     e.StoreUnavailable: Rule(ExitCode.UNAVAILABLE, "check the store's endpoint and the network, "
                              "then run the command again"),
-    e.UnsupportedOperation: Rule(ExitCode.ERROR, "`s3spill doctor` shows which guarantee the "
-                                 "store lacks"),
+    e.UnsupportedOperation: Rule(ExitCode.ERROR),  # S3's 501s carry the doctor hint (store.s3.ops)
     e.StoreCapabilityError: Rule(ExitCode.REFUSED, "nothing was written; `s3spill doctor` shows "
                                  "which guarantee the store lacks"),
     e.IntegrityError: Rule(ExitCode.CORRUPT, "nothing unverified was printed; the stored bytes "

@@ -77,12 +77,23 @@ def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
     config = background_config(args)
     for knob in _KNOBS:
         argv += [f"--{knob.replace('_', '-')}", str(getattr(config, knob))]
+    from s3spill.cli.policy_args import policy_from_args
+
+    argv += ["--secrets", policy_from_args(args).policy.spill.secrets]  # the one policy: at_rest too
     # glibc gives each thread its own malloc arena and keeps what it frees there: for the
     # supervisor's reader, pump and upload threads that is tens of MiB of RSS; two arenas
     # keep it bounded. The command gets the caller's environment as it was.
     env = dict(os.environ)
+    only_ours = []
     if "MALLOC_ARENA_MAX" not in env:
-        env.update({"MALLOC_ARENA_MAX": "2", DROP_ENV: "MALLOC_ARENA_MAX"})
+        env["MALLOC_ARENA_MAX"] = "2"
+        only_ours.append("MALLOC_ARENA_MAX")
+    kms = policy_from_args(args).policy.store.kms_key_id
+    if kms and "S3SPILL_KMS_KEY_ID" not in env:  # the policy's tenant key reaches the supervisor's store
+        env["S3SPILL_KMS_KEY_ID"] = kms
+        only_ours.append("S3SPILL_KMS_KEY_ID")
+    if only_ours:
+        env[DROP_ENV] = ",".join(only_ours)
     proc = subprocess.Popen(  # noqa: S603 - our own module; the command is the user's
         [*argv, "--", *cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, env=env)

@@ -249,7 +249,8 @@ def _check_project(path: Path, doc: Mapping[str, Any], lines: Mapping[Path_, int
     return bad
 
 
-def _problems(exc: ValidationError, origins: Mapping[Path_, Origin]) -> list[str]:
+def _located(exc: ValidationError, origins: Mapping[Path_, Origin]) -> list[tuple[Origin, str, str]]:
+    """Each problem with the origin of its value, its dotted key and what is wrong."""
     out = []
     for err in exc.errors():
         loc = tuple(str(p) for p in err["loc"])
@@ -260,8 +261,16 @@ def _problems(exc: ValidationError, origins: Mapping[Path_, Origin]) -> list[str
             msg = "unknown key"
         elif "input" in err and not isinstance(err["input"], (dict, list)):
             msg += f" (got {err['input']!r})"
-        out.append(f"{origin.where or 'default'}: {key}: {msg}")
+        out.append((origin, key, msg))
     return out
+
+
+def _hint(located: list[tuple[Origin, str, str]]) -> str | None:
+    """The policy's own hint only where a file is at fault; a flag or a variable is fixed
+    where it was given (its name leads the problem)."""
+    if any(origin.kind in ("file", "default") for origin, _, _ in located):
+        return None  # PolicyError's: fix the policy; `config check FILE` lists every problem
+    return "change the flag or variable named above"
 
 
 class _Layers:
@@ -288,7 +297,9 @@ class _Layers:
         try:
             return FleetPolicy.model_validate(self.data)
         except ValidationError as exc:
-            raise PolicyError(_problems(exc, self.origins)) from None
+            located = _located(exc, self.origins)
+            raise PolicyError([f"{o.where or 'default'}: {k}: {m}" for o, k, m in located],
+                              hint=_hint(located)) from None
 
 
 def load_policy(config: str | os.PathLike[str] | None = None, *, environ: Mapping[str, str] | None = None,
