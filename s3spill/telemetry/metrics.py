@@ -77,19 +77,30 @@ def reset_for_tests() -> None:
         _otel = None
 
 
+_children: dict[tuple[str, ...], Any] = {}
+
+
+def _child(metric: str, *labels: str) -> Any:
+    """A labelled counter, looked up once (``labels()`` costs more than the increment)."""
+    key = (metric, *labels)
+    found = _children.get(key)
+    if found is None:
+        found = _children[key] = _prometheus()[metric].labels(*labels)
+    return found
+
+
 def observe_event(op: str, tool: str, raw_bytes: int, shown_bytes: int, spilled: bool,
                   stored_bytes: int | None) -> None:
     """Count one tool call in every installed client; never raises."""
     try:
-        prom = _prometheus()
-        if prom:
-            prom["calls"].labels(op, tool).inc()
-            prom["shown"].labels(op, tool).inc(shown_bytes)
+        if _prometheus():
+            _child("calls", op, tool).inc()
+            _child("shown", op, tool).inc(shown_bytes)
             if op == "spill":
-                prom["output"].labels(tool).inc(raw_bytes)
+                _child("output", tool).inc(raw_bytes)
                 if spilled:
-                    prom["spilled"].labels(tool).inc()
-                    prom["stored"].labels(tool).inc(stored_bytes or 0)
+                    _child("spilled", tool).inc()
+                    _child("stored", tool).inc(stored_bytes or 0)
         otel = _opentelemetry()
         if otel:
             attrs = {"gen_ai.tool.name": tool, "s3spill.operation": op, "s3spill.spilled": spilled}
