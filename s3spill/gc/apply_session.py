@@ -37,7 +37,7 @@ from s3spill.gc.models import (
     DeleteMethod,
     ObjectSnapshot,
 )
-from s3spill.gc.plan import object_created
+from s3spill.gc.plan_rules import object_created
 from s3spill.gc.planfile import PlanEntry
 from s3spill.gc.usage_logs import apply_usage_log
 from s3spill.leases.erased import read_tombstone
