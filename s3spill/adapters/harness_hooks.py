@@ -41,6 +41,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal
 
+from s3spill.adapters.claude_bash import decode_payload
 from s3spill.context.policy import SHELL_TOOLS, KiB, SpillPolicy, ToolPolicy
 from s3spill.log import get_logger
 from s3spill.proxy.results import ResultSpiller
@@ -185,19 +186,23 @@ ANSWERS: dict[Harness, Callable[[dict[str, Any], HookSpiller], dict[str, Any] | 
 
 
 def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], *,
-           server: str = DEFAULT_SERVER, session: str | None = None) -> bytes:
+           server: str = DEFAULT_SERVER, session: str | None = None, debug: bool = False) -> bytes:
     """What the hook prints for the payload ``raw``: the JSON answer, or b"" for no change.
 
     ``session`` (the operator's ``--session`` / ``$S3SPILL_SESSION``) wins over the payload's
     ``session_id``, as everywhere in the CLI; without it the harness's own session is used.
     Never raises: any failure is logged and answered with b"" (the harness keeps the
-    tool's own result).
+    tool's own result). A payload that is not a UTF-8 JSON object is an ordinary input, one
+    log line; anything else is one line too, its traceback only with ``debug`` (``--debug``),
+    as docs/configuration.md promises for every command.
     """
     try:
         if len(raw) <= floor_bytes(hook_policy(harness, server)):
             return b""  # nothing in it can be over a threshold: no store, no work
-        payload = json.loads(raw)
-        if not isinstance(payload, dict):
+        payload = decode_payload(raw)
+        if payload is None:
+            log.warning("hooks.unreadable_payload", harness=harness, bytes=len(raw),
+                        detail="not a UTF-8 JSON object; the tool's result goes on unchanged")
             return b""
         session_id = session or _str(payload.get("session_id"))
         if not session_id:
@@ -213,6 +218,9 @@ def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], 
         finally:
             store.close()
         return b"" if out is None else json.dumps(out, ensure_ascii=False).encode("utf-8")
-    except Exception:  # fail open: never block the tool, never lose its result
-        log.exception("hooks.failed_open", harness=harness)
+    except Exception as exc:  # fail open: never block the tool, never lose its result
+        if debug:
+            log.exception("hooks.failed_open", harness=harness)
+        else:
+            log.error("hooks.failed_open", harness=harness, error=type(exc).__name__, detail=str(exc)[:300])
         return b""

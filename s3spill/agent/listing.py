@@ -23,6 +23,7 @@ from s3spill.artifacts.index import ArtifactIndex
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig
 from s3spill.context.pointer import one_line
+from s3spill.context.quoting import no_ids
 from s3spill.errors import IntegrityError, InvalidRequest, NotFound
 from s3spill.live.reader import LiveSummary, summarize
 from s3spill.live.segments import read_state
@@ -63,8 +64,9 @@ class ArtifactListing:
         for ref in self.artifacts:
             who = one_line(ref.tool, 40) + (f" call {one_line(ref.call_id, 40)}" if ref.call_id else "")
             label = f" | {one_line(ref.label, 80)}" if ref.label else ""
+            summary = one_line(no_ids(ref.summary), 160)  # tool text: the id in this row is ours
             rows.append(f"{ref.source_id} | {ref.created_at:%Y-%m-%dT%H:%M:%SZ} | {who}{label} | "
-                        f"{ref.size_bytes:,} bytes, {ref.line_count:,} lines | {one_line(ref.summary, 160)}")
+                        f"{ref.size_bytes:,} bytes, {ref.line_count:,} lines | {summary}")
         notes = []
         if self.total > shown + self.unreadable:
             notes.append(f"{self.total - shown - self.unreadable:,} older not shown (raise limit, "

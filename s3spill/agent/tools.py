@@ -16,6 +16,7 @@ same facts as data (:attr:`ToolOutcome.structured`, MCP ``structuredContent``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -404,18 +405,15 @@ class AgentTools:
     def list_outcome(self, limit: int = DEFAULT_LIST_LIMIT) -> ToolOutcome:
         """:meth:`list_artifacts` with the references as structured data, within the budget."""
         listing: ArtifactListing = list_artifacts(self.artifacts, self.session_id, limit)
+        if self.policy.secrets != "off":  # summaries quote first lines; labels come from the harness
+            listing = dataclasses.replace(listing, artifacts=tuple(
+                ref.model_copy(update={"summary": _masked_summary(ref.summary)})
+                for ref in listing.artifacts))
         shown = len(listing.artifacts)
         while shown > 0 and not self._fits(listing.first(shown).render(), self.list_name):
             shown -= 1
         fitted = listing.first(shown)
-        return ToolOutcome(self._mask(fitted.render()), structured=fitted.structured())
-
-    def _mask(self, text: str) -> str:
-        """A listing as the model may see it: its summaries (first lines of outputs) masked
-        unless the policy is ``secrets="off"``; our own source ids are never masked."""
-        if self.policy.secrets == "off":
-            return text
-        return redact_text(text)[0]
+        return ToolOutcome(fitted.render(), structured=fitted.structured())
 
     def _clip(self, text: str, tool: str) -> str:
         """Last resort for a text no smaller page or match list brings within budget."""
@@ -474,6 +472,16 @@ _READ_ARGS = {"source_id": str, "offset": int, "limit": int, "char_offset": int,
               "bytes": int, "path": str, "record_offset": int, "since": int}
 _GREP_ARGS = {"source_id": str, "pattern": str, "context": int, "max_matches": int}
 _LIST_ARGS = {"limit": int}
+
+
+def _masked_summary(summary: str) -> str:
+    """An index's summary (a first line, cut with "…", then its size) with its secrets
+    masked; a token the cut split is masked as ``partial`` (the rest of the line is not
+    at hand here)."""
+    line, cut, size = summary.rpartition("… (")
+    if not cut:
+        return redact_text(summary)[0]
+    return redact_text(line, cut_end=True)[0] + cut + size
 
 
 def _args(arguments: Mapping[str, Any], allowed: Mapping[str, type]) -> dict[str, Any]:

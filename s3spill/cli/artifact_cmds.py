@@ -20,6 +20,7 @@ from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
+from s3spill.context.secrets import mask_view
 from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
 from s3spill.live import reader as live_reader
 from s3spill.log import get_logger
@@ -36,8 +37,18 @@ def _out(text: str) -> None:
 
 
 def _artifacts(args: argparse.Namespace) -> tuple[ArtifactStore, str]:
+    """The session's artifacts; pages and matches masked (the pointer sends a model here)
+    unless the operator passed ``--show-secrets``."""
     session = session_from_args(args)
-    return ArtifactStore(store_from_args(args), session_id=session), session
+    view = None if getattr(args, "show_secrets", True) else mask_view
+    return ArtifactStore(store_from_args(args), session_id=session, view=view), session
+
+
+def add_show_secrets(p: argparse.ArgumentParser) -> None:
+    """The operator's flag to print the stored bytes, secrets included."""
+    p.add_argument("--show-secrets", action="store_true",
+                   help="print the stored text as it is, credentials included (by default they are"
+                        " masked, as for the model: a pointer tells the model to run this command)")
 
 
 def _detected(fh: BinaryIO) -> tuple[Detection, Iterator[bytes]]:
@@ -211,6 +222,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="start at the line holding this byte: a live output's footer gives the"
                         " value that shows only what is new")
     p.add_argument("--json", action="store_true", help="print the structured Page as JSON")
+    add_show_secrets(p)
     p.set_defaults(func=cmd_read)
 
     p = sub.add_parser(
@@ -229,4 +241,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--context", type=count, default=0, help="lines of context around each match")
     p.add_argument("-i", "--ignore-case", action="store_true")
     p.add_argument("--json", action="store_true", help="print the structured result as JSON")
+    add_show_secrets(p)
     p.set_defaults(func=cmd_grep)

@@ -11,6 +11,7 @@ import argparse
 import os
 import re
 import sys
+from typing import Any
 
 from s3spill.cli.fastpath import HOOK_FLOOR_BYTES, needs_work, payload
 
@@ -44,15 +45,49 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_hook)
 
 
+def _session(args: argparse.Namespace) -> str | None:
+    """The operator's session, else Claude Code's project session (None: the payload's)."""
+    explicit = getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")
+    if explicit or args.harness != "claude-code":
+        return explicit
+    from s3spill.adapters.claude_bash import project_session
+
+    return project_session(os.environ)
+
+
+def _capture(args: argparse.Namespace, payload: dict[str, Any]) -> list[str] | None:
+    """The ``s3spill run --follow`` argv for the PreToolUse wrapper: this interpreter, the
+    store and the session resolved here, so the wrapped command stores where this hook would."""
+    from s3spill.adapters.claude_bash import capture_args
+
+    session = _session(args) or payload.get("session_id")
+    if not isinstance(session, str) or not session:
+        return None
+    store = getattr(args, "store", None) or os.environ.get("S3SPILL_STORE")
+    if not store:
+        from s3spill.store import default_store_url
+
+        store = default_store_url()
+    call_id = payload.get("tool_use_id")
+    call = call_id if isinstance(call_id, str) else None
+    return capture_args(sys.executable, store, session, args.server, call)
+
+
 def cmd_hook(args: argparse.Namespace) -> int:
     raw = payload()
     if not needs_work(raw, complete=True):
         return 0
-    from s3spill.adapters.harness_hooks import answer
-    from s3spill.store import open_store
+    out: bytes | None = None
+    if args.harness == "claude-code" and b"PreToolUse" in raw:
+        from s3spill.adapters.claude_bash import pre_answer
 
-    out = answer(args.harness, raw, lambda: open_store(getattr(args, "store", None)), server=args.server,
-                 session=getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION"))
+        out = pre_answer(raw, lambda p: _capture(args, p))
+    if out is None:
+        from s3spill.adapters.harness_hooks import answer
+        from s3spill.store import open_store
+
+        out = answer(args.harness, raw, lambda: open_store(getattr(args, "store", None)), server=args.server,
+                     session=_session(args), debug=bool(getattr(args, "debug", False)))
     if out:
         sys.stdout.buffer.write(out + b"\n")
         sys.stdout.flush()

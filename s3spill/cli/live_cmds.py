@@ -17,6 +17,8 @@ import sys
 import time
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
+from s3spill.cli.artifact_cmds import add_show_secrets
+from s3spill.context.secrets import redact_text
 from s3spill.errors import StoreUnavailable
 from s3spill.live.supervisor import DROP_ENV
 from s3spill.store.base import ObjectStore
@@ -135,13 +137,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         finish_live(store, session, keys.LiveId.parse(args.live_id))
     summary = LiveReader(store, session).status(args.live_id)
     if args.json:
-        sys.stdout.write(summary.model_dump_json() + "\n")
+        text = summary.model_dump_json() + "\n"
     else:
         hint = ""
         if summary.status == "lost":
             hint = (f"\nits supervisor died; `s3spill status {args.live_id} --finish` stores what"
                     " it committed")
-        sys.stdout.write(summary.line() + hint + "\n")
+        text = summary.line() + hint + "\n"
+    sys.stdout.write(text if args.show_secrets else redact_text(text)[0])  # a note may quote output
     return 0
 
 
@@ -188,6 +191,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="complete a run whose supervisor died (heartbeat expired): store what it"
                         " committed as an ordinary artifact")
     p.add_argument("--json", action="store_true", help="print the status as JSON")
+    add_show_secrets(p)
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("stop", help="stop a background run (SIGTERM, then SIGKILL) and wait for its end")

@@ -82,7 +82,7 @@ _NOT_SETTINGS = {"help", "version", "offset", "char_offset", "call_id", "txid", 
 #: Switches that delete for real or lower a safety margin: only an explicit flag on the
 #: command line turns them on, never a variable left in some environment.
 FLAG_ONLY = {"apply", "force_unverified_deletes", "allow_dangerously_short_ttl", "allow_remote", "no_probe",
-             "yes_erase", "all_versions"}
+             "yes_erase", "all_versions", "show_secrets"}
 
 
 def env_name(action: argparse.Action) -> str | None:

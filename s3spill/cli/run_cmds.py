@@ -21,6 +21,7 @@ import itertools
 import subprocess
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.live_cmds import add_background_flags, run_background
@@ -45,6 +46,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="how the pointer says to read the output back: `s3spill read` commands "
                    "(cli, the default: a model with a shell) or read_artifact/grep_artifact tool "
                    "calls (tools: a harness that also serves those tools, e.g. over MCP)")
+    p.add_argument("--follow", metavar="DIR", type=Path,
+                   help="no CMD: follow DIR/o, the output of a command a harness's shell runs, until "
+                   "DIR/rc holds its exit status (the Claude Code PreToolUse wrapper; docs/harnesses.md)")
+    p.add_argument("--watch-pid", type=int, metavar="PID",
+                   help="with --follow: the shell running the command; gone without DIR/rc means stopped")
+    p.add_argument("--harness", choices=("claude-code",),
+                   help="the pointer and the limits as that harness's hook uses them (names its MCP tools)")
+    p.add_argument("--server", default="s3spill", metavar="NAME",
+                   help="with --harness: the name `s3spill mcp` is registered under (default s3spill)")
     add_background_flags(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="the command to run, after --")
@@ -56,7 +66,19 @@ def command(args: argparse.Namespace) -> list[str]:
     return cmd[1:] if cmd and cmd[0] == "--" else cmd
 
 
+def _policy(args: argparse.Namespace) -> SpillPolicy:
+    if args.harness:
+        from s3spill.adapters.harness_hooks import hook_policy
+
+        return hook_policy(args.harness, args.server)
+    return SpillPolicy(pointer_style=args.pointer_style)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.follow is not None:
+        from s3spill.cli.run_follow import follow
+
+        return follow(args, _policy)
     cmd = command(args)
     if not cmd:
         print(say("run: no command given", "usage: s3spill run [--tool NAME] [--json] -- CMD ARGS..."),
@@ -89,7 +111,7 @@ def continue_run(args: argparse.Namespace, proc: subprocess.Popen[bytes], pipe: 
 def _spill(args: argparse.Namespace, session: str, store: ObjectStore, proc: subprocess.Popen[bytes],
            pipe: Pipe, output: Iterable[bytes]) -> int:
     assert proc.stdout is not None
-    policy = SpillPolicy(pointer_style=args.pointer_style)
+    policy = _policy(args)
     from s3spill.usage.recorder import usage_recorder
 
     with store, Spiller(store, session, policy, usage=usage_recorder(store, batch=False)) as spiller:

@@ -37,6 +37,7 @@ from typing import Literal
 
 from s3spill.context.budget import ContextBudget
 from s3spill.context.policy import GREP_TOOL, READ_TOOL
+from s3spill.context.quoting import no_ids, quote_lines, quoted_string
 from s3spill.context.retention import Omitted, RetainedText
 from s3spill.context.salient import SalientLine
 
@@ -77,6 +78,9 @@ class PointerFacts:
     #: Sentences on what the stored copy or the preview differs in (secrets masked, a
     #: truncated copy), one line each after the note.
     notes: tuple[str, ...] = ()
+    #: Size of the stored copy when it differs from ``total_bytes`` (a capped copy): the
+    #: digest is then that copy's, and the notice says so.
+    stored_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -122,12 +126,12 @@ def summarize(retained: RetainedText, tool: str, exit_code: int | None = None, l
     a task-aware summariser can pass its own, it is capped the same way.
     """
     first = next((ln for ln in retained.head_text.splitlines() if ln.strip()), "")
-    body = f'"{one_line(first, limit)}"' if first else "(empty)"
+    body = quoted_string(one_line(first, limit)) if first else "(empty)"
     if exit_code:
         source = retained.tail_text or retained.head_text
         last = next((ln for ln in reversed(source.splitlines()) if ln.strip()), "")
         if last and last != first:
-            body += f' … "{one_line(last, limit)}"'
+            body += f" … {quoted_string(one_line(last, limit))}"
     prefix = f"{one_line(tool, 40)}" + (f" exit {exit_code}" if exit_code is not None else "")
     return one_line(f"{prefix}: {body}", limit)
 
@@ -162,7 +166,7 @@ def _gap_block(view: RetainedText, salient: Sequence[SalientLine], labelled: str
         head = f"[… {omitted} bytes omitted ({where})"
     if not salient:
         return head + " …]\n"
-    quoted = "".join(f"\n  line {s.number}: {one_line(s.text, 2_000)}" for s in salient)
+    quoted = "".join(f"\n  line {s.number}: {one_line(no_ids(s.text), 2_000)}" for s in salient)
     return head + "; error lines among them:" + quoted + "\n…]\n"
 
 
@@ -212,10 +216,14 @@ def pointer_footer(facts: PointerFacts, view: RetainedText) -> str:
         how = (f"Page it with {read}(source_id, offset=<lines to skip>, limit=<number of lines>) - "
                f"line N is at offset=N-1; add char_offset=<n> to continue a very long line - or "
                f'search it with {grep}(source_id, pattern="<regex>"). ')
+    if facts.stored_bytes is not None and facts.stored_bytes != total:  # a capped copy
+        size = (f"{total} bytes, {lines} lines; the stored copy: {facts.stored_bytes} bytes, "
+                f"SHA-256 {facts.sha256[:16]}, ")
+    else:
+        size = f"{total} bytes, {lines} lines, SHA-256 {facts.sha256[:16]}, "
     return (
         f"[s3spill] Full output of {_who(facts.tool, facts.call_id, facts.exit_code)}: "
-        f"{total} bytes, {lines} lines, SHA-256 {facts.sha256[:16]}, "
-        f'stored as source_id="{sid}".\n'
+        f'{size}stored as source_id="{sid}".\n'
         f"Summary: {one_line(facts.summary, 500)}\n"
         f"{type_lines(facts.type_note)}"
         f"{view_note}{_note_line(facts.note)}{_notes(facts.notes)}"
@@ -237,11 +245,16 @@ def degraded_footer(facts: DegradedFacts, view: RetainedText) -> str:
     return (
         f"[s3spill] The output of {_who(facts.tool, facts.call_id, facts.exit_code)} was too large "
         f"for the context and the full output could NOT be saved "
-        f"({one_line(facts.reason, 200)}).\n"
+        f"({one_line(_bare(facts.reason), 200)}).\n"
         f"{_note_line(facts.note)}{_notes(facts.notes)}"
         f"Only the part shown above is available: {total} bytes, {view.line_count} lines in total. "
         f"If you need the omitted part, re-run the command with narrower output."
     )
+
+
+def _bare(reason: str) -> str:
+    """A refusal's reason without its own "not saved:" (the sentence says that already)."""
+    return reason[len("not saved:"):].strip() if reason.lower().startswith("not saved:") else reason
 
 
 def _sep(text: str) -> str:
@@ -249,7 +262,7 @@ def _sep(text: str) -> str:
 
 
 def _compose(view: RetainedText, gap: str, footer: str) -> str:
-    head, tail = view.head_text, view.tail_text
+    head, tail = quote_lines(view.head_text), quote_lines(view.tail_text)
     if not view.truncated:  # the whole output is shown: no gap marker
         return head + _sep(head) + footer
     return head + _sep(head) + gap + tail + _sep(tail) + footer

@@ -7,6 +7,8 @@ place that decides where a byte cut may fall, in O(1) per cut.
 
 from __future__ import annotations
 
+import codecs
+
 __all__ = ["line_count", "safe_head_cut", "safe_tail_start", "to_bytes"]
 
 
@@ -58,15 +60,36 @@ def safe_tail_start(data: bytes | bytearray | memoryview, start: int) -> int:
     return start
 
 
+#: The encode error handler of :func:`to_bytes` (registered with :mod:`codecs`).
+LONE_SURROGATES = "s3spill-lone-surrogates"
+
+
+def _lone_surrogates(exc: UnicodeError) -> tuple[bytes, int]:
+    """Each lone surrogate in the failing run: U+DC80..U+DCFF is the byte it stands for
+    (Python's surrogateescape: how a Python program holds bytes that are not UTF-8), any
+    other is its WTF-8 bytes (three bytes, invalid UTF-8, shown as ``\\xHH`` escapes)."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = bytearray()
+    for char in exc.object[exc.start : exc.end]:
+        code = ord(char)
+        out += bytes((code - 0xDC00,)) if 0xDC80 <= code <= 0xDCFF else char.encode("utf-8", "surrogatepass")
+    return bytes(out), exc.end
+
+
+codecs.register_error(LONE_SURROGATES, _lone_surrogates)
+
+
 def to_bytes(text: str) -> bytes:
-    """UTF-8 bytes of a str, round-tripping bytes smuggled in as lone surrogates."""
+    """UTF-8 bytes of a str; a lone surrogate is a byte or its WTF-8 (:func:`_lone_surrogates`).
+
+    So a result that arrived as invalid UTF-8 (decoded by surrogateescape) is stored as the
+    bytes received, and one that carried a JSON escape like ``\\udce9`` as the byte it means.
+    """
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        try:
-            return text.encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:
-            return text.encode("utf-8", "surrogatepass")
+        return text.encode("utf-8", LONE_SURROGATES)
 
 
 def line_count(total_bytes: int, newlines: int, ends_with_newline: bool) -> int:

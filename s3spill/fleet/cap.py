@@ -138,4 +138,9 @@ class StoreCap:
                 f"it holds the first {facts.head_bytes:,} and the last {facts.tail_bytes:,} bytes; "
                 f"the {facts.omitted_bytes:,} bytes of lines {facts.first_line}-{facts.last_line} are "
                 f"not stored (a marker at stored line {facts.marker_line} says so), and output line "
-                f"n after them is stored line n-{facts.shift}.")
+                f"n after them is stored line {_minus(facts.shift)}.")
+
+
+def _minus(shift: int) -> str:
+    """``n-3``, ``n+2`` or ``n``: the stored line of output line n (never ``n--2``)."""
+    return f"n-{shift}" if shift > 0 else f"n+{-shift}" if shift < 0 else "n"

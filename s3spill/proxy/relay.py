@@ -39,7 +39,8 @@ from s3spill.context.block_plan import UNKNOWN_IMAGE_TOKENS
 from s3spill.log import get_logger
 from s3spill.proxy.listing import listed_page, with_capabilities
 from s3spill.proxy.outstanding import Outstanding, Sent
-from s3spill.proxy.results import ResultSpiller
+from s3spill.proxy.results import UNLISTED, ResultSpiller
+from s3spill.proxy.schemas import widened
 from s3spill.proxy.settings import ProxySettings
 from s3spill.proxy.wire import (
     INTERNAL_ERROR,
@@ -124,6 +125,7 @@ class Relay:
         self._sent = Outstanding()
         self._local: dict[Any, asyncio.Task[None]] = {}  # client id -> our own tool's answer
         self._spilling: dict[Any, Sent] = {}  # client id -> a result being spilled
+        self._schemas: dict[str, dict[str, Any] | None] = {}  # tool -> its outputSchema, as listed
         self._tasks: set[asyncio.Task[None]] = set()
         self._client: Channel = _Closed()
         self._upstream: Channel = _Closed()
@@ -307,14 +309,27 @@ class Relay:
                 self._spawn(self._spill(answer, result, sent))
                 return None
         elif sent.method == "tools/list":
-            answer = listed_page(answer, self._bare, self.specs)
+            answer = listed_page(answer, self._bare, self.specs, self._advertised)
         elif sent.method in _HANDSHAKES:
             answer = with_capabilities(answer, {"tools": {}})
         return encode(answer)
 
+    def _advertised(self, tool: dict[str, Any]) -> dict[str, Any]:
+        """An upstream tool as the client sees it: an outputSchema widened to accept our
+        pointer (:mod:`~s3spill.proxy.schemas`) unless the tool is never spilled."""
+        name, schema = tool.get("name"), tool.get("outputSchema")
+        if not isinstance(name, str):
+            return tool
+        self._schemas[name] = schema if isinstance(schema, dict) else None
+        if not isinstance(schema, dict) or name in self.settings.never_spill:
+            return tool
+        return {**tool, "outputSchema": widened(schema)}
+
     async def _spill(self, answer: dict[str, Any], result: dict[str, Any], sent: Sent) -> None:
+        schema = self._schemas.get(sent.tool, UNLISTED)
         try:
-            changed = await asyncio.to_thread(self.results.spill, result, sent.tool, str(sent.client_id))
+            changed = await asyncio.to_thread(self.results.spill, result, sent.tool, str(sent.client_id),
+                                              schema)
         except Exception:  # fail open: the upstream's own answer is better than none
             log.exception("proxy.spill_crashed", tool=sent.tool)
             changed = None

@@ -12,9 +12,11 @@ rebuilt, and then only the parts that had to change:
   stored as its own artifact and named in the notice; a binary kept whole is handed on as
   the upstream's own block, untouched;
 * ``structuredContent`` is kept when it fits. Otherwise its JSON is stored as an artifact,
-  strings in it that are too long are replaced by a marker naming that artifact (the shape
-  a client validates against the tool's ``outputSchema`` survives when only long strings
-  made it large), and if it still does not fit it is removed; a text block says which.
+  and it becomes either its long strings replaced by markers naming that artifact — when
+  that fits and still conforms to the tool's ``outputSchema`` (or the tool has none) — or
+  the pointer object of :mod:`~s3spill.proxy.schemas`, which the widened schema the proxy
+  advertises accepts; a text block says which. It is never just removed: a client that
+  validates would reject a tool with a schema that returns none.
 
 ``isError`` and every other field of the result are kept: an upstream error stays an
 error, with its text spilled like any other when it is huge.
@@ -33,7 +35,9 @@ from s3spill.context.block_plan import Block, ImageBlock, TextBlock
 from s3spill.context.policy import SpillPolicy
 from s3spill.context.utf8 import to_bytes
 from s3spill.log import get_logger
+from s3spill.proxy.schemas import conforms, pointer_value
 from s3spill.proxy.settings import ProxySettings
+from s3spill.proxy.wire import encode
 from s3spill.spill.block_spill import externalize_blocks
 from s3spill.spill.source import iter_output
 from s3spill.spill.spiller import Spiller
@@ -50,6 +54,13 @@ _NOTICE_ROOM = 4_000
 _MIN_CAP = 2_000
 
 
+class Unlisted:
+    """Stands for "the tool's schema is not known": it was not listed (yet)."""
+
+
+UNLISTED = Unlisted()
+
+
 class ResultSpiller:
     """Spill the results of one session's tools; thread-safe (the Spiller is)."""
 
@@ -59,8 +70,13 @@ class ResultSpiller:
         self.policy = spiller.policy
         self._capped: dict[str, SpillPolicy] = {}
 
-    def spill(self, result: dict[str, Any], tool: str, call_id: str | None) -> dict[str, Any] | None:
-        """The result as the client should see it, or None when it is handed on unchanged."""
+    def spill(self, result: dict[str, Any], tool: str, call_id: str | None,
+              schema: dict[str, Any] | Unlisted | None = UNLISTED) -> dict[str, Any] | None:
+        """The result as the client should see it, or None when it is handed on unchanged.
+
+        ``schema`` is the tool's own ``outputSchema`` as the upstream listed it (None: it
+        declared none; :data:`UNLISTED`: not listed yet, so nothing is assumed of it).
+        """
         if tool in self.settings.never_spill or tool in self.settings.own_tools:
             return None
         content = result.get("content")
@@ -72,7 +88,7 @@ class ResultSpiller:
                 out["content"] = new_content
                 changed = True
         if "structuredContent" in result:
-            notice = self._structured(out, tool, call_id)
+            notice = self._structured(out, tool, call_id, schema)
             if notice is not None:
                 out["content"] = [*(out.get("content") or []), {"type": "text", "text": notice}]
                 changed = True
@@ -124,13 +140,15 @@ class ResultSpiller:
 
     # -- structuredContent ------------------------------------------------------------
 
-    def _structured(self, out: dict[str, Any], tool: str, call_id: str | None) -> str | None:
-        """Keep, shrink or remove ``out["structuredContent"]`` in place; the notice if changed."""
+    def _structured(self, out: dict[str, Any], tool: str, call_id: str | None,
+                    schema: dict[str, Any] | Unlisted | None) -> str | None:
+        """Keep, shrink or replace ``out["structuredContent"]`` in place; the notice if changed."""
         value = out["structuredContent"]
         if value is None:
             return None
-        raw = orjson.dumps(value)
-        if not self.policy.for_tool(tool).exceeds(raw) and not self._over(raw.decode(), tool):
+        raw = encode(value)
+        text = raw.decode("utf-8", "replace")
+        if not self.policy.for_tool(tool).exceeds(raw) and not self._over(text, tool):
             return None
         ref, reason = self.spiller.sink.store_blob(iter_output(raw), tool, call_id,
                                                    label="structuredContent (JSON)")
@@ -139,15 +157,19 @@ class ResultSpiller:
         marker_where = f"in {ref.source_id}" if ref is not None else "not saved"
         for limit in _SHRINK_STEPS:
             shrunk = _shrink(value, limit, marker_where)
-            if not self.policy.should_externalize(orjson.dumps(shrunk).decode(), tool):
+            if self.policy.should_externalize(encode(shrunk).decode("utf-8", "replace"), tool):
+                continue
+            if schema is None or (isinstance(schema, dict) and conforms(schema, shrunk)):
                 out["structuredContent"] = shrunk
                 _log(tool, len(raw), ref is not None, reason, structured="shrunk")
                 return (f"[structuredContent ({len(raw)} bytes of JSON) was over the budget: {where}. "
                         f"Strings longer than {limit} characters in it are replaced by markers.]")
-        del out["structuredContent"]
-        _log(tool, len(raw), ref is not None, reason, structured="removed")
-        return (f"[structuredContent ({len(raw)} bytes of JSON) was over the budget and is removed "
-                f"from this result: {where}.]")
+            break  # shorter markers would not make it conform
+        notice = (f"[structuredContent ({len(raw)} bytes of JSON) was over the budget: {where}. "
+                  f"This result's structuredContent is a pointer to it.]")
+        out["structuredContent"] = pointer_value(len(raw), notice, ref.source_id if ref is not None else None)
+        _log(tool, len(raw), ref is not None, reason, structured="pointer")
+        return notice
 
 
 def _slices(text: str) -> Iterator[str]:

@@ -126,6 +126,7 @@ class TextPreview:
             summary=summarize(retained, h.tool, h.exit_code, h.policy.summary_chars),
             call_id=h.call_id, exit_code=h.exit_code,
             total_bytes=retained.total_bytes if capped else ref.size_bytes,
+            stored_bytes=ref.size_bytes if capped else None,
             line_count=retained.line_count if capped else ref.line_count,
             read_tool=h.policy.read_tool, grep_tool=h.policy.grep_tool,
             view=view.describe() if view is not None else None, note=h.note,
@@ -187,7 +188,8 @@ class TextPreview:
     def _last_resort(self, retained: RetainedText, reason: str) -> SpillResult:
         h = self.host
         cap = h.policy.hard_cap_chars
-        note = f"\n[s3spill] The full output could NOT be saved ({reason[:200]})."
+        bare = reason[len("not saved:"):].strip() if reason.lower().startswith("not saved:") else reason
+        note = f"\n[s3spill] The full output could NOT be saved ({bare[:200]})."
         text = (clip(retained.head_text, max(0, cap - len(note))) + note)[:cap]
         shown = len(text.encode("utf-8", "replace"))
         return h.result(text, "degraded_hard_cap", retained.total_bytes,

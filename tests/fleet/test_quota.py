@@ -33,7 +33,7 @@ def test_a_session_over_its_quota_degrades_honestly(tmp_path: Path) -> None:
     refused = results[2]
     assert refused.mode in ("degraded", "degraded_hard_cap")  # type: ignore[attr-defined]
     text = refused.context_text  # type: ignore[attr-defined]
-    assert "could NOT be saved (not saved: quota reached (this session has stored" in text
+    assert "could NOT be saved (quota reached (this session has stored" in text
     assert f"{2 * size:,} of its {2 * size:,} bytes" in text and "artifact:" not in text
     assert text.startswith(BIG[:1000]) and refused.total_bytes == size  # type: ignore[attr-defined]
     usage, _ = UsageCounter(store, keys.session_usage_key(keys.session_hash("s"))).read()

@@ -9,7 +9,10 @@ file RECORD (so a test can see what reached the upstream). Modes, comma-separate
 * ``clash2``: ``tools/list`` has three pages, the second naming ``s3spill_read_artifact``.
 
 Tools: ``echo`` (answers ``echo: <text>``), ``hang`` (never answered), ``die`` (writes half
-of an answer, then the process exits with status 9).
+of an answer, then the process exits with status 9), ``odd`` (a 550 KB text holding what
+``kind`` names: ``escape`` the JSON escape ``\udce9``, as a Python server writes a file name
+decoded with surrogateescape; ``other`` the escape ``\ud800``, a lone surrogate that stands
+for no byte; ``raw`` the byte 0xE9 itself, invalid UTF-8 on the wire; ``mixed`` all three).
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ RECORD, MODES = sys.argv[1], set(sys.argv[2].split(",")) if len(sys.argv) > 2 el
 _out = threading.Lock()
 _seen: set[object] = set()
 _stop = threading.Event()
-TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("echo", "hang", "die")]
+TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("echo", "hang", "die", "odd")]
+#: The bulk of ``odd``'s text: numbered lines, 550 KB.
+BULK = "".join(f"{i:06d} some ordinary text of a listing\n" for i in range(14_000))
 
 
 def write(message: object | bytes) -> None:
@@ -58,6 +63,16 @@ def forge() -> None:
         time.sleep(0.05)
 
 
+def odd(mid: object, kind: str) -> bytes:
+    """The answer of ``odd``: BULK with the odd character in the middle of a line."""
+    head, tail = BULK[: len(BULK) // 2], BULK[len(BULK) // 2 :]
+    marker = {"escape": b"caf\\udce9", "other": b"x\\ud800y", "raw": b"caf\xe9",
+              "mixed": b"caf\\udce9 x\\ud800y \xff"}[kind]
+    text = json.dumps(head).encode()[:-1] + marker + json.dumps(tail).encode()[1:]
+    return b'{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": %s}]}}' % (
+        json.dumps(mid).encode(), text)
+
+
 def answer(msg: dict[str, object]) -> None:
     method, mid = msg.get("method"), msg.get("id")
     params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
@@ -84,6 +99,8 @@ def answer(msg: dict[str, object]) -> None:
         if name == "echo":
             write({"jsonrpc": "2.0", "id": mid, "result": {
                 "content": [{"type": "text", "text": f"echo: {arguments.get('text', '')}"}]}})
+        elif name == "odd":
+            write(odd(mid, str(arguments.get("kind"))))
         elif name == "die":
             with _out:
                 sys.stdout.buffer.write(b'{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"ty'

@@ -40,7 +40,10 @@ SERVERS = Path(__file__).resolve().parents[1] / "mcp_servers"
 ENTRY = {
     "everything": SERVERS / "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
     "filesystem": SERVERS / "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+    "memory": SERVERS / "node_modules/@modelcontextprotocol/server-memory/dist/index.js",
 }
+#: The official TypeScript SDK client, driven by a JSON plan (tests/mcp_servers/ts_client.mjs).
+TS_CLIENT = SERVERS / "ts_client.mjs"
 SID = re.compile(r'source_id="([^"]+)"')
 RELAY_SESSION = "relay-session"
 OURS = ["s3spill_read_artifact", "s3spill_grep_artifact", "s3spill_list_artifacts"]
@@ -57,6 +60,20 @@ def server_command(name: str, *args: str) -> list[str]:
     if not entry.is_file():
         pytest.fail(f"{entry} is missing: run `npm ci --prefix tests/mcp_servers` (.ci/run does)")
     return [node, str(entry), *args]
+
+
+def ts_client(command: list[str], calls: list[dict[str, Any]], workdir: Path,
+              env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run the TypeScript SDK client against ``command``: {"tools": [...], "calls": [{name, ok,
+    result | error}]} (its validation of structuredContent is on, as the SDK ships it)."""
+    node = server_command("everything")[0]
+    plan = workdir / f"ts-plan-{len(list(workdir.glob('ts-plan-*')))}.json"
+    plan.write_text(json.dumps({"command": command, "calls": calls, "env": env or {}}))
+    with (workdir / "ts-client.err").open("ab") as err:
+        done = subprocess.run([node, str(TS_CLIENT), str(plan)], stdout=subprocess.PIPE, stderr=err,
+                              timeout=300, check=False, env=child_env(env or {}))
+    assert done.returncode == 0, (workdir / "ts-client.err").read_text(errors="replace")[-3000:]
+    return dict(json.loads(done.stdout))
 
 
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30) -> None:

@@ -24,6 +24,7 @@ import anyio
 import pytest
 
 from s3spill.artifacts.store import ArtifactStore
+from s3spill.proxy.schemas import widened
 from s3spill.store import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import EmbeddedS3, child_env, free_port
@@ -77,6 +78,12 @@ def _dump(result: Any) -> dict[str, Any]:
     return dict(result.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
+def _advertised(tool: dict[str, Any]) -> dict[str, Any]:
+    if "outputSchema" not in tool:
+        return tool
+    return {**tool, "outputSchema": widened(tool["outputSchema"])}
+
+
 def _big_text() -> str:
     """About 3.8 MB: numbered lines, some non-ASCII, one 200,000-character line in the middle."""
     head = "".join(f"{i:07d} ok ünïcødé ✓ value={i * 7919 % 100_003}\n" for i in range(60_000))
@@ -112,6 +119,7 @@ def test_filesystem_multi_mb_text_is_paged_back_byte_exactly(target: Target, tmp
         assert len(plain.content[0].text.encode()) > 3_500_000
         async with connect(proxy_command(target.store.url, SESSION, upstream), tmp_path / "proxy.err",
                            env=target.env) as proxied:
+            await proxied.list_tools()  # as a harness does: the proxy learns the tool's outputSchema
             result = await proxied.call_tool("read_text_file", args)  # the SDK validates outputSchema
             assert not result.is_error
             pointer, notice = result.content[0].text, result.content[1].text
@@ -133,8 +141,9 @@ def test_filesystem_multi_mb_text_is_paged_back_byte_exactly(target: Target, tmp
 
 def test_everything_passes_small_results_through_and_spills_large_ones(local_target: Target,
                                                                         tmp_path: Path) -> None:
-    """tools/list is the upstream's plus ours; a small echo, an image, structured content and
-    progress pass unchanged; concurrent multi-MB echoes each point at their own message."""
+    """tools/list is the upstream's (outputSchemas widened) plus ours; a small echo, an image,
+    structured content and progress pass unchanged; concurrent multi-MB echoes each point at
+    their own message."""
     upstream = server_command("everything", "stdio")
     calls: list[tuple[str, dict[str, Any]]] = [
         ("echo", {"message": "hello"}), ("get-tiny-image", {}), ("get-sum", {"a": 2, "b": 3}),
@@ -151,7 +160,8 @@ def test_everything_passes_small_results_through_and_spills_large_ones(local_tar
                            tmp_path / "proxy.err", env=local_target.env) as proxied:
             listed = (await proxied.list_tools()).tools
             assert [t.name for t in listed] == [t.name for t in tools] + OURS
-            assert [_dump(t) for t in listed[: len(tools)]] == [_dump(t) for t in tools]
+            # Each tool as the upstream lists it, its outputSchema widened to accept our pointer.
+            assert [_dump(t) for t in listed[: len(tools)]] == [_advertised(_dump(t)) for t in tools]
             for (name, args), answer in zip(calls, answers, strict=True):
                 assert _dump(await proxied.call_tool(name, args)) == answer, name
 
@@ -376,12 +386,21 @@ def _proxy_cli(tmp_path: Path, *argv: str,
 
 def test_the_command_line_refuses_clearly_and_follows_the_upstream(tmp_path: Path) -> None:
     """No upstream, or one that cannot start: one line, exit 2; an upstream that exits 3 makes
-    the proxy exit 3; with stdin a regular file the handshake is still answered."""
+    the proxy say so in one line and exit 3; with stdin a regular file the handshake is still
+    answered."""
     none = _proxy_cli(tmp_path)
     assert none.returncode == 2 and b"needs one upstream" in none.stderr
     missing = _proxy_cli(tmp_path, "--", str(tmp_path / "no-such-server"))
     assert missing.returncode == 2 and b"cannot start the upstream server" in missing.stderr
-    assert _proxy_cli(tmp_path, "--", "sh", "-c", "exit 3").returncode == 3
+    # The client stays connected (stdin open): the upstream is the one that ends.
+    exits = subprocess.Popen([sys.executable, "-m", "s3spill", "--store", (tmp_path / "s").as_uri(),
+                              "--session", SESSION, "mcp-proxy", "--", "sh", "-c", "exit 3"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=child_env({}))
+    assert exits.wait(60) == 3
+    assert exits.stderr is not None and exits.stderr.read().decode().splitlines()[-1] == (
+        "s3spill mcp-proxy: the upstream server ended (exit status 3)")
+    exits.stdin.close()  # type: ignore[union-attr]
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
     requests = tmp_path / "requests.jsonl"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,7 @@ from s3spill.config import LiveConfig
 from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
+from tests.cli_support import cli_call, local_cli_env
 from tests.context.secrets.conftest import KINDS, Kind, leaks, placeholder
 
 MODES = ["preview", "at_rest"]
@@ -194,7 +196,7 @@ def test_at_rest_masks_a_secret_across_input_chunks_of_a_line_longer_than_a_mib(
                                                                                kind: Kind) -> None:
     """A > 1 MiB line whose 1 MiB input chunks cut the secret: the stored copy holds no piece."""
     line = kind.line().replace("\n", " ")
-    for cut in (5, len(line) // 2, len(line) - 3):
+    for cut in (5, len(line) // 2, len(line) - 15, len(line) - 8, len(line) - 3):
         head = "a" * (1024 * 1024 * 2 - cut - 1) + " "
         data = (head + line + " " + "b" * (1024 * 1024) + "\n").encode()
         chunks = [data[i:i + 1024 * 1024] for i in range(0, len(data), 1024 * 1024)]
@@ -203,3 +205,49 @@ def test_at_rest_masks_a_secret_across_input_chunks_of_a_line_longer_than_a_mib(
         assert result.artifact is not None
         stored = b"".join(ArtifactStore(local, session_id="big").iter_verified(result.artifact.source_id))
         assert not leaks(stored.decode(), "", kind.secret), (cut, kind.name)
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+def test_the_cli_read_and_grep_a_pointer_names_are_masked_unless_the_operator_asks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        kind: Kind) -> None:
+    """``s3spill read``/``grep`` (what ``s3spill run``'s pointer tells the model to run) mask by
+    default in ``preview`` mode; ``--show-secrets`` prints the stored bytes."""
+    store = local_cli_env(tmp_path, monkeypatch, "cli-s")
+    monkeypatch.setenv("S3SPILL_SHOW_SECRETS", "1")  # a variable in the model's shell unmasks nothing
+
+    def views(text: str, tag: str) -> list[str]:
+        monkeypatch.setenv("S3SPILL_SESSION", f"cli-{tag}")
+        with Spiller(store, f"cli-{tag}", journal=None) as sp:
+            sid = sp.externalize(FILLER + text + "\n" + FILLER, "bash").artifact.source_id  # type: ignore[union-attr]
+        out = [cli_call(["read", sid, "--offset", "3999", "--limit", "8"], capsys)[1],
+               cli_call(["read", sid, "--offset", "4001", "--limit", "1", "--char-offset", "9"], capsys)[1],
+               cli_call(["grep", sid, "token|aws|https|SESSION|MII|6mQ", "--context", "1"], capsys)[1],
+               cli_call(["grep", sid, "token|aws", "--json"], capsys)[1]]
+        operator = cli_call(["read", sid, "--offset", "3999", "--limit", "8", "--show-secrets"], capsys)[1]
+        assert tag == "c" or kind.secret.split("\n")[0] in operator
+        return out
+
+    _check(kind, lambda s: kind.line(s), views, store)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+def test_summaries_in_listings_and_references_show_no_piece(local: ObjectStore, kind: Kind,
+                                                             mode: str) -> None:
+    """The first line (cut at 200 characters, maybe inside the secret) as the listing, its
+    structured data and the reference handed to the harness quote it."""
+    import json
+
+    def views(text: str, tag: str) -> list[str]:
+        policy = SpillPolicy(secrets=mode)  # type: ignore[arg-type]
+        with Spiller(local, f"sum-{tag}-{mode}", policy, journal=None) as sp:
+            result = sp.externalize(text, "bash")
+        assert result.artifact is not None
+        got = AgentTools(local, f"sum-{tag}-{mode}", policy=policy).list_outcome()
+        return [got.text, json.dumps(got.structured), result.artifact.summary]
+
+    for lead in (170, 185, 195):
+        def build(s: str, lead: int = lead) -> str:
+            return "w" * lead + " " + kind.line(s).replace("\n", " ") + "\n" + FILLER
+        _check(kind, build, views, local)

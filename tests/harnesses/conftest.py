@@ -1,0 +1,125 @@
+"""The harness test bed: a real harness binary, a scratch HOME, a scripted model API.
+
+Every test here is marked ``harness`` (deselected by default; ``pytest -m harness
+tests/harnesses`` runs them, and ``.ci/run`` does after the main suite). Claude Code is
+the binary bundled in the claude-agent-sdk wheel (2.1.332 for 0.2.189), run with ``-p``,
+``--settings`` and ``--output-format stream-json`` against :mod:`tests.harnesses.model_api`
+through ``ANTHROPIC_BASE_URL``, with update checks, telemetry and error reports off.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from s3spill.testing import child_env
+from tests.harnesses.model_api import ScriptedModel, StandIn, Turn
+
+pytestmark = pytest.mark.harness
+
+#: The variables that switch off everything a scratch run must not do (network beyond
+#: the stand-in, updates, telemetry, error reports) and let a root sandbox skip prompts.
+CLAUDE_QUIET = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1", "DISABLE_BUG_COMMAND": "1", "IS_SANDBOX": "1",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.harness)
+
+
+def claude_binary() -> Path:
+    import claude_agent_sdk
+
+    return Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+
+
+def s3spill_cmd(*args: str) -> str:
+    """A shell command line that runs this checkout's s3spill (what a settings file names)."""
+    return " ".join(shlex.quote(a) for a in (sys.executable, "-m", "s3spill", *args))
+
+
+@dataclass
+class ClaudeRun:
+    """One ``claude -p`` run: what the model received (``script``) and what Claude printed."""
+
+    script: ScriptedModel
+    proc: subprocess.CompletedProcess[bytes]
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def results(self) -> list[dict[str, Any]]:
+        return self.script.tool_results()
+
+
+@dataclass
+class ClaudeCode:
+    """A scratch HOME and project for the real Claude Code, and a way to run it on a script."""
+
+    home: Path
+    project: Path
+    store_url: str
+    hooks: dict[str, Any] = field(default_factory=dict)
+    mcp: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def session(self) -> str:
+        """The project session the hooks and ``s3spill mcp`` agree on."""
+        return f"claude-code:{self.project}"
+
+    def use_s3spill(self, *, pre: bool = True, post: bool = True, mcp: bool = True,
+                    timeout: int = 60) -> None:
+        """The wiring of docs/harnesses.md: the hooks and ``s3spill mcp`` under the name s3spill."""
+        hook = {"type": "command", "command": s3spill_cmd("--store", self.store_url, "hook", "claude-code"),
+                "timeout": timeout}
+        if pre:
+            self.hooks["PreToolUse"] = [{"matcher": "Bash", "hooks": [hook]}]
+        if post:
+            self.hooks["PostToolUse"] = [{"matcher": "*", "hooks": [hook]}]
+        if mcp:
+            session = ' --session "claude-code:$CLAUDE_PROJECT_DIR" mcp'
+            serve = s3spill_cmd("--store", self.store_url) + session
+            self.mcp["s3spill"] = {"command": "sh", "args": ["-c", f"exec {serve}"]}
+
+    def run(self, turns: list[Turn], *args: str, prompt: str = "go", timeout: float = 300) -> ClaudeRun:
+        script = ScriptedModel(turns)
+        config = self.home / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": self.mcp}))
+        with StandIn(script) as api:
+            env = child_env({"HOME": str(self.home), "ANTHROPIC_BASE_URL": api.url,
+                             "ANTHROPIC_API_KEY": "sk-standin",
+                             **CLAUDE_QUIET, **self.env})
+            for name in ("S3SPILL_SESSION", "S3SPILL_STORE", "CLAUDE_CODE_SESSION_ID", "CLAUDECODE",
+                         "CLAUDE_PROJECT_DIR"):
+                if name not in self.env:
+                    env.pop(name, None)
+            argv = [str(claude_binary()), "-p", prompt, "--output-format", "stream-json", "--verbose",
+                    "--dangerously-skip-permissions", "--settings", json.dumps({"hooks": self.hooks}),
+                    "--mcp-config", str(config), "--strict-mcp-config", *args]
+            proc = subprocess.run(argv, cwd=self.project, env=env, capture_output=True, timeout=timeout,
+                                  check=False)
+        events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip().startswith(b"{")]
+        assert proc.returncode == 0, proc.stderr.decode()[-3000:] + proc.stdout.decode()[-3000:]
+        return ClaudeRun(script, proc, events)
+
+
+@pytest.fixture
+def claude(tmp_path: Path) -> Iterator[ClaudeCode]:
+    """Claude Code in a scratch HOME with a project directory and a local store."""
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    project.mkdir(parents=True)
+    home.mkdir()
+    yield ClaudeCode(home, project.resolve(), (tmp_path / "store").as_uri())
