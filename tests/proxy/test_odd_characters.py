@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from tests.proxy.conftest import HOSTILE, SESSION, hostile_command
-from tests.proxy_support import OURS, connect, proxy_command, read_back, source_id
+from tests.proxy.servers import OURS, connect, proxy_command, read_back, source_id
 
 sys.path.insert(0, str(HOSTILE.parent))
 from hostile_upstream import BULK
