@@ -53,7 +53,7 @@ def gc_plan(root: str, out: str) -> int:
     planned = 0
     with open(out, "w") as plan:
         for session in os.scandir(sessions):
-            manifest = os.path.join(session.path, "journal", "manifest.json")
+            manifest = os.path.join(session.path, "journal", "plain-manifest.json")
             try:
                 with open(manifest, "rb") as fh:
                     referenced = set(json.loads(fh.read()).get("referenced", ()))

@@ -13,11 +13,36 @@ the multipart threshold and concurrency.
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+from s3spill.errors import ConfigError
 
 MiB = 1024 * 1024
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90s``, ``15m``, ``24h``, ``30d``, ``2w`` (a bare number is seconds), or ISO 8601.
+
+    ISO 8601 (``P1D``, ``PT24H``, ``P1DT12H``) because plans and reports store durations
+    that way: a value copied from a report must be accepted back on the command line.
+    """
+    match = _DURATION.match(text)
+    if match:
+        return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2) or "s"])
+    if text.strip().upper().startswith("P"):
+        try:
+            return TypeAdapter(timedelta).validate_python(text.strip().upper())
+        except ValueError:
+            pass
+    raise ConfigError(f"bad duration {text!r}: use e.g. 90s, 15m, 24h, 30d, or ISO 8601 such as P1D")
 
 
 class TransferConfig(BaseModel):
@@ -99,10 +124,12 @@ class LiveConfig(BaseModel):
     #: (and GC) can tell a quiet command from a dead writer.
     heartbeat_interval: float = Field(default=5.0, gt=0)
     #: A running state whose heartbeat is older than this is ``lost`` (its writer died).
-    lost_after: float = Field(default=60.0, gt=0)
+    #: Three heartbeats: a reader never calls a state lost sooner, whatever is set here.
+    lost_after: float = Field(default=15.0, gt=0)
     #: Raw bytes kept per live artifact; past it the head and the newest window are kept.
     max_bytes: int = Field(default=4 * 1024 * MiB, ge=1024)
-    #: Of ``max_bytes``, what the head keeps (the first output, never dropped).
+    #: Of ``max_bytes``, what the head keeps (the first output, never dropped); at most half
+    #: of ``max_bytes`` (clamped), so a small cap caps: the rest is the newest window.
     head_bytes: int = Field(default=64 * MiB, ge=0)
     #: Once the state lists twice this many segments inline, the oldest this many move into
     #: an immutable table object: the state (rewritten every second, read by every reader)
@@ -110,3 +137,15 @@ class LiveConfig(BaseModel):
     table_segments: int = Field(default=32, ge=2, le=4096)
     #: Raw bytes that may wait between the command's pipe and the store (backpressure past it).
     queue_bytes: int = Field(default=8 * MiB, ge=64 * 1024)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _head_within_cap(cls, data: object) -> object:
+        """The head default (64 MiB) must not outgrow a smaller cap (issue 34: an 8 MiB cap kept
+        68 MB): the head is clamped to half of ``max_bytes``."""
+        if isinstance(data, dict):
+            cap = data.get("max_bytes", cls.model_fields["max_bytes"].default)
+            head = data.get("head_bytes", cls.model_fields["head_bytes"].default)
+            if isinstance(cap, int) and isinstance(head, int) and head > cap // 2:
+                data = {**data, "head_bytes": cap // 2}
+        return data

@@ -10,6 +10,7 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
 
     S3SpillError
     ├── ConfigError                  bad URL, bad policy, a refused dangerous setting
+    │   └── PolicyError              a policy file or variable that does not check (file:line: key)
     ├── InvalidKey                   a key that could escape the store's prefix
     ├── StoreError                   anything the object store answered
     │   ├── AlreadyExists            If-None-Match lost: someone else created the key
@@ -60,6 +61,17 @@ class S3SpillError(Exception):
 
 class ConfigError(S3SpillError):
     """A configuration value is malformed or refused as unsafe."""
+
+
+class PolicyError(ConfigError):
+    """The fleet policy does not check: each problem names its file and line (or variable) and key."""
+
+    def __init__(self, problems: list[str] | str, *, hint: str | None = None) -> None:
+        problems = [problems] if isinstance(problems, str) else problems
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        super().__init__(shown, hint=hint or "fix the policy; `s3spill config check FILE` lists "
+                         "every problem")
+        self.problems = problems
 
 
 class InvalidKey(S3SpillError):
@@ -125,7 +137,18 @@ class IntegrityError(S3SpillError):
 
 
 class SourceIdError(S3SpillError):
-    """A source id is malformed, path-like, or belongs to another session."""
+    """A source id is malformed, path-like, or belongs to another session.
+
+    For a well-formed id of another session, ``locator`` is the id and ``session_hash`` the
+    hash of the session it belongs to, so a caller that knows where its own session came
+    from (the CLI) can say which session the id belongs to; both are empty otherwise.
+    """
+
+    def __init__(self, message: str, *, locator: str = "", session_hash: str = "",
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.locator = locator
+        self.session_hash = session_hash
 
 
 class InvalidRequest(S3SpillError, ValueError):

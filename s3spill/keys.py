@@ -372,7 +372,8 @@ class SourceId:
     def require_session(self, session_id: str) -> SourceId:
         """Refuse an id that belongs to any session other than the caller's."""
         if self.session_hash != session_hash(session_id):
-            raise SourceIdError(f"source id {self} does not belong to this session")
+            raise SourceIdError(f"source id {self} does not belong to this session",
+                                locator=str(self), session_hash=self.session_hash)
         return self
 
 
@@ -407,5 +408,6 @@ class LiveId:
 
     def require_session(self, session_id: str) -> LiveId:
         if self.session_hash != session_hash(session_id):
-            raise SourceIdError(f"live id {self} does not belong to this session")
+            raise SourceIdError(f"live id {self} does not belong to this session",
+                                locator=str(self), session_hash=self.session_hash)
         return self

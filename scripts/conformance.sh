@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Conformance of an S3 implementation we did not write: scripts/conformance.sh localstack|s3rver|moto
+# Conformance of an S3 implementation we did not write:
+#   scripts/conformance.sh localstack|localstack-2026.3|s3rver|moto [--update]
+# (localstack is LocalStack 4.14.0, localstack-2026.3 is LocalStack 2026.3.0; both pinned)
 #
 # Installs the server (pinned, cached under $S3SPILL_CONFORMANCE_CACHE, default
 # ~/.cache/s3spill-conformance; a clean machine installs it from PyPI / npm), starts it on
@@ -18,8 +20,8 @@ set -euo pipefail
 
 BACKEND=${1:-}
 UPDATE=${2:-}
-case "$BACKEND" in localstack | s3rver | moto) ;; *)
-  echo "usage: $0 localstack|s3rver|moto [--update]" >&2
+case "$BACKEND" in localstack | localstack-2026.3 | s3rver | moto) ;; *)
+  echo "usage: $0 localstack|localstack-2026.3|s3rver|moto [--update]" >&2
   exit 2
   ;;
 esac
@@ -28,8 +30,14 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 PY=${S3SPILL_PYTHON:-$ROOT/.venv/bin/python}
 CACHE=${S3SPILL_CONFORMANCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/s3spill-conformance}
-LOCALSTACK_VERSION=4.14.0
-# Pins that keep localstack-core 4.14 importable on Python 3.13 (newer majors break it).
+# Pins that keep localstack-core importable on Python 3.13 (newer majors break it: cbor2 6
+# dropped the private module its S3 parser imports, and its plugin loader then silently
+# finds no runtime; pyOpenSSL 25 dropped X509.add_extensions, which its TLS certificate uses).
+if [ "$BACKEND" = localstack-2026.3 ]; then
+  LOCALSTACK_VERSION=2026.3.0 # the calendar-versioned line; host mode needs no auth token
+else
+  LOCALSTACK_VERSION=4.14.0
+fi
 LOCALSTACK_PINS=("localstack-core[runtime]==$LOCALSTACK_VERSION" "cbor2<6" "service-identity"
   "pyopenssl<25" "cryptography<45")
 S3RVER_VERSION=3.7.1
@@ -106,7 +114,7 @@ export AWS_ENDPOINT_URL=$ENDPOINT AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-eas
 unset AWS_PROFILE AWS_SESSION_TOKEN
 
 case "$BACKEND" in
-  localstack)
+  localstack | localstack-2026.3)
     install_localstack
     export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
     mkdir -p "$WORK/localstack"

@@ -42,7 +42,9 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from s3spill.adapters.claude_bash import decode_payload
+from s3spill.adapters.claude_post import persisted_bash, read_answer, saved_mcp
 from s3spill.context.policy import SHELL_TOOLS, KiB, SpillPolicy, ToolPolicy
+from s3spill.fleet.policy_file import LoadedPolicy
 from s3spill.log import get_logger
 from s3spill.proxy.results import ResultSpiller
 from s3spill.proxy.settings import ProxySettings
@@ -64,6 +66,9 @@ SHELL_HOOK_POLICY = ToolPolicy(threshold=30_000, threshold_unit="chars", head_by
 READ_HOOK_POLICY = ToolPolicy(threshold=100_000, threshold_unit="chars", head_bytes=8 * KiB,
                               tail_bytes=2 * KiB)
 READ_TOOLS = ("Read", "read_file", "read_many_files")
+#: A small payload that holds one of these may name a file the harness saved the whole
+#: result to (:mod:`.claude_post`); the same markers send it past the CLI's fast path.
+SAVED_MARKERS = (b"persistedOutputPath", b"saved to")
 
 
 def tool_names(harness: Harness, server: str) -> tuple[str, str, str]:
@@ -92,12 +97,15 @@ class HookSpiller:
     """One hook call's Spiller (the harness's session) and what it does to a response."""
 
     def __init__(self, store: ObjectStore, session_id: str, harness: Harness,
-                 server: str = DEFAULT_SERVER) -> None:
+                 server: str = DEFAULT_SERVER, fleet: LoadedPolicy | None = None) -> None:
         self.harness = harness
         self.own = tool_names(harness, server)
         settings = ProxySettings(tool_prefix=self.own[0].removesuffix("read_artifact"))
-        self.policy = hook_policy(harness, server).model_copy(update={"image_pricer": settings.price_binary})
-        self.spiller = Spiller(store, session_id, self.policy, usage=usage_recorder(store, batch=False))
+        policy = hook_policy(harness, server).model_copy(update={"image_pricer": settings.price_binary})
+        #: The hook's own defaults, with what the fleet policy sets on top ([harness.<name>] too).
+        self.policy = fleet.spill_policy(policy, harness) if fleet is not None else policy
+        self.spiller = Spiller(store, session_id, self.policy, quota=fleet.quota() if fleet else None,
+                               usage=usage_recorder(store, batch=False))
         self.results = ResultSpiller(self.spiller, settings)
 
     def close(self) -> None:
@@ -105,6 +113,8 @@ class HookSpiller:
 
     def value(self, value: Any, tool: str, call_id: str | None) -> Any:
         """``value`` with every oversized string spilled and its shape kept (same object if none)."""
+        if self.policy.never_spills(tool):
+            return value  # the fleet policy's never_spill: the tool's result as it is
         if isinstance(value, str):
             if not self.policy.should_externalize(value, tool):
                 return value
@@ -133,19 +143,32 @@ def _is_content(value: Any) -> bool:
 
 
 def claude_code(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | None:
-    """The PostToolUse answer for ``payload``, or None for "no change"."""
+    """The PostToolUse answer for ``payload``, or None for "no change" (see :mod:`.claude_post`)."""
     if payload.get("hook_event_name") != "PostToolUse":
         return None
     tool = str(payload.get("tool_name") or "")
     if tool in spill.own:
         return None
     response = payload.get("tool_response")
-    updated = spill.value(response, tool, _str(payload.get("tool_use_id")))
-    if updated is response:
-        return None
-    specific: dict[str, Any] = {"hookEventName": "PostToolUse", "updatedToolOutput": updated}
+    call_id = _str(payload.get("tool_use_id"))
+    specific: dict[str, Any] = {"hookEventName": "PostToolUse"}
     if tool.startswith("mcp__"):
+        saved = saved_mcp(response, spill, tool, call_id)
+        updated: Any = saved if saved is not None else spill.value(response, tool, call_id)
+        if updated is response:
+            return None
         specific["updatedMCPToolOutput"] = updated
+    elif tool in READ_TOOLS:
+        read = read_answer(response, spill, tool, call_id)
+        if read is None:
+            return None
+        updated, specific["additionalContext"] = read
+    else:
+        persisted = persisted_bash(response, spill, tool, call_id)
+        updated = persisted if persisted is not None else spill.value(response, tool, call_id)
+        if updated is response:
+            return None
+    specific["updatedToolOutput"] = updated
     return {"hookSpecificOutput": specific}
 
 
@@ -158,7 +181,7 @@ def gemini_cli(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | 
     if tool in spill.own or not isinstance(response, dict):
         return None
     text = _llm_text(response.get("llmContent"))
-    if text is None or not spill.policy.should_externalize(text, tool):
+    if text is None or spill.policy.never_spills(tool) or not spill.policy.should_externalize(text, tool):
         return None
     out = spill.spiller.externalize(text, tool, None)
     return {"hookSpecificOutput": {"hookEventName": "AfterTool", "tool_output": out.context_text}}
@@ -186,7 +209,8 @@ ANSWERS: dict[Harness, Callable[[dict[str, Any], HookSpiller], dict[str, Any] | 
 
 
 def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], *,
-           server: str = DEFAULT_SERVER, session: str | None = None, debug: bool = False) -> bytes:
+           server: str = DEFAULT_SERVER, session: str | None = None, debug: bool = False,
+           fleet: Callable[[], LoadedPolicy] | None = None) -> bytes:
     """What the hook prints for the payload ``raw``: the JSON answer, or b"" for no change.
 
     ``session`` (the operator's ``--session`` / ``$S3SPILL_SESSION``) wins over the payload's
@@ -194,11 +218,13 @@ def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], 
     Never raises: any failure is logged and answered with b"" (the harness keeps the
     tool's own result). A payload that is not a UTF-8 JSON object is an ordinary input, one
     log line; anything else is one line too, its traceback only with ``debug`` (``--debug``),
-    as docs/configuration.md promises for every command.
+    as docs/configuration.md promises for every command. ``fleet`` loads the fleet policy (one
+    that does not check fails open like anything else: logged, the tool's result kept).
     """
     try:
-        if len(raw) <= floor_bytes(hook_policy(harness, server)):
-            return b""  # nothing in it can be over a threshold: no store, no work
+        if len(raw) <= floor_bytes(hook_policy(harness, server)) and not any(
+                marker in raw for marker in SAVED_MARKERS):
+            return b""  # nothing in it can be over a threshold or name a saved file: no work
         payload = decode_payload(raw)
         if payload is None:
             log.warning("hooks.unreadable_payload", harness=harness, bytes=len(raw),
@@ -208,9 +234,10 @@ def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], 
         if not session_id:
             log.warning("hooks.no_session", harness=harness)
             return b""
+        loaded = fleet() if fleet is not None else None
         store = open_store()
         try:
-            spill = HookSpiller(store, session_id, harness, server)
+            spill = HookSpiller(store, session_id, harness, server, loaded)
             try:
                 out = ANSWERS[harness](payload, spill)
             finally:

@@ -1,9 +1,9 @@
 """Reading artifacts back: every byte verified before it is used, a page or a search at a time.
 
-A read resolves the source id (strictly parsed, same session only), HEADs the body for the
-ETag (or, version 1, the pinned index digest), fetches the index and checks that it
-commits this body, its identity (session, name, SHA-256 prefix of the source id) and
-size; the verified index is cached (immutable). Then it fetches only the frames it needs,
+A read resolves the source id (strictly parsed, same session only) and gets an index it
+can trust (:mod:`.indexes`: the body's HEAD, then the index and its checks; or, for a
+page, the index first and the first chunk fetched with ``If-Match`` on the ETag it
+commits); the verified index is cached (immutable). Then it fetches only the frames it needs,
 with ranged GETs, decodes and verifies each before using a byte; decoded chunks are kept
 in a small cache, so re-fitting a page to its budget never fetches a chunk twice.
 Any mismatch raises :class:`IntegrityError` naming the source id. :meth:`grep` streams all
@@ -26,21 +26,17 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
-
-from pydantic import ValidationError
 
 from s3spill import keys
-from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex
+from s3spill.artifacts.index import ArtifactIndex
+from s3spill.artifacts.indexes import IndexVerifier, ResolvedArtifact
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pattern, grep_chunks
 from s3spill.artifacts.views import CONTEXT_BYTES, ChunkView, viewed
 from s3spill.artifacts.writer import reference_of
 from s3spill.config import TransferConfig
 from s3spill.errors import (
-    ArtifactErased,
     ArtifactNotFound,
-    BucketNotFound,
     ConfigError,
     IntegrityError,
     InvalidRequest,
@@ -50,7 +46,6 @@ from s3spill.errors import (
 from s3spill.log import get_logger
 from s3spill.models import ArtifactMemoryReference, ArtifactReference
 from s3spill.store.base import ObjectStore
-from s3spill.store.commit import defers_digest
 from s3spill.typed.bytepage import DEFAULT_BYTES, BytePage, build_byte_page
 from s3spill.typed.jsonpath import DEFAULT_ELEMENTS, JsonPage, build_json_page
 from s3spill.typed.recordpage import DEFAULT_RECORDS, RecordPage, build_record_page, record_at
@@ -59,7 +54,6 @@ __all__ = ["ArtifactReader", "ResolvedArtifact", "SourceRef"]
 
 log = get_logger("s3spill.artifacts.store")
 
-_INDEX_CACHE_SIZE = 64
 #: Decoded, verified chunks kept across page reads (a page re-fitted to its budget, the
 #: next page of a sequential read). Immutable artifacts make this safe.
 _CHUNK_CACHE_BYTES = 8 * 1024 * 1024
@@ -67,18 +61,7 @@ _CHUNK_CACHE_BYTES = 8 * 1024 * 1024
 SourceRef = str | keys.SourceId | ArtifactReference | ArtifactMemoryReference
 
 
-@dataclass(frozen=True)
-class ResolvedArtifact:
-    """A source id that passed every check, with the keys derived from it."""
-
-    source_id: keys.SourceId
-    artifact_key: str
-    index_key: str
-    #: Full SHA-256 the caller vouches for (from a reference), checked against the index.
-    expected_sha256: str | None = None
-
-
-class ArtifactReader:
+class ArtifactReader(IndexVerifier):
     """Read artifacts of one session back, verified, a page or a search at a time.
 
     ``session_id`` names the caller's session; it comes from the harness (construction
@@ -93,6 +76,8 @@ class ArtifactReader:
         #: What reads show of the stored bytes (:mod:`s3spill.artifacts.views`); None: them.
         self.view = view
         self._cache: OrderedDict[str, ArtifactIndex] = OrderedDict()
+        #: Indexes read without their body's HEAD, until a chunk GET with If-Match confirms them.
+        self._unconfirmed: dict[str, ArtifactIndex] = {}
         self._chunks: OrderedDict[tuple[str, int, bool], bytes] = OrderedDict()
         self._chunk_bytes = 0
         self._lock = threading.Lock()
@@ -130,88 +115,6 @@ class ArtifactReader:
     def reference(self, source: SourceRef, session_id: str | None = None) -> ArtifactReference:
         """Rebuild the :class:`ArtifactReference` of a stored artifact from its verified index."""
         return reference_of(self.index(source, session_id))
-
-    def _index(self, art: ResolvedArtifact) -> ArtifactIndex:
-        sid = str(art.source_id)
-        with self._lock:
-            cached = self._cache.get(sid)
-            if cached is not None:
-                self._cache.move_to_end(sid)
-        index = cached or self._load_index(art)
-        if art.expected_sha256 is not None and index.sha256 != art.expected_sha256:
-            raise IntegrityError(f"{sid}: stored SHA-256 differs from the reference's")
-        if cached is None:
-            with self._lock:
-                self._cache[sid] = index
-                while len(self._cache) > _INDEX_CACHE_SIZE:
-                    self._cache.popitem(last=False)
-        return index
-
-    def _load_index(self, art: ResolvedArtifact) -> ArtifactIndex:
-        sid = str(art.source_id)
-        try:
-            info = self.store.head(art.artifact_key)
-        except NotFound:
-            raise self._missing(art) from None
-        pinned = info.metadata.get(META_INDEX_SHA256)  # version 1: the body pins its index
-        committed = defers_digest(info)  # version 2: the index commits the body
-        if not pinned and not committed:
-            raise IntegrityError(f"{sid}: the artifact does not name its index")
-        try:
-            raw = self.store.get(art.index_key)
-        except NotFound:
-            if committed:
-                raise ArtifactNotFound(f"artifact {sid} was never committed (no index)",
-                                       key=art.artifact_key, source_id=sid) from None
-            raise IntegrityError(f"{sid}: the artifact's index is missing") from None
-        if pinned and hashlib.sha256(raw).hexdigest() != pinned:
-            raise IntegrityError(f"{sid}: the index does not match the digest its artifact pins")
-        try:
-            index = ArtifactIndex.model_validate_json(raw)
-        except ValidationError:
-            raise IntegrityError(f"{sid}: the index does not parse") from None
-        if not pinned and (index.schema_version < 2 or index.body_etag != info.etag):
-            raise IntegrityError(f"{sid}: the index does not commit this body (ETag differs)")
-        if (index.session_hash != art.source_id.session_hash or index.name != art.source_id.name
-                or index.stored_size != info.size):
-            raise IntegrityError(f"{sid}: the index describes a different artifact")
-        if not index.sha256.startswith(art.source_id.sha256_prefix):
-            # The body and its index agree; only the id's digest suffix differs: a mistyped or
-            # made-up id, not damaged bytes (a full read would still check every byte).
-            raise SourceIdError(
-                f"{sid}: no artifact of this session has this digest; the artifact "
-                f"{index.name} has SHA-256 {index.sha256[:16]}, not {art.source_id.sha256_prefix}",
-                hint="check the source id for a typo")
-        return index
-
-    def _missing(self, art: ResolvedArtifact) -> NotFound:
-        """Why an artifact's body is not there: no bucket at all, or no such artifact.
-
-        A HEAD of a missing key and of a missing bucket both answer a bare 404; a GET of
-        the index says which (and only on this failure path). Whether GC deleted it is
-        for the session's journal to say (:func:`s3spill.leases.expiry.explain_missing`).
-        """
-        sid = str(art.source_id)
-        try:
-            self.store.get(art.index_key)
-        except BucketNotFound as exc:
-            return exc
-        except NotFound:
-            if self._erased(art):
-                return ArtifactErased(f"{sid} was erased on request (its session was purged); it is "
-                                      "gone for good", key=art.artifact_key, source_id=sid)
-            return ArtifactNotFound(f"{sid}: no such artifact in this session (never written here, "
-                                    "or deleted)", key=art.artifact_key, source_id=sid)
-        return ArtifactNotFound(f"{sid}: the artifact's body is gone (deleted)", key=art.artifact_key,
-                                source_id=sid)
-
-    def _erased(self, art: ResolvedArtifact) -> bool:
-        """Whether the session was purged: its audit record is there (only on this failure path)."""
-        try:
-            self.store.head(keys.erasure_key(art.source_id.session_hash))
-        except NotFound:
-            return False
-        return True
 
     # -- reading ----------------------------------------------------------------------
 
@@ -260,8 +163,14 @@ class ArtifactReader:
                 self._chunks.move_to_end(ckey)
                 return hit
         start, end = index.stored_range(k)
+        sid = str(art.source_id)
+        with self._lock:
+            unconfirmed = self._unconfirmed.get(sid) is index
         try:
-            frame = self.store.get(art.artifact_key, (start, end))
+            if unconfirmed:
+                frame = self._confirming_get(art, index, (start, end))
+            else:
+                frame = self.store.get(art.artifact_key, (start, end))
         except NotFound:
             raise ArtifactNotFound(f"{art.source_id}: the artifact's body is gone (deleted while "
                                    "being read)", key=art.artifact_key,
@@ -285,9 +194,10 @@ class ArtifactReader:
         if since is not None:
             offset, char_offset = self.line_at(source, since, session_id=session_id), 0
         art = self.resolve(source, session_id)
-        index = self._index(art)
-        page = build_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
-                          offset=offset, limit=limit, char_offset=char_offset, max_chars=max_chars)
+        with self._confirmed(art):
+            index = self._index(art, deferred=True)
+            page = build_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
+                              offset=offset, limit=limit, char_offset=char_offset, max_chars=max_chars)
         log.debug("artifact.read_page", source_id=str(art.source_id), offset=offset,
                   lines=len(page.lines), bytes=page.byte_end - page.byte_start)
         return page
@@ -308,9 +218,11 @@ class ArtifactReader:
                    max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> BytePage:
         """Verified bytes by offset, rendered as a hexdump (see :mod:`s3spill.typed.bytepage`)."""
         art = self.resolve(source, session_id)
-        index = self._index(art)
-        return build_byte_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
-                               byte_offset=byte_offset, nbytes=nbytes, max_chars=max_chars)
+        with self._confirmed(art):
+            index = self._index(art, deferred=True)
+            return build_byte_page(index, lambda k: self._fetch_chunk(art, index, k),
+                                   str(art.source_id), byte_offset=byte_offset, nbytes=nbytes,
+                                   max_chars=max_chars)
 
     def read_json(self, source: SourceRef, path: str = "", offset: int = 0,
                   limit: int = DEFAULT_ELEMENTS, max_chars: int = DEFAULT_MAX_CHARS, *,
@@ -329,9 +241,11 @@ class ArtifactReader:
                      max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> RecordPage:
         """CSV/TSV records by number, header repeated (see :mod:`s3spill.typed.recordpage`)."""
         art = self.resolve(source, session_id)
-        index = self._index(art)
-        return build_record_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
-                                 record_offset=record_offset, limit=limit, max_chars=max_chars)
+        with self._confirmed(art):
+            index = self._index(art, deferred=True)
+            return build_record_page(index, lambda k: self._fetch_chunk(art, index, k),
+                                     str(art.source_id), record_offset=record_offset, limit=limit,
+                                     max_chars=max_chars)
 
     def iter_verified(self, source: SourceRef, session_id: str | None = None) -> Iterator[bytes]:
         """Every chunk in order, each verified; the full SHA-256 is checked at the end."""

@@ -37,6 +37,7 @@ class ArtifactStore(ArtifactReader):
         """The same store and session, its reads through ``view`` (verified indexes shared)."""
         other = ArtifactStore(self.store, self.config, session_id=self.session_id, view=view)
         other._cache = self._cache
+        other._unconfirmed = self._unconfirmed
         other.writer = self.writer
         return other
 

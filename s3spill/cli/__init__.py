@@ -75,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from s3spill import log
     from s3spill.cli.failures import describe
     from s3spill.cli.parser import COMMAND_MODULES, EXIT_ERROR, build_parser, command_home
+    from s3spill.errors import SourceIdError
 
     home = command_home(argv)
     parser = build_parser(modules=(home,) if home else COMMAND_MODULES)
@@ -100,6 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
+        if isinstance(exc, SourceIdError):  # only the CLI knows where its session came from
+            from s3spill.cli.argtypes import explain_mismatch
+
+            exc = explain_mismatch(exc, args)
         failure = describe(exc)
         print(failure.line(), file=sys.stderr)
         return int(failure.code)

@@ -5,14 +5,19 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+from dataclasses import dataclass
+from pathlib import Path
 
-from s3spill.errors import ConfigError
-from s3spill.store import ObjectStore, open_store
+from s3spill.errors import ConfigError, SourceIdError
+from s3spill.store import ObjectStore
 
 
 def store_from_args(args: argparse.Namespace) -> ObjectStore:
+    """``--store``, else the fleet policy's (``[store] url`` / ``$S3SPILL_STORE``), with its KMS key."""
+    from s3spill.cli.policy_args import policy_from_args  # the policy needs this module's types
+
     try:
-        return open_store(getattr(args, "store", None))
+        return policy_from_args(args).open_store(getattr(args, "store", None))
     except ConfigError as exc:
         if exc.hint is None:
             exc.hint = "check --store / $S3SPILL_STORE"
@@ -26,6 +31,16 @@ def store_from_args(args: argparse.Namespace) -> ObjectStore:
 HARNESS_SESSION_VARIABLES = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID")
 
 
+@dataclass(frozen=True)
+class Session:
+    """The session a call works in, and where it came from (said when an id does not match)."""
+
+    id: str
+    #: ``--session``, ``$S3SPILL_SESSION``, ``$CLAUDE_CODE_SESSION_ID``, ... or
+    #: ``the working directory /path``.
+    origin: str
+
+
 def session_from_args(args: argparse.Namespace, *, default: bool = True) -> str:
     """The session: ``--session``, ``$S3SPILL_SESSION``, a harness's own session, or the directory's.
 
@@ -36,17 +51,33 @@ def session_from_args(args: argparse.Namespace, *, default: bool = True) -> str:
     directory always gives the same session). A server (``mcp``) passes ``default=False``:
     what it binds to must be named explicitly.
     """
-    session = getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")
-    if not session and default:
-        session = next((os.environ[n] for n in HARNESS_SESSION_VARIABLES if os.environ.get(n)), None)
-        session = session or directory_session()
-    if not session:
+    return session_choice(args, default=default).id
+
+
+def session_choice(args: argparse.Namespace, *, default: bool = True) -> Session:
+    """:func:`session_from_args` with where the session came from."""
+    choice = _named_session(args)
+    if choice is None and default:
+        choice = next((Session(os.environ[n], f"${n}") for n in HARNESS_SESSION_VARIABLES
+                       if os.environ.get(n)), None)
+        choice = choice or Session(directory_session(), f"the working directory {os.getcwd()}")
+    if choice is None:
         raise ConfigError("no session: pass --session ID or set S3SPILL_SESSION",
                           hint="the harness names the session its outputs belong to")
     try:
-        return utf8(str(session))
+        return Session(utf8(choice.id), choice.origin)
     except argparse.ArgumentTypeError as exc:
         raise ConfigError(f"session id {exc}", hint="check --session / $S3SPILL_SESSION") from None
+
+
+def _named_session(args: argparse.Namespace) -> Session | None:
+    """The session named by flag or variable (the variable is also the flag's default, so an
+    equal value is said to come from the variable)."""
+    env = os.environ.get("S3SPILL_SESSION")
+    flag = getattr(args, "session", None)
+    if flag and flag != env:
+        return Session(str(flag), "--session")
+    return Session(env, "$S3SPILL_SESSION") if env else None
 
 
 def directory_session(path: str | None = None) -> str:
@@ -103,3 +134,51 @@ def duration(value: str) -> str:
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return value
+
+
+def _known_sessions(args: argparse.Namespace) -> list[Session]:
+    """Sessions this call could have meant, nearest first: the named ones, the harness's,
+    and the directory sessions of the working directory, each directory above it, and the
+    one before the last ``cd`` (``$OLDPWD``)."""
+    found = [s for s in [_named_session(args)] if s is not None]
+    found += [Session(os.environ[n], f"${n}") for n in HARNESS_SESSION_VARIABLES if os.environ.get(n)]
+    here = os.path.realpath(os.getcwd())
+    places = [here, *(str(p) for p in Path(here).parents)]
+    if os.environ.get("OLDPWD"):
+        places.append(os.path.realpath(os.environ["OLDPWD"]))
+    found += [Session(directory_session(p), f"the working directory {p}") for p in places]
+    return found
+
+
+def explain_mismatch(exc: SourceIdError, args: argparse.Namespace) -> SourceIdError:
+    """The same refusal, saying which session the id belongs to (where the CLI can tell),
+    which session this call used and where each came from, and how to pick the id's."""
+    from s3spill.keys import session_hash
+
+    if not exc.session_hash:  # malformed, not another session's
+        return exc
+    try:
+        mine = session_choice(args)
+    except ConfigError:
+        return exc
+    owner = next((s for s in _known_sessions(args) if session_hash(s.id) == exc.session_hash), None)
+    kind = "live" if exc.locator.startswith("live:") else "source"
+    theirs = (f"session {owner.id} {_whence(owner)}" if owner else
+              f"another session, whose hash is {exc.session_hash}")
+    message = f"{kind} id {exc.locator} belongs to {theirs}, not to this call's session {mine.id} " \
+              f"{_whence(mine)}"
+    if owner is None:
+        hint = ("pass --session or set S3SPILL_SESSION to the session that printed it; "
+                "`s3spill ls` there lists its outputs")
+    elif owner.origin.startswith("the working directory "):
+        where = owner.origin.removeprefix("the working directory ")
+        hint = f"run it from {where}, or pass --session {owner.id} or set S3SPILL_SESSION={owner.id}"
+    else:
+        hint = f"pass --session {owner.id} or set S3SPILL_SESSION={owner.id}"
+    return SourceIdError(message, locator=exc.locator, session_hash=exc.session_hash,
+                           hint=hint)
+
+
+def _whence(session: Session) -> str:
+    origin = session.origin
+    return f"of {origin}" if origin.startswith("the working directory ") else f"named by {origin}"

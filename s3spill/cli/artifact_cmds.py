@@ -10,23 +10,27 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import logging
 import os
 import sys
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from s3spill import keys
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
 from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
+from s3spill.cli.exitcodes import ExitCode
+from s3spill.cli.policy_args import add_cap_flag
+from s3spill.cli.voice import say
 from s3spill.context.secrets import mask_view
 from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
-from s3spill.live import reader as live_reader
 from s3spill.log import get_logger
-from s3spill.models import ArtifactReference
 from s3spill.typed.bytepage import DEFAULT_BYTES, MAX_BYTES
-from s3spill.typed.detect import SNIFF_BYTES, Detection, detect
+
+if TYPE_CHECKING:
+    from s3spill.live.reader import LiveReader
 
 log = get_logger("s3spill.cli.artifacts")
 
@@ -51,41 +55,55 @@ def add_show_secrets(p: argparse.ArgumentParser) -> None:
                         " masked, as for the model: a pointer tells the model to run this command)")
 
 
-def _detected(fh: BinaryIO) -> tuple[Detection, Iterator[bytes]]:
-    """The stream's kind from its first bytes, and the stream again from its first byte."""
-    head = bytearray()
-    while len(head) < SNIFF_BYTES and (piece := fh.read(SNIFF_BYTES - len(head))):
-        head += piece
-    found = detect(head, complete=len(head) < SNIFF_BYTES)
-
-    def chunks() -> Iterator[bytes]:
-        yield bytes(head)
-        while piece := fh.read(1024 * 1024):
-            yield piece
-
-    return found, chunks()
-
-
-def _write(arts: ArtifactStore, session: str, fh: BinaryIO, args: argparse.Namespace) -> ArtifactReference:
-    found, chunks = _detected(fh)
-    return arts.write(session, chunks, args.tool, call_id=args.call_id, label=args.label,
-                      output_kind=found.kind,
-                      output_description=found.description if found.kind != "text" else None)
-
-
 def cmd_spill(args: argparse.Namespace) -> int:
-    arts, session = _artifacts(args)
-    if args.file in (None, "-"):
-        ref = _write(arts, session, sys.stdin.buffer, args)
-    else:
-        with _input(args.file) as fh:
-            ref = _write(arts, session, fh, args)
-    _mark_active(arts, session)
+    """Through the Spiller, like every other entry point: the fleet policy's cap, quota and
+    secrets mode apply to a CLI spill as to a hook's or the proxy's."""
+    from s3spill.cli.policy_args import policy_from_args
+    from s3spill.spill.spiller import Spiller
+
+    session = session_from_args(args)
+    loaded = policy_from_args(args)
+    with store_from_args(args) as store, Spiller.from_config(session, store, policy=loaded,
+                                                             harness="spill") as spiller, _quiet():
+        if args.file in (None, "-"):
+            result = spiller.externalize(_chunks(sys.stdin.buffer), args.tool, args.call_id,
+                                         label=args.label, force=True)
+        else:
+            with _input(args.file) as fh:
+                result = spiller.externalize(_chunks(fh), args.tool, args.call_id, label=args.label,
+                                             force=True)
+        ref = result.artifact
+        if ref is not None:
+            _mark_active(spiller.artifacts, session)
+    if ref is None:
+        if spiller.sink.last_error is not None:
+            raise spiller.sink.last_error  # the error boundary says what failed, in one line
+        print(say(f"spill: {result.degraded_reason or 'not saved'}", "nothing was stored"), file=sys.stderr)
+        return int(ExitCode.ERROR)
     if args.json:
         _out(ref.model_dump_json() + "\n")
     else:
-        _out(f"{ref.source_id}\n{ref.summary}\nsha256 {ref.sha256}\n")
+        capped = (f"stored {result.stored_bytes:,} of {result.total_bytes:,} bytes (capped: head, a "
+                  "marker line, tail)\n" if result.stored_bytes is not None else "")
+        _out(f"{ref.source_id}\n{ref.summary}\nsha256 {ref.sha256}\n{capped}")
     return 0
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The Spiller's own warning about a spill it could not store: the CLI says it itself."""
+    logger = logging.getLogger("s3spill.spill.spiller")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _chunks(fh: BinaryIO) -> Iterator[bytes]:
+    while piece := fh.read(1024 * 1024):
+        yield piece
 
 
 def _input(path: str) -> BinaryIO:
@@ -130,6 +148,15 @@ def _journal_says(arts: ArtifactStore, session: str) -> Iterator[None]:
         raise explain_missing(arts.store, session, exc, arts.config) from None
 
 
+def _reader(arts: ArtifactStore, source_id: str) -> ArtifactStore | LiveReader:
+    """Who reads ``source_id``: the live reader for a live id (imported only then), else ``arts``."""
+    if not keys.is_live_id(source_id):
+        return arts
+    from s3spill.live.reader import LiveReader
+
+    return LiveReader.over(arts)
+
+
 def cmd_read(args: argparse.Namespace) -> int:
     arts, session = _artifacts(args)
     with _journal_says(arts, session):
@@ -151,8 +178,7 @@ def cmd_read(args: argparse.Namespace) -> int:
                                   nbytes=args.bytes or DEFAULT_BYTES, max_chars=args.max_chars)
             _out(got.model_dump_json() + "\n" if args.json else got.render("cli"))
             return 0
-        page = live_reader.read_page(
-            arts,
+        page = _reader(arts, args.source_id).read_page(
             args.source_id,
             offset=args.offset,
             limit=args.limit,
@@ -167,8 +193,7 @@ def cmd_read(args: argparse.Namespace) -> int:
 def cmd_grep(args: argparse.Namespace) -> int:
     arts, session = _artifacts(args)
     with _journal_says(arts, session):
-        result = live_reader.grep(
-            arts,
+        result = _reader(arts, args.source_id).grep(
             args.source_id,
             args.pattern,
             context=args.context,
@@ -188,6 +213,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--call-id", type=utf8, help="the tool call's id, kept in the reference")
     p.add_argument("--label", type=utf8, help="a short human title, kept in the reference")
     p.add_argument("--json", action="store_true", help="print the full ArtifactReference as JSON")
+    add_cap_flag(p)
     p.set_defaults(func=cmd_spill)
 
     p = sub.add_parser("read", help="print one verified page of an artifact")

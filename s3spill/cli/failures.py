@@ -78,6 +78,7 @@ _RETRY = "another writer changed it at the same moment; run the command again"
 TABLE: dict[type[BaseException], Rule] = {
     e.S3SpillError: Rule(ExitCode.ERROR),
     e.ConfigError: Rule(ExitCode.ERROR),  # the message names the value; the raiser hints
+    e.PolicyError: Rule(ExitCode.ERROR),  # file:line: key: what is wrong; `config check` lists all
     e.InvalidKey: Rule(ExitCode.ERROR),
     e.StoreError: Rule(ExitCode.ERROR, "the store refused the request; check permissions and "
                        "the bucket"),

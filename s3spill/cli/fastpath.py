@@ -110,6 +110,14 @@ def _environment_valid() -> bool:
     return True
 
 
+def _policy_keeps_floor() -> bool:
+    """No fleet policy sets a limit under the floor (s3spill.fleet.locate, stdlib only)."""
+    from s3spill.fleet.locate import policy_floor
+
+    floor = policy_floor()
+    return floor is None or floor > HOOK_FLOOR_BYTES
+
+
 def hook_pass_through(argv: Sequence[str]) -> bool:
     """True when this ``s3spill hook`` call needs nothing: the caller exits 0, printing nothing.
 
@@ -118,7 +126,7 @@ def hook_pass_through(argv: Sequence[str]) -> bool:
     """
     global PAYLOAD_PREFIX
     PAYLOAD_PREFIX = None
-    if not _hook_argv(argv) or not _environment_valid():
+    if not _hook_argv(argv) or not _environment_valid() or not _policy_keeps_floor():
         return False
     stdin = sys.stdin.buffer
     head = bytearray()

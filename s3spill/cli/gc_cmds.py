@@ -23,18 +23,20 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from s3spill.cli.argtypes import count, duration, positive, session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
 from s3spill.cli.failures import describe
 from s3spill.cli.gc_ops import DecisionReport, Progress, emit_metrics, ops_args, stop_on_sigterm
+from s3spill.cli.policy_args import policy_from_args
 from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused, ConfigError
 from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.lock import scope_of
 from s3spill.gc.metered_store import MeteredStore
-from s3spill.gc.models import CleanupPolicy, CleanupReport, CleanupScope, parse_duration
+from s3spill.gc.models import CleanupPolicy, CleanupReport, CleanupScope
 from s3spill.gc.plan import plan_cleanup, plan_report
 from s3spill.gc.planfile import CleanupPlan, load_plan_from_store, save_plan_to_store
 from s3spill.keys import GC_PLANS, session_hash
@@ -57,13 +59,12 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
 
 def _policy_args(p: argparse.ArgumentParser) -> None:
     """The cleanup policy; ``gc apply`` takes it too, because apply never trusts a plan's."""
-    p.add_argument("--orphan-ttl", default="24h", type=duration,
-                   help="keep unclaimed artifacts this long (default 24h)")
-    p.add_argument("--session-ttl", default="24h", type=duration,
-                   help="an active session protects all its artifacts this long after its last "
-                   "activity (default 24h)")
-    p.add_argument("--max-deletions", type=count, default=10_000,
-                   help="plan at most N deletions (default 10000)")
+    p.add_argument("--orphan-ttl", type=duration, help="keep unclaimed artifacts this long (default: "
+                   "the policy's [gc] orphan_ttl, 24h)")
+    p.add_argument("--session-ttl", type=duration, help="an active session protects all its artifacts "
+                   "this long after its last activity (default: the policy's [gc] session_ttl, 24h)")
+    p.add_argument("--max-deletions", type=count,
+                   help="plan at most N deletions (default: the policy's [gc] max_deletions, 10000)")
     p.add_argument("--allow-dangerously-short-ttl", action="store_true",
                    help="accept TTLs under one hour (tests and demos only: can delete what a live "
                    "writer is about to reference)")
@@ -141,11 +142,16 @@ def _scope(args: argparse.Namespace) -> CleanupScope:
 
 
 def _policy(args: argparse.Namespace, *, dry_run: bool) -> CleanupPolicy:
+    gc = policy_from_args(args).policy.gc  # the fleet policy, with these flags on top
     return CleanupPolicy(
-        orphan_ttl=parse_duration(args.orphan_ttl), session_ttl=parse_duration(args.session_ttl),
-        max_deletions=args.max_deletions, dry_run=dry_run,
+        orphan_ttl=gc.orphan_ttl, session_ttl=gc.session_ttl, tombstone_ttl=gc.tombstone_ttl,
+        max_deletions=gc.max_deletions, dry_run=dry_run,
         allow_dangerously_short_ttl=args.allow_dangerously_short_ttl,
     )
+
+
+def _duration(value: timedelta) -> str:
+    return f"{value.total_seconds():g}s"
 
 
 def _config(args: argparse.Namespace) -> TransferConfig:
@@ -278,9 +284,9 @@ def _apply_command(args: argparse.Namespace, target: str, policy: CleanupPolicy)
     words += ["gc", "apply"]
     default = CleanupPolicy()
     if policy.orphan_ttl != default.orphan_ttl:
-        words += ["--orphan-ttl", args.orphan_ttl]
+        words += ["--orphan-ttl", args.orphan_ttl or _duration(policy.orphan_ttl)]
     if policy.session_ttl != default.session_ttl:
-        words += ["--session-ttl", args.session_ttl]
+        words += ["--session-ttl", args.session_ttl or _duration(policy.session_ttl)]
     if policy.max_deletions != default.max_deletions:
         words += ["--max-deletions", str(policy.max_deletions)]
     if policy.allow_dangerously_short_ttl:

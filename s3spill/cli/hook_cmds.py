@@ -84,10 +84,14 @@ def cmd_hook(args: argparse.Namespace) -> int:
         out = pre_answer(raw, lambda p: _capture(args, p))
     if out is None:
         from s3spill.adapters.harness_hooks import answer
-        from s3spill.store import open_store
+        from s3spill.cli.policy_args import policy_from_args
+        from s3spill.store.base import ObjectStore
 
-        out = answer(args.harness, raw, lambda: open_store(getattr(args, "store", None)), server=args.server,
-                     session=_session(args), debug=bool(getattr(args, "debug", False)))
+        def store() -> ObjectStore:
+            return policy_from_args(args).open_store(getattr(args, "store", None))
+
+        out = answer(args.harness, raw, store, server=args.server, session=_session(args),
+                     debug=bool(getattr(args, "debug", False)), fleet=lambda: policy_from_args(args))
     if out:
         sys.stdout.buffer.write(out + b"\n")
         sys.stdout.flush()

@@ -16,6 +16,7 @@ from typing import Any
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
+from s3spill.cli.list_cmds import lease_rows
 from s3spill.cli.voice import say
 from s3spill.errors import ConfigError, IntegrityError, JournalCorrupt
 from s3spill.keys import SourceId
@@ -114,11 +115,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     journal, _ = _open(args)
-    view = journal.view()
-    rows = [{"transaction_id": t.transaction_id, "state": t.state, "source_id": t.claim.source_id,
-             "sha256": t.claim.sha256, "reference_count": t.claim.reference_count,
-             "retain_until": t.claim.retain_until.isoformat() if t.claim.retain_until else None}
-            for t in view.transactions]
+    rows = lease_rows(journal.view())
     if args.json:
         _print_json(rows)
         return 0

@@ -18,6 +18,7 @@ import time
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.artifact_cmds import add_show_secrets
+from s3spill.config import LiveConfig
 from s3spill.context.secrets import redact_text
 from s3spill.errors import StoreUnavailable
 from s3spill.live.supervisor import DROP_ENV
@@ -25,7 +26,7 @@ from s3spill.store.base import ObjectStore
 
 #: How long ``run --background`` waits for the supervisor to say READY.
 START_TIMEOUT = 60.0
-_KNOBS = ("segment_interval", "segment_bytes", "heartbeat_interval", "max_bytes")
+_KNOBS = ("segment_interval", "segment_bytes", "heartbeat_interval", "max_bytes", "head_bytes", "queue_bytes")
 
 
 def add_background_flags(p: argparse.ArgumentParser) -> None:
@@ -45,6 +46,27 @@ def add_background_flags(p: argparse.ArgumentParser) -> None:
                         " (default 4 GiB)")
 
 
+def background_config(args: argparse.Namespace) -> LiveConfig:
+    """The background run's knobs: the fleet policy's ``[live]`` (flags on top), and its cap —
+    the one cap of the policy for this tool (``spill.max_stored_bytes``), narrowed by
+    ``--max-bytes`` — with the head clamped under it (:class:`~s3spill.config.LiveConfig`)."""
+    from s3spill.cli.policy_args import policy_from_args
+    from s3spill.context.policy import SpillPolicy
+
+    loaded = policy_from_args(args)
+    cap = loaded.spill_policy(SpillPolicy(), "run").stored_cap(args.tool)
+    if args.max_bytes is not None:
+        cap = min(cap, args.max_bytes)
+    return LiveConfig(**{**loaded.live_config().model_dump(), "max_bytes": cap})
+
+
+def reader_config(args: argparse.Namespace) -> LiveConfig:
+    """What ``status``, ``stop`` and ``finish-lost`` judge by (``lost_after``): the policy's."""
+    from s3spill.cli.policy_args import policy_from_args
+
+    return policy_from_args(args).live_config()
+
+
 def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
     session = session_from_args(args)
     store = store_from_args(args)
@@ -52,10 +74,9 @@ def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
             "--session", session, "--tool", args.tool]
     if args.label:
         argv += ["--label", args.label]
+    config = background_config(args)
     for knob in _KNOBS:
-        value = getattr(args, knob, None)
-        if value is not None:
-            argv += [f"--{knob.replace('_', '-')}", str(value)]
+        argv += [f"--{knob.replace('_', '-')}", str(getattr(config, knob))]
     # glibc gives each thread its own malloc arena and keeps what it frees there: for the
     # supervisor's reader, pump and upload threads that is tens of MiB of RSS; two arenas
     # keep it bounded. The command gets the caller's environment as it was.
@@ -134,13 +155,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     session = session_from_args(args)
     store = store_from_args(args)
     if args.finish:
-        finish_live(store, session, keys.LiveId.parse(args.live_id))
-    summary = LiveReader(store, session).status(args.live_id)
+        finish_live(store, session, keys.LiveId.parse(args.live_id), config=reader_config(args))
+    summary = LiveReader(store, session, config=reader_config(args)).status(args.live_id)
     if args.json:
         text = summary.model_dump_json() + "\n"
     else:
         hint = ""
-        if summary.status == "lost":
+        if summary.status == "lost" and summary.final_source_id is None:
             hint = (f"\nits supervisor died; `s3spill status {args.live_id} --finish` stores what"
                     " it committed")
         text = summary.line() + hint + "\n"
@@ -155,7 +176,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     session = session_from_args(args)
     store = store_from_args(args)
     request_stop(store, session, args.live_id)
-    reader = LiveReader(store, session)
+    reader = LiveReader(store, session, config=reader_config(args))
     deadline = time.monotonic() + args.wait
     summary = reader.status(args.live_id)
     while summary.final_source_id is None and summary.status != "lost" and (
@@ -173,7 +194,7 @@ def cmd_finish_lost(args: argparse.Namespace) -> int:
     store = store_from_args(args)
     session = getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")
     shash = keys.session_hash(session) if session else None
-    done = finish_lost(store, older_than=args.older_than, session_hash=shash)
+    done = finish_lost(store, older_than=args.older_than, session_hash=shash, config=reader_config(args))
     if args.json:
         sys.stdout.write(json.dumps([{"live_id": str(s.live_id), "status": s.status,
                                       "source_id": s.final_source_id} for s in done]) + "\n")

@@ -98,18 +98,20 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise ConfigError(f"s3spill mcp needs the MCP SDK: module {exc.name!r} is not installed",
                           hint=MCP_EXTRA) from None
     from s3spill.agent.tools import AgentTools
+    from s3spill.cli.policy_args import policy_from_args
     from s3spill.spill.spiller import Spiller
     from s3spill.telemetry import serve_metrics_from_env
     from s3spill.usage.recorder import usage_recorder
 
+    loaded = policy_from_args(args)
     store = store_from_args(args)
     spiller: Spiller | None = None
     try:
         usage = usage_recorder(store)
         serve_metrics_from_env()
-        tools = AgentTools(store, session, usage=usage)
+        tools = AgentTools(store, session, policy=loaded.spill_policy(harness="mcp"), usage=usage)
         if not args.no_externalize:
-            spiller = Spiller(store, session, tools.policy, usage=usage)
+            spiller = Spiller(store, session, tools.policy, quota=loaded.quota(), usage=usage)
         server = mcp_server.build_server(
             tools, mcp_server.spiller_externalizer(spiller) if spiller is not None else None)
         if address is None:

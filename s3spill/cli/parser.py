@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.demo_cmds",
     "s3spill.cli.gc_cmds",
     "s3spill.cli.artifact_cmds",
+    "s3spill.cli.list_cmds",
     "s3spill.cli.run_cmds",
     "s3spill.cli.live_cmds",
     "s3spill.cli.mcp_cmds",
@@ -30,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.journal_cmds",
     "s3spill.cli.purge_cmds",
     "s3spill.cli.usage_cmds",
+    "s3spill.cli.fleet_cmds",
     "s3spill.cli.ui_cmds",
 )
 
@@ -38,7 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 #: A command missing here still works: every module is then registered.
 COMMAND_HOMES: dict[str, str] = {
     "spill": "s3spill.cli.artifact_cmds", "read": "s3spill.cli.artifact_cmds",
-    "grep": "s3spill.cli.artifact_cmds", "run": "s3spill.cli.run_cmds",
+    "grep": "s3spill.cli.artifact_cmds", "ls": "s3spill.cli.list_cmds", "run": "s3spill.cli.run_cmds",
     "doctor": "s3spill.cli.store_cmds", "demo": "s3spill.cli.demo_cmds",
     "serve-s3": "s3spill.cli.demo_cmds",
     "gc": "s3spill.cli.gc_cmds", "mcp": "s3spill.cli.mcp_cmds",
@@ -48,8 +50,9 @@ COMMAND_HOMES: dict[str, str] = {
     "stats": "s3spill.cli.usage_cmds", "usage": "s3spill.cli.usage_cmds", "ui": "s3spill.cli.ui_cmds",
     "status": "s3spill.cli.live_cmds", "stop": "s3spill.cli.live_cmds",
     "finish-lost": "s3spill.cli.live_cmds",
+    "config": "s3spill.cli.fleet_cmds", "quota": "s3spill.cli.fleet_cmds",
 }
-_VALUE_OPTIONS = frozenset({"--store", "--session", "--log-level"})
+_VALUE_OPTIONS = frozenset({"--store", "--session", "--log-level", "--config"})
 
 EXIT_ERROR = int(ExitCode.ERROR)
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -78,7 +81,8 @@ def log_level(value: str) -> str:
 #: session, and the demo never takes its store from the environment).
 _NOT_SETTINGS = {"help", "version", "offset", "char_offset", "call_id", "txid", "label", "all",
                  "shard", "gc_session", "retain_until", "demo_store", "file", "reason", "since",
-                 "background", "finish", "stats_session", "stats_prefix", "ui_bind", "ui_port"}
+                 "background", "finish", "stats_session", "stats_prefix", "ui_bind", "ui_port",
+                 "quota_session", "prefix"}
 #: Switches that delete for real or lower a safety margin: only an explicit flag on the
 #: command line turns them on, never a variable left in some environment.
 FLAG_ONLY = {"apply", "force_unverified_deletes", "allow_dangerously_short_ttl", "allow_remote", "no_probe",
@@ -185,6 +189,10 @@ def build_parser(environ: Mapping[str, str] | None = None,
     parser.add_argument("--store", type=utf8, help="store URL: s3://bucket/prefix or file:///path "
                         "(default: $S3SPILL_STORE, else a per-user state directory)")
     parser.add_argument("--session", type=utf8, help="session id (default: $S3SPILL_SESSION)")
+    parser.add_argument("--config", metavar="FILE", type=utf8,
+                        help="the fleet policy file (TOML; default: $S3SPILL_CONFIG, else "
+                        "$XDG_CONFIG_HOME/s3spill/config.toml, else /etc/xdg or /etc; see "
+                        "`s3spill config show`)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     parser.add_argument("--log-level", default="WARNING", type=log_level, metavar="LEVEL",
                         help=f"log level: {', '.join(LOG_LEVELS)} (default WARNING)")

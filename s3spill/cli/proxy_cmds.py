@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
+from s3spill.cli.policy_args import policy_from_args
 from s3spill.cli.voice import MCP_EXTRA
 from s3spill.errors import ConfigError
 
@@ -48,9 +49,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "structuredContent) and replaced by a bounded preview plus a pointer, and three retrieval "
         "tools bound to this session are added.",
         epilog=TOOLS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", metavar="FILE", help="JSON file with the proxy's settings "
-                   "(tool_prefix, max_inline_tokens, hard_cap_chars, max_image_bytes, thresholds, "
-                   "never_spill, call_timeout); flags win over it")
+    p.add_argument("--config", metavar="FILE", help="the fleet policy (TOML, as for every command: "
+                   "[proxy], [tools], [harness.mcp-proxy]); a .json FILE is the proxy's older settings "
+                   "file (tool_prefix, max_inline_tokens, hard_cap_chars, max_image_bytes, thresholds, "
+                   "never_spill, call_timeout), under the policy; flags win over both")
     p.add_argument("--tool-prefix", metavar="PREFIX", help="prefix of our tool names (default s3spill_)")
     p.add_argument("--threshold", metavar="TOOL=BYTES", action="append", type=_threshold,
                    help="spill TOOL's text results above BYTES (repeatable)")
@@ -85,10 +87,15 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
                           "or --upstream-url URL")
     from s3spill.proxy.settings import ProxySettings
 
-    settings = ProxySettings.load(args.config, tool_prefix=args.tool_prefix,
-                                  thresholds=dict(args.threshold) if args.threshold else None,
-                                  never_spill=args.never_spill, max_inline_tokens=args.max_tokens,
-                                  hard_cap_chars=args.hard_cap, call_timeout=args.call_timeout)
+    # --config is the fleet policy (TOML); a .json file is the proxy's older settings file.
+    legacy = args.config if args.config and str(args.config).endswith(".json") else None
+    if legacy:
+        args.config = None
+    loaded = policy_from_args(args)
+    settings = ProxySettings.from_policy(loaded, legacy, tool_prefix=args.tool_prefix,
+                                         thresholds=dict(args.threshold) if args.threshold else None,
+                                         never_spill=args.never_spill, max_inline_tokens=args.max_tokens,
+                                         hard_cap_chars=args.hard_cap, call_timeout=args.call_timeout)
     if args.http:
         return _serve_http(args, settings, command)
     if args.tokens:
@@ -103,13 +110,13 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
 
     get_logger("s3spill.proxy").info("proxy.session", session=session)
     store = store_from_args(args)
-    policy = settings.policy()
+    policy = settings.fleet_policy(policy_from_args(args))
     from s3spill.telemetry import serve_metrics_from_env
     from s3spill.usage.recorder import usage_recorder
 
     usage = usage_recorder(store)
     serve_metrics_from_env()
-    spiller = Spiller(store, session, policy, usage=usage)
+    spiller = Spiller(store, session, policy, quota=policy_from_args(args).quota(), usage=usage)
     try:
         tools = AgentTools(store, session, policy=policy, usage=usage)
         relay = Relay(ResultSpiller(spiller, settings), tools, settings)
@@ -152,7 +159,8 @@ def _serve_http(args: argparse.Namespace, settings: ProxySettings, command: list
     upstream = (http_server.http_upstream(args.upstream_url) if args.upstream_url
                 else http_server.stdio_upstream(command))
     store = store_from_args(args)
-    spillers = http_server.SessionSpillers(store, settings)
+    loaded = policy_from_args(args)
+    spillers = http_server.SessionSpillers(store, settings, settings.fleet_policy(loaded), loaded.quota())
     try:
         http_server.serve(http_server.ProxyHttpApp(spillers, upstream, session_for,
                                                    transport_security(host)), host, port)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.live_cmds import add_background_flags, run_background
+from s3spill.cli.policy_args import add_cap_flag, policy_from_args
 from s3spill.cli.run_pipe import HELD_OPEN_NOTE, Pipe, exit_status, start
 from s3spill.cli.voice import say
 from s3spill.context.policy import SpillPolicy
@@ -42,10 +43,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="tool name that selects the spill policy (default: bash)")
     p.add_argument("--call-id", type=utf8, help="call id recorded with the stored output")
     p.add_argument("--json", action="store_true", help="print the whole SpillResult as JSON")
-    p.add_argument("--pointer-style", choices=("cli", "tools"), default="cli",
+    p.add_argument("--pointer-style", choices=("cli", "tools"), default=None,
                    help="how the pointer says to read the output back: `s3spill read` commands "
                    "(cli, the default: a model with a shell) or read_artifact/grep_artifact tool "
                    "calls (tools: a harness that also serves those tools, e.g. over MCP)")
+    add_cap_flag(p)
     p.add_argument("--follow", metavar="DIR", type=Path,
                    help="no CMD: follow DIR/o, the output of a command a harness's shell runs, until "
                    "DIR/rc holds its exit status (the Claude Code PreToolUse wrapper; docs/harnesses.md)")
@@ -67,11 +69,14 @@ def command(args: argparse.Namespace) -> list[str]:
 
 
 def _policy(args: argparse.Namespace) -> SpillPolicy:
+    """run's own defaults (or the harness hook's), with the fleet policy's keys on top."""
     if args.harness:
         from s3spill.adapters.harness_hooks import hook_policy
 
-        return hook_policy(args.harness, args.server)
-    return SpillPolicy(pointer_style=args.pointer_style)
+        base = hook_policy(args.harness, args.server)
+    else:
+        base = SpillPolicy(pointer_style="cli")
+    return policy_from_args(args).spill_policy(base, args.harness or "run")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,10 +116,11 @@ def continue_run(args: argparse.Namespace, proc: subprocess.Popen[bytes], pipe: 
 def _spill(args: argparse.Namespace, session: str, store: ObjectStore, proc: subprocess.Popen[bytes],
            pipe: Pipe, output: Iterable[bytes]) -> int:
     assert proc.stdout is not None
-    policy = _policy(args)
+    loaded = policy_from_args(args)
     from s3spill.usage.recorder import usage_recorder
 
-    with store, Spiller(store, session, policy, usage=usage_recorder(store, batch=False)) as spiller:
+    with store, Spiller(store, session, _policy(args), quota=loaded.quota(),
+                        usage=usage_recorder(store, batch=False)) as spiller:
         try:
             result = spiller.externalize(output, args.tool, args.call_id, exit_code=proc.wait,
                                          note=pipe.note)

@@ -42,10 +42,12 @@ _KEEP_CONTROLS = bytes(b for b in range(256) if b not in CONTROL_BYTES)
 RUN_SETTINGS = frozenset({"S3SPILL_STORE", "S3SPILL_SESSION", "S3SPILL_DEBUG", "S3SPILL_LOG_LEVEL",
                           "S3SPILL_TOOL", "S3SPILL_JSON", "S3SPILL_POINTER_STYLE",
                           "S3SPILL_SEGMENT_INTERVAL", "S3SPILL_SEGMENT_BYTES",
-                          "S3SPILL_HEARTBEAT_INTERVAL", "S3SPILL_MAX_BYTES"})
+                          "S3SPILL_HEARTBEAT_INTERVAL", "S3SPILL_MAX_BYTES", "S3SPILL_CONFIG",
+                          "S3SPILL_MAX_STORED_BYTES", "S3SPILL_FOLLOW", "S3SPILL_WATCH_PID",
+                          "S3SPILL_HARNESS", "S3SPILL_SERVER"})
 _CHECKED = {"S3SPILL_STORE": "--store", "S3SPILL_SESSION": "--session",
             "S3SPILL_LOG_LEVEL": "--log-level", "S3SPILL_TOOL": "--tool",
-            "S3SPILL_POINTER_STYLE": "--pointer-style"}
+            "S3SPILL_POINTER_STYLE": "--pointer-style", "S3SPILL_CONFIG": "--config"}
 _VALUES = frozenset({"--store", "--session", "--log-level"})
 _RUN_VALUES = frozenset({"--tool", "--call-id", "--pointer-style"})
 _LOG_LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"})
@@ -162,10 +164,18 @@ def inline_as_is(data: bytes) -> bool:
     return not may_hold_secret(data)
 
 
+def _policy_keeps_floor() -> bool:
+    """No fleet policy sets a threshold, hard cap or token budget under what this path prints."""
+    from s3spill.fleet.locate import policy_floor
+
+    floor = policy_floor()
+    return floor is None or floor >= FAST_INLINE_BYTES
+
+
 def fast_run(argv: Sequence[str]) -> int | Started | None:
     """The exit status when this ``run`` is done; a :class:`Started` command to hand on; None: not ours."""
     parsed = _command(argv)
-    if parsed is None or not _environment_ok():
+    if parsed is None or not _environment_ok() or not _policy_keeps_floor():
         return None
     cmd, _flags = parsed
     from s3spill.cli.run_pipe import HELD_OPEN_NOTE, Pipe, exit_status, start

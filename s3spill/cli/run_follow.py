@@ -133,7 +133,10 @@ def follow(args: argparse.Namespace, policy: Callable[[argparse.Namespace], Any]
     from s3spill.usage.recorder import usage_recorder
 
     output = itertools.chain([bytes(head)], chunks)
+    from s3spill.cli.policy_args import policy_from_args
+
     with store_from_args(args) as store, Spiller(store, session_from_args(args), policy(args),
+                                                 quota=policy_from_args(args).quota(),
                                                  usage=usage_recorder(store, batch=False)) as spiller:
         result = spiller.externalize(output, args.tool, args.call_id, exit_code=followed.status,
                                      note=followed.note)

@@ -159,6 +159,9 @@ class SpillPolicy(BaseModel):
     #: listings); ``at_rest`` also masks them in the stored copy (its size, SHA-256 and
     #: pointer then describe the masked text); ``off`` shows what the tool printed.
     secrets: Literal["off", "preview", "at_rest"] = "preview"
+    #: Tools whose results are never stored (exact or lower-cased name): kept inline as the
+    #: tool gave them, clipped to the hard cap (a hook or the proxy passes them on untouched).
+    never_spill: frozenset[str] = frozenset()
     token_counter: Callable[[str], int] | None = Field(default=None, exclude=True)
     image_pricer: Callable[..., int] | None = Field(default=None, exclude=True)
 
@@ -182,6 +185,10 @@ class SpillPolicy(BaseModel):
     def stored_cap(self, tool: str | None) -> int:
         """The largest stored copy of one output of ``tool``."""
         return self.for_tool(tool).max_stored_bytes or self.max_stored_bytes
+
+    def never_spills(self, tool: str | None) -> bool:
+        name = tool or ""
+        return name in self.never_spill or name.lower() in self.never_spill
 
     def is_shell(self, tool: str | None) -> bool:
         return (tool or "").lower() in self.shell_tools

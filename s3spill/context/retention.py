@@ -103,7 +103,9 @@ class RetainedText:
     ``tail_text`` are the display form of :mod:`s3spill.textview` (a line with bytes that
     are not UTF-8 shows them as ``\\xHH``, as a page read and grep do).
     ``gap_ends_with_newline`` says whether the last omitted byte is a newline, which
-    is what makes the gap's line range exact.
+    is what makes the gap's line range exact. ``line_edges``: a narrowing moves its cuts
+    to line edges where lines are short; a view already cut at element edges (JSON,
+    records: :func:`s3spill.typed.cuts.snap`) clears it, so a later narrowing keeps them.
     """
 
     head: bytes
@@ -112,6 +114,7 @@ class RetainedText:
     total_newlines: int
     ends_with_newline: bool
     gap_ends_with_newline: bool = False
+    line_edges: bool = True
 
     def __post_init__(self) -> None:
         if len(self.head) + len(self.tail) > self.total_bytes:
@@ -177,7 +180,8 @@ class RetainedText:
     def narrow(self, head_bytes: int, tail_bytes: int) -> RetainedText:
         """Keep at most ``head_bytes`` of the prefix and ``tail_bytes`` of the suffix.
 
-        Cuts are UTF-8 safe and the result stays a prefix/suffix pair of the same
+        Cuts are UTF-8 safe and fall between lines where the lines are short (see
+        :func:`line_head_cut`), and the result stays a prefix/suffix pair of the same
         stream, so omitted counts remain exact. Narrowing a complete result splits it.
         """
         head_bytes = max(0, head_bytes)
@@ -186,16 +190,23 @@ class RetainedText:
             whole = self.head + self.tail
             if len(whole) <= head_bytes + tail_bytes:
                 return self
-            cut = safe_head_cut(whole, head_bytes)
-            start = safe_tail_start(whole, max(cut, len(whole) - tail_bytes))
+            cut = self._head_edge(whole, safe_head_cut(whole, head_bytes))
+            start = self._tail_edge(whole, safe_tail_start(whole, max(cut, len(whole) - tail_bytes)),
+                                    floor=cut)
             return replace(
                 self, head=whole[:cut], tail=whole[start:],
                 gap_ends_with_newline=start > cut and whole[start - 1] == 0x0A,
             )
-        head = self.head[: safe_head_cut(self.head, head_bytes)]
-        start = safe_tail_start(self.tail, max(0, len(self.tail) - tail_bytes))
+        head = self.head[: self._head_edge(self.head, safe_head_cut(self.head, head_bytes))]
+        start = self._tail_edge(self.tail, safe_tail_start(self.tail, max(0, len(self.tail) - tail_bytes)))
         gap_nl = self.tail[start - 1] == 0x0A if start > 0 else self.gap_ends_with_newline
         return replace(self, head=head, tail=self.tail[start:], gap_ends_with_newline=gap_nl)
+
+    def _head_edge(self, data: bytes, cut: int) -> int:
+        return line_head_cut(data, cut) if self.line_edges else cut
+
+    def _tail_edge(self, data: bytes, start: int, floor: int = 0) -> int:
+        return line_tail_start(data, start, floor) if self.line_edges else start
 
     @classmethod
     def of(cls, data: bytes | bytearray | str) -> RetainedText:
@@ -415,3 +426,21 @@ def format_retention_notice(notice: RetentionNotice, hint: NoticeFormatter | Non
     base = f"({notice.scope}: {describe_omitted(notice.omitted, notice.unit)}"
     extra = hint(notice).strip() if hint else ""
     return f"{base} {extra})" if extra else f"{base})"
+
+
+def line_head_cut(data: bytes, cut: int) -> int:
+    """``cut``, moved back to just after the last newline before it when the line it would
+    split is short (under a quarter of what is kept): short lines are shown whole (``seq``'s
+    line 1451 is "1451", never "1"), and one long line (minified JSON) is still cut."""
+    newline = data.rfind(b"\n", 0, cut)
+    return newline + 1 if newline >= 0 and cut - newline - 1 < cut // 4 else cut
+
+
+def line_tail_start(data: bytes, start: int, floor: int = 0) -> int:
+    """``start``, moved on to the next line's start when the piece of line it would begin
+    with is short (under a quarter of what is kept), as :func:`line_head_cut` does."""
+    if start <= floor or data[start - 1] == 0x0A:
+        return start
+    newline = data.find(b"\n", start)
+    kept = len(data) - start
+    return newline + 1 if 0 <= newline < len(data) - 1 and newline - start < kept // 4 else start

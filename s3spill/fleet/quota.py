@@ -45,7 +45,7 @@ from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record, utcnow
 from s3spill.store.base import ObjectStore
 
-__all__ = ["Quota", "QuotaGuard", "QuotaMetrics", "UsageCounter"]
+__all__ = ["Quota", "QuotaGuard", "QuotaMetrics", "Usage", "UsageCounter", "prefix_usage", "session_usage"]
 
 log = get_logger("s3spill.fleet.quota")
 
@@ -129,6 +129,17 @@ class UsageCounter:
         raise StoreUnavailable(f"usage counter {self.key}: no compare-and-swap won", key=self.key)
 
 
+def session_usage(store: ObjectStore, shash: str) -> Usage:
+    """What one session's counter says it stored (zero for a session that never spilled)."""
+    return UsageCounter(store, keys.session_usage_key(shash)).read()[0]
+
+
+def prefix_usage(store: ObjectStore, shards: int = 8) -> Usage:
+    """The store-wide total: the sum of its counter shards (``Quota.prefix_shards``)."""
+    parts = [UsageCounter(store, keys.prefix_usage_key(k)).read()[0] for k in range(shards)]
+    return Usage(bytes=sum(p.bytes for p in parts), objects=sum(p.objects for p in parts))
+
+
 @dataclass
 class QuotaMetrics:
     """What the guard did in this process (exported by the harness, logged as events)."""
@@ -158,8 +169,7 @@ class QuotaGuard:
     # -- reading ---------------------------------------------------------------------
 
     def _prefix_total(self) -> Usage:
-        parts = [shard.read()[0] for shard in self.shards]
-        return Usage(bytes=sum(p.bytes for p in parts), objects=sum(p.objects for p in parts))
+        return prefix_usage(self.shards[0].store, len(self.shards))
 
     def _load(self) -> None:
         """First use, or a stale store-wide total: read (a failure leaves the last value)."""

@@ -18,8 +18,9 @@ import re
 from datetime import datetime, timedelta
 from typing import Literal
 
-from pydantic import Field, TypeAdapter, model_validator
+from pydantic import Field, model_validator
 
+from s3spill.config import parse_duration as parse_duration  # re-exported: its old home
 from s3spill.errors import CleanupRefused, ConfigError
 from s3spill.keys import check_session_hash
 from s3spill.models import Record
@@ -70,27 +71,6 @@ ApplyOutcome = Literal[
 ObjectKind = Literal["artifact", "index", "manifest", "segment", "owner", "gc_plan", "gc_lock", "usage",
                      "erasure", "unknown", "claim", "live", "usage_log"]
 DeleteMethod = Literal["if_match", "version_pinned", "unconditional"]
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def parse_duration(text: str) -> timedelta:
-    """``90s``, ``15m``, ``24h``, ``30d``, ``2w`` (a bare number is seconds), or ISO 8601.
-
-    ISO 8601 (``P1D``, ``PT24H``, ``P1DT12H``) because plans and reports store durations
-    that way: a value copied from a report must be accepted back on the command line.
-    """
-    match = _DURATION.match(text)
-    if match:
-        return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2) or "s"])
-    if text.strip().upper().startswith("P"):
-        try:
-            return TypeAdapter(timedelta).validate_python(text.strip().upper())
-        except ValueError:
-            pass
-    raise ConfigError(f"bad duration {text!r}: use e.g. 90s, 15m, 24h, 30d, or ISO 8601 such as P1D")
-
 
 class CleanupPolicy(Record):
     """How old an orphan must be before it may go, and how much one run may delete."""

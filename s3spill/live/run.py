@@ -35,6 +35,7 @@ from s3spill.context.secrets import StreamRedactor
 from s3spill.errors import LiveFenced, S3SpillError
 from s3spill.leases.liveness import LivenessMark
 from s3spill.live.finish import cas_state, finish_live
+from s3spill.live.group import ProcessGroup, end_group, identify
 from s3spill.live.reader import LiveReader, LiveSummary
 from s3spill.live.segments import read_state
 from s3spill.live.state import LiveState
@@ -101,6 +102,7 @@ class _LiveRun:
         self.journal = journal
         self.touch_interval = touch_interval
         self.proc: subprocess.Popen[bytes] | None = None
+        self.group: ProcessGroup | None = None
         self.stream: Iterable[bytes] | None = None
         command: str | None = None
         if isinstance(source, Sequence) and not isinstance(source, (bytes, bytearray, str)):
@@ -121,7 +123,8 @@ class _LiveRun:
                                   else 126)
                 self.stream = None
             else:
-                self.writer.set_command_pid(self.proc.pid)
+                self.group = identify(self.proc.pid)
+                self.writer.set_command_pid(self.proc.pid, self.group)
         else:
             self.stream = iter_body(source, _READ)  # type: ignore[arg-type]
         self.queue: queue.Queue[bytes] = queue.Queue(maxsize=max(2, config.queue_bytes // _READ))
@@ -258,8 +261,12 @@ class _LiveRun:
             assert self.proc is not None
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(STOP_GRACE)
-                return
-            self._kill(signal.SIGKILL)
+            # The whole group, not only the direct child: a member that ignores SIGTERM must
+            # not outlive a run that reads as killed.
+            if self.group is not None:
+                end_group(self.group, grace=0.0, term=False)
+            else:
+                self._kill(signal.SIGKILL)
 
         threading.Thread(target=escalate, daemon=True).start()
 
@@ -302,18 +309,53 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
 
 
-def request_stop(store: ObjectStore, session_id: str, live_id: str) -> LiveState:
+def request_stop(store: ObjectStore, session_id: str, live_id: str, grace: float = STOP_GRACE) -> LiveState:
     """Ask a live run to stop, from any process: by CAS (its supervisor sees it at its next
-    state write) and, on the same host, by SIGTERM to the command's process group."""
-    live = keys.LiveId.parse(live_id).require_session(session_id)
-    state, _ = read_state(store, live)
-    if state.terminal:
-        return state
-    state = cas_state(store, live, lambda s: None if s.terminal or s.stop_requested
-                      else {"stop_requested": True})
+    state write) and, on the same host, by SIGTERM to the command's process group.
+
+    When its supervisor is gone (died, or the state was finished as lost) nobody else will
+    escalate: the group recorded in the state is then ended here — SIGTERM, SIGKILL after
+    ``grace`` — so no process of it outlives ``stop``.
+    """
     import socket
 
-    if state.host == socket.gethostname()[:255] and state.command_pid and not state.terminal:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(state.command_pid, signal.SIGTERM)
+    live = keys.LiveId.parse(live_id).require_session(session_id)
+    state, _ = read_state(store, live)
+    here = state.host == socket.gethostname()[:255]
+    if not state.terminal:
+        state = cas_state(store, live, lambda s: None if s.terminal or s.stop_requested
+                          else {"stop_requested": True})
+        if here and state.command_pid and not state.terminal:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(state.command_pid, signal.SIGTERM)
+    group = _recorded_group(state)
+    if here and group is not None and (state.terminal or not _alive(state.supervisor_pid)):
+        end_group(group, grace)
     return state
+
+
+def _recorded_group(state: LiveState) -> ProcessGroup | None:
+    if state.command_pid is None or state.command_start is None or state.boot_id is None:
+        return None
+    return ProcessGroup(pgid=state.command_pid, leader_start=state.command_start, boot_id=state.boot_id)
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return _zombie(pid) is not True
+
+
+def _zombie(pid: int) -> bool | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2:].split()[0] == "Z"

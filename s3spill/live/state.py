@@ -149,6 +149,10 @@ class LiveState(Record):
     host: str
     supervisor_pid: int | None = None
     command_pid: int | None = None
+    #: The command's process group as :mod:`s3spill.live.group` identifies it (its leader's
+    #: start time and the boot), so ``stop`` can end it safely after the supervisor died.
+    command_start: int | None = Field(default=None, ge=0)
+    boot_id: str | None = Field(default=None, max_length=64)
     status: LiveStatus = "running"
     exit_code: int | None = None
     signal: int | None = None

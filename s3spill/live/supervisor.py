@@ -47,13 +47,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--segment-bytes", type=int)
     p.add_argument("--heartbeat-interval", type=float)
     p.add_argument("--max-bytes", type=int)
+    p.add_argument("--head-bytes", type=int)
+    p.add_argument("--queue-bytes", type=int)
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     return p
 
 
 def config_from(args: argparse.Namespace) -> LiveConfig:
-    knobs = {k: getattr(args, k) for k in ("segment_interval", "segment_bytes",
-                                           "heartbeat_interval", "max_bytes")}
+    knobs = {k: getattr(args, k) for k in ("segment_interval", "segment_bytes", "heartbeat_interval",
+                                           "max_bytes", "head_bytes", "queue_bytes")}
     return LiveConfig(**{k: v for k, v in knobs.items() if v is not None})
 
 

@@ -54,6 +54,7 @@ from s3spill.errors import (
     StoreError,
 )
 from s3spill.failpoints import declare, failpoint
+from s3spill.live.group import ProcessGroup
 from s3spill.live.segments import read_state, segment_key, table_key
 from s3spill.live.state import (
     COMMAND_CHARS,
@@ -161,9 +162,12 @@ class LiveWriter:
             return state.live_id
         raise AlreadyExists("no free live artifact name after 8 attempts")
 
-    def set_command_pid(self, pid: int | None) -> None:
-        """Record the command's pid (known only after the state exists)."""
-        self._cas(lambda s: {"command_pid": pid})
+    def set_command_pid(self, pid: int | None, group: ProcessGroup | None = None) -> None:
+        """Record the command's pid and process group (known only after the state exists)."""
+        update: dict[str, object] = {"command_pid": pid}
+        if group is not None:
+            update.update(command_start=group.leader_start, boot_id=group.boot_id)
+        self._cas(lambda s: update)
 
     def feed(self, data: bytes) -> None:
         """Take bytes of output; cuts full segments, commits them at most once per interval."""

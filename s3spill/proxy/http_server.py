@@ -32,6 +32,8 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.shared.message import ServerMessageMetadata
 
 from s3spill.agent.tools import AgentTools
+from s3spill.context.policy import SpillPolicy
+from s3spill.fleet.quota import Quota
 from s3spill.log import get_logger
 from s3spill.proxy.relay import Channel, Relay
 from s3spill.proxy.results import ResultSpiller
@@ -81,10 +83,12 @@ class ServerSdkChannel(SdkStreams):
 class SessionSpillers:
     """Per s3spill session: its Spiller, read tools and result spiller (created on first use)."""
 
-    def __init__(self, store: ObjectStore, settings: ProxySettings) -> None:
+    def __init__(self, store: ObjectStore, settings: ProxySettings, policy: SpillPolicy | None = None,
+                 quota: Quota | None = None) -> None:
         self.store = store
         self.settings = settings
-        self.policy = settings.policy()
+        self.policy = policy or settings.policy()
+        self.quota = quota
         self._lock = threading.Lock()
         self._made: dict[str, tuple[Spiller, AgentTools, ResultSpiller]] = {}
 
@@ -92,7 +96,8 @@ class SessionSpillers:
         with self._lock:
             found = self._made.get(session)
             if found is None:
-                spiller = Spiller(self.store, session, self.policy, usage=usage_recorder(self.store))
+                spiller = Spiller(self.store, session, self.policy, quota=self.quota,
+                                  usage=usage_recorder(self.store))
                 found = self._made[session] = (spiller, AgentTools(self.store, session, policy=self.policy,
                                                                           usage=usage_recorder(self.store)),
                                                ResultSpiller(spiller, self.settings))

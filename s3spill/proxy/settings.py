@@ -29,6 +29,7 @@ from s3spill.context.block_plan import ImageBlock, default_image_price
 from s3spill.context.policy import DEFAULT_POLICY, GREP_TOOL, READ_TOOL, SpillPolicy, ToolPolicy
 from s3spill.context.tokens import BYTES_PER_TOKEN
 from s3spill.errors import ConfigError
+from s3spill.fleet.policy_file import LoadedPolicy
 
 MiB = 1024 * 1024
 #: Anthropic's Messages API refuses an image over 5 MB; a larger one is never worth sending.
@@ -82,6 +83,33 @@ class ProxySettings(BaseModel):
         except ValidationError as exc:
             raise ConfigError(f"invalid proxy setting: {exc.errors()[0]['loc']}: "
                               f"{exc.errors()[0]['msg']}") from None
+
+    @classmethod
+    def from_policy(cls, fleet: LoadedPolicy, legacy: str | Path | None = None,
+                    **flags: Any) -> ProxySettings:
+        """The proxy's settings under the fleet policy: a legacy JSON file (``--config
+        FILE.json``) at the bottom, then what the policy sets (``[proxy]``, ``spill.hard_cap_chars``,
+        the ``[tools]`` and ``[harness.mcp-proxy]`` thresholds and never_spill), then flags."""
+        base = cls.load(legacy)
+        data = base.model_dump()
+        for key in ("tool_prefix", "max_inline_tokens", "max_image_bytes"):
+            if fleet.is_set("proxy", key):
+                value = fleet.value("proxy", key)
+                data[key] = int(value) if isinstance(value, int) else value
+        if fleet.is_set("spill", "hard_cap_chars"):
+            data["hard_cap_chars"] = fleet.policy.spill.hard_cap_chars
+        rules = fleet.policy.rules("mcp-proxy")
+        thresholds = {**base.thresholds,
+                      **{n: int(r.threshold) for n, r in rules.items() if r.threshold is not None}}
+        never = set(base.never_spill) | {n for n, r in rules.items() if r.never_spill}
+        thresholds.update(flags.pop("thresholds", None) or {})
+        never.update(flags.pop("never_spill", None) or ())
+        data.update({k: v for k, v in flags.items() if v is not None})
+        return cls.load(None, **{**data, "thresholds": thresholds, "never_spill": frozenset(never)})
+
+    def fleet_policy(self, fleet: LoadedPolicy) -> SpillPolicy:
+        """:meth:`policy` with the fleet policy's spill keys on top (cap, secrets, ...)."""
+        return fleet.spill_policy(self.policy(), "mcp-proxy")
 
     @property
     def read_tool(self) -> str:

@@ -131,7 +131,7 @@ class SecretMask:
             return ref
         if len(self._unmasked_head) >= min(retained.total_bytes, 8 * 1024) and self._unmasked_head:
             head = mask_window(self._unmasked_head).data
-            first = build_stats(head, max(1, len(head))).first_line
+            first = build_stats(head, max(16, len(head))).first_line  # IndexBuilder needs >= 16
             summary = make_summary(first, ref.size_bytes, ref.line_count)
         else:
             summary = redact_text(ref.summary, cut_end=True)[0]

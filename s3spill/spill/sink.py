@@ -51,6 +51,7 @@ class SpillSink:
         self._last_touch: float | None = None
         self._uploads: list[BoundedUpload[ArtifactReference]] = []
         self._uploads_lock = threading.Lock()
+        self.last_error: BaseException | None = None
 
     def open(self, tool: str, call_id: str | None = None, label: str | None = None,
              detected: Detection | None = None) -> BoundedUpload[ArtifactReference]:
@@ -74,6 +75,9 @@ class SpillSink:
     def finish(self, upload: BoundedUpload[ArtifactReference], total_bytes: int) -> ArtifactReference | None:
         """The stored reference, or None if the store did not accept it before the deadline."""
         ref = upload.finish(self.deadline_for(total_bytes), after=self._after_spill)
+        #: Why the last spill was not stored, when its writer raised (the CLI's ``spill``, which
+        #: must not fail open, re-raises it); None after a stored one.
+        self.last_error = upload.error if ref is None else None
         if ref is not None:
             with self._uploads_lock:
                 self._uploads = [u for u in self._uploads if not u.join(0)]

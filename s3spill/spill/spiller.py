@@ -20,9 +20,10 @@ boto3 call is left behind without pointing at what it may still write).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig
@@ -30,6 +31,7 @@ from s3spill.context.block_plan import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_budget
 from s3spill.context.policy import SpillPolicy
 from s3spill.context.secrets import StreamRedactor
+from s3spill.fleet.policy_file import LoadedPolicy, load_policy
 from s3spill.fleet.quota import Quota, QuotaGuard
 from s3spill.keys import session_hash
 from s3spill.leases.journal import LeaseJournal
@@ -98,6 +100,24 @@ class Spiller:
                               min_upload_rate=min_upload_rate, queue_depth=queue_depth,
                               quota=self.quota)
 
+    @classmethod
+    def from_config(cls, session_id: str, store: ObjectStore | ArtifactStore | None = None, *,
+                    config: str | os.PathLike[str] | None = None, harness: str | None = None,
+                    base: SpillPolicy | None = None, policy: LoadedPolicy | None = None,
+                    **kwargs: Any) -> Spiller:
+        """A Spiller under the fleet policy (:mod:`s3spill.fleet.policy_file`): the file named
+        by ``config``, ``$S3SPILL_CONFIG`` or the config dirs, and ``S3SPILL_*`` variables.
+
+        ``base`` is the caller's own defaults (a hook's thresholds); what the operator set
+        replaces them, ``[harness.<harness>]`` rules included. The store is the policy's
+        unless given; the quota is the policy's. Raises :class:`~s3spill.errors.PolicyError`
+        for a policy that does not check (naming file, line and key).
+        """
+        loaded = policy or load_policy(config)
+        if store is None:
+            store = loaded.open_store()
+        return cls(store, session_id, loaded.spill_policy(base, harness), quota=loaded.quota(), **kwargs)
+
     def externalize(
         self,
         output: Output,
@@ -125,6 +145,7 @@ class Spiller:
         may be a callable, asked once the output has ended. Never raises for store or
         stream failures.
         """
+        spillable = spillable and not self.policy.never_spills(tool)  # the fleet policy's never_spill
         job = SpillJob(self.sink, self.policy, output, tool, call_id, exit_code, spillable, label, force,
                        max_chars, note)
         with tool_span("spill", tool):
@@ -209,6 +230,10 @@ class Spiller:
         committed so far (see :mod:`s3spill.live.run`); when the run ends its output is
         an ordinary artifact. The session's liveness mark is kept fresh meanwhile.
         """
+        cap = self.policy.stored_cap(tool)  # the one cap, background outputs too
+        config = config or LiveConfig(max_bytes=cap)
+        if config.max_bytes > cap:
+            config = LiveConfig(**{**config.model_dump(), "max_bytes": cap})  # re-checked: head clamped
         return start_live(self.artifacts.store, self.session_id, source, tool, label=label,
                           config=config, transfer=self.artifacts.config, journal=self.journal,
                           env=env, cwd=cwd,

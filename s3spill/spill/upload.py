@@ -104,6 +104,11 @@ class BoundedUpload(Generic[T]):
         """The upload can no longer produce a result (abandoned or the writer failed)."""
         return self._abandoned or self._error is not None
 
+    @property
+    def error(self) -> BaseException | None:
+        """What the writer raised, if it failed (a caller that must not fail open re-raises it)."""
+        return self._error
+
     def abandon(self, reason: str) -> None:
         """Stop waiting for good; a result arriving after this is never returned."""
         with self._lock:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import BinaryIO, ClassVar, Literal
 
-from s3spill.errors import InvalidKey
+from s3spill.errors import InvalidKey, PreconditionFailed
 from s3spill.store.capabilities import StoreCapabilities as StoreCapabilities
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,127}$")
@@ -136,6 +136,20 @@ class ObjectStore(abc.ABC):
         self, key: str, byte_range: ByteRange | None = None, chunk_size: int = 1024 * 1024
     ) -> Iterator[bytes]:
         """Stream an object (or a range) in chunks so memory stays bounded."""
+
+    def get_if_match(self, key: str, byte_range: ByteRange, etag: str) -> tuple[bytes, dict[str, str]]:
+        """:meth:`get` of a range, only if the object's ETag is ``etag``; with its metadata.
+
+        :class:`PreconditionFailed` when the object holds something else, :class:`NotFound`
+        when it is gone. Why: a reader holding a record that names the body's ETag (an
+        artifact's index) checks the body and reads its first chunk in one request where
+        the store can (S3 ``If-Match`` on GET), instead of a HEAD and then a GET. This
+        default is that HEAD and GET, for stores and wrappers without a native form.
+        """
+        info = self.head(key)
+        if info.etag != etag:
+            raise PreconditionFailed(f"{key}: the object is not the version asked for", key=key)
+        return self.get(key, byte_range), dict(info.metadata)
 
     @abc.abstractmethod
     def head(self, key: str) -> ObjectInfo:

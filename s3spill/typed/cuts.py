@@ -195,4 +195,5 @@ def snap(retained: RetainedText, kind: str) -> RetainedText:
     new_head = head if cut is None else head[:cut]
     new_tail = tail if start is None else tail[start:]
     gap_nl = retained.gap_ends_with_newline if start is None else tail[start - 1 : start] == b"\n"
-    return replace(retained, head=new_head, tail=new_tail, gap_ends_with_newline=gap_nl)
+    return replace(retained, head=new_head, tail=new_tail, gap_ends_with_newline=gap_nl,
+                   line_edges=False)

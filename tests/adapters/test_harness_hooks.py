@@ -85,17 +85,23 @@ def test_a_200_byte_result_is_left_alone(tmp_path: Path) -> None:
 
 
 def test_a_read_and_an_mcp_result_keep_their_shapes(tmp_path: Path) -> None:
-    """A huge Read keeps the file record (counts unchanged, content a pointer); an MCP tool's
-    content blocks are spilled and sent in both updated fields; our own tools pass."""
+    """A huge Read keeps the file record with whole head lines as its content (Claude Code
+    numbers them from startLine) and gives the last lines, numbered as Claude Code numbers
+    them, and the pointer in additionalContext; an MCP tool's content blocks are spilled and
+    sent in both updated fields; our own tools pass."""
     store = LocalStore(tmp_path / "store")
     read = _payload("claude_code_read.json")
     content = _log(20_000)
     read["tool_response"]["file"].update(content=content, numLines=20_001, totalLines=20_001)
     answer = json.loads(_run("claude-code", read, store.url).stdout)
     updated = answer["hookSpecificOutput"]["updatedToolOutput"]
-    assert updated["type"] == "text" and updated["file"]["numLines"] == 20_001
-    assert len(updated["file"]["content"]) < 20_000
-    assert _stored(store, read["session_id"], updated["file"]["content"]) == content.encode()
+    shown = updated["file"]["content"].split("\n")
+    assert updated["type"] == "text" and updated["file"]["totalLines"] == 20_001
+    assert updated["file"]["numLines"] == len(shown) and content.startswith("\n".join(shown) + "\n")
+    note = answer["hookSpecificOutput"]["additionalContext"]
+    assert "20001\terror: 3 tests FAILED (test_io, test_net, test_gc)\n" in note
+    assert "19999\t[0019998] compiling" in note
+    assert _stored(store, read["session_id"], note) == content.encode()
 
     mcp = _payload("claude_code_mcp.json")
     events = "".join(json.dumps({"seq": i, "kind": "tick"}) + "\n" for i in range(40_000))

@@ -115,10 +115,14 @@ def test_two_megabyte_output_with_the_default_shell_policy() -> None:
     budget = policy.budget()
     assert budget.fits(out.text)
     text = out.text
-    assert text.startswith(data[: 6 * 1024].decode())
+    # Short lines are shown whole: the 6 KiB head ends at the last line end inside it, and
+    # the 24 KiB tail starts at the first line start inside it (issue 30).
+    head_end = data.rindex(b"\n", 0, 6 * 1024) + 1
+    tail_start = data.index(b"\n", len(data) - 24 * 1024) + 1
+    assert text.startswith(data[:head_end].decode())
     footer_at = text.index("[s3spill] Full output of bash")
-    assert text[:footer_at].endswith(data[-24 * 1024 :].decode())
-    assert out.shown.head == data[: 6 * 1024] and out.shown.tail == data[-24 * 1024 :]
+    assert text[:footer_at].endswith(data[tail_start:].decode())
+    assert out.shown.head == data[:head_end] and out.shown.tail == data[tail_start:]
     assert f'source_id="{SID}"' in text and f"{len(data)} bytes, 44000 lines" in text
     assert "read_artifact(source_id, offset=" in text and "grep_artifact(source_id" in text
     assert "Do not re-run the command" in text
@@ -126,11 +130,10 @@ def test_two_megabyte_output_with_the_default_shell_policy() -> None:
     shown = out.shown
     first, last = shown.gap_lines
     lines = data.splitlines(keepends=True)
-    # 6 KiB of head ends inside line 145 and the 24 KiB tail starts inside line 43519: the
-    # marker says so rather than claim those two lines are omitted whole.
+    # 6 KiB of head would end inside line 145 and the 24 KiB tail start inside line 43519:
+    # both move to a line boundary, so the marker names whole lines only.
     assert (first, last) == (145, 43519)
-    assert (f"[… {shown.omitted_bytes} bytes omitted (the rest of line 145, lines 146–43518, "
-            "the start of line 43519) …]") in text
+    assert f"[… {shown.omitted_bytes} bytes omitted (lines 145–43519) …]" in text
     rebuilt = b"".join(lines[: first - 1])
     rebuilt += b"".join(lines[first - 1 : last])
     rebuilt += b"".join(lines[last:])
@@ -245,17 +248,22 @@ def test_context_text_never_exceeds_the_budget(
 
 
 def test_the_gap_marker_is_exact_about_partial_lines() -> None:
-    """Cuts inside lines: the marker names the rest / the start / the middle of a line, not whole lines."""
-    data = b"".join(b"line %02d is here\n" % i for i in range(1, 21))  # 20 lines of 16 bytes
-    retained = RetainedText.of(data)
+    """Cuts inside lines: the marker names the rest / the start / the middle of a line, not whole lines.
 
-    def gap(head: int, tail: int) -> str:
-        text = render_pointer(facts(), retained, head_bytes=head, tail_bytes=tail,
+    A cut stays inside a line only where the piece it would drop is not short (a quarter
+    of what is kept or more; shorter pieces move the cut to the line's edge)."""
+    data = b"".join(b"line %02d is here\n" % i for i in range(1, 21))  # 20 lines of 16 bytes
+
+    def gap(head: int, tail: int, of: bytes = data) -> str:
+        text = render_pointer(facts(), RetainedText.of(of), head_bytes=head, tail_bytes=tail,
                               budget=ContextBudget(100_000)).text
         return text[text.index("[… ") : text.index(" …]") + 3]
 
     assert gap(16 * 2, 16 * 3) == "[… 240 bytes omitted (lines 3–17) …]"  # both cuts on line edges
-    assert gap(16 * 2 + 5, 16 * 3 + 4) == \
-        "[… 231 bytes omitted (the rest of line 3, lines 4–16, the start of line 17) …]"
-    assert gap(16 * 2 + 5, 16 * 3) == "[… 235 bytes omitted (the rest of line 3, lines 4–17) …]"
-    assert gap(16 * 2 + 5, 16 * 17 + 4) == "[… 7 bytes omitted (the middle of line 3) …]"
+    assert gap(16 * 2 + 5, 16 * 3 + 4) == "[… 240 bytes omitted (lines 3–17) …]"  # short pieces: edges
+    assert gap(16 * 2 + 12, 16 + 12) == \
+        "[… 248 bytes omitted (the rest of line 3, lines 4–18, the start of line 19) …]"
+    assert gap(16 * 2 + 12, 16 * 3) == "[… 228 bytes omitted (the rest of line 3, lines 4–17) …]"
+    long_third = data[:32] + b"x" * 400 + b"\n" + data[48:80]
+    assert gap(32 + 200, len(long_third) - 242, long_third) == \
+        "[… 10 bytes omitted (the middle of line 3) …]"

@@ -203,3 +203,12 @@ def test_documented_exit_codes_exist() -> None:
             for n in re.findall(r"\bexit(?:s| code| status)? \**(\d+)\b", path.read_text(encoding="utf-8"))}
     assert len(said) > 5
     assert sorted(item for item in said if item[1] not in codes) == []
+
+
+def test_readme_says_mcp_needs_its_extra() -> None:
+    """The README's MCP section says `s3spill mcp` needs `pip install 's3spill[mcp]'`, an extra
+    pyproject defines (a fresh install has no MCP SDK)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("**2. MCP**"):readme.index("**3. ")]
+    assert "pip install 's3spill[mcp]'" in section and "`s3spill mcp` needs" in section
+    assert re.search(r"^mcp = \[", (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M)

@@ -93,26 +93,56 @@ class ClaudeCode:
             serve = s3spill_cmd("--store", self.store_url) + session
             self.mcp["s3spill"] = {"command": "sh", "args": ["-c", f"exec {serve}"]}
 
-    def run(self, turns: list[Turn], *args: str, prompt: str = "go", timeout: float = 300) -> ClaudeRun:
-        script = ScriptedModel(turns)
+    def _env(self, api: StandIn) -> dict[str, str]:
+        env = child_env({"HOME": str(self.home), "ANTHROPIC_BASE_URL": api.url,
+                         "ANTHROPIC_API_KEY": "sk-standin",
+                         **CLAUDE_QUIET, **self.env})
+        for name in ("S3SPILL_SESSION", "S3SPILL_STORE", "CLAUDE_CODE_SESSION_ID", "CLAUDECODE",
+                     "CLAUDE_PROJECT_DIR"):
+            if name not in self.env:
+                env.pop(name, None)
+        return env
+
+    def _argv(self, *args: str) -> list[str]:
         config = self.home / "mcp.json"
         config.write_text(json.dumps({"mcpServers": self.mcp}))
+        return [str(claude_binary()), "-p", *args, "--output-format", "stream-json", "--verbose",
+                "--dangerously-skip-permissions", "--settings", json.dumps({"hooks": self.hooks}),
+                "--mcp-config", str(config), "--strict-mcp-config"]
+
+    def run(self, turns: list[Turn], *args: str, prompt: str = "go", timeout: float = 300) -> ClaudeRun:
+        script = ScriptedModel(turns)
         with StandIn(script) as api:
-            env = child_env({"HOME": str(self.home), "ANTHROPIC_BASE_URL": api.url,
-                             "ANTHROPIC_API_KEY": "sk-standin",
-                             **CLAUDE_QUIET, **self.env})
-            for name in ("S3SPILL_SESSION", "S3SPILL_STORE", "CLAUDE_CODE_SESSION_ID", "CLAUDECODE",
-                         "CLAUDE_PROJECT_DIR"):
-                if name not in self.env:
-                    env.pop(name, None)
-            argv = [str(claude_binary()), "-p", prompt, "--output-format", "stream-json", "--verbose",
-                    "--dangerously-skip-permissions", "--settings", json.dumps({"hooks": self.hooks}),
-                    "--mcp-config", str(config), "--strict-mcp-config", *args]
-            proc = subprocess.run(argv, cwd=self.project, env=env, capture_output=True, timeout=timeout,
-                                  check=False)
+            proc = subprocess.run(self._argv(prompt, *args), cwd=self.project, env=self._env(api),
+                                  capture_output=True, timeout=timeout, check=False)
         events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip().startswith(b"{")]
         assert proc.returncode == 0, proc.stderr.decode()[-3000:] + proc.stdout.decode()[-3000:]
         return ClaudeRun(script, proc, events)
+
+    def conversation(self, prompts: list[str], turns: list[Turn], timeout: float = 300) -> ScriptedModel:
+        """Several user messages to one Claude Code process (``--input-format stream-json``),
+        each sent once the previous one has its result: ``/clear`` works there as typed."""
+        script = ScriptedModel(turns)
+        with StandIn(script) as api:
+            proc = subprocess.Popen(self._argv("--input-format", "stream-json"), cwd=self.project,
+                                    env=self._env(api), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL)
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                for prompt in prompts:
+                    message = {"type": "user", "message": {"role": "user", "content": prompt}}
+                    proc.stdin.write(json.dumps(message).encode() + b"\n")
+                    proc.stdin.flush()
+                    for line in proc.stdout:
+                        if json.loads(line).get("type") == "result":
+                            break
+                proc.stdin.close()
+                assert proc.wait(timeout) == 0
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        return script
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-RECORD, MODES = sys.argv[1], set(sys.argv[2].split(",")) if len(sys.argv) > 2 else set()
+MODES: set[str] = set()
 _out = threading.Lock()
 _seen: set[object] = set()
 _stop = threading.Event()
@@ -112,7 +112,8 @@ def answer(msg: dict[str, object]) -> None:
 
 
 def main() -> None:
-    with open(RECORD, "ab") as record:
+    MODES.update(mode for mode in (sys.argv[2] if len(sys.argv) > 2 else "").split(",") if mode)
+    with open(sys.argv[1], "ab") as record:
         for line in sys.stdin.buffer:
             record.write(line)
             record.flush()

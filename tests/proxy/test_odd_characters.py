@@ -4,17 +4,14 @@ wire the bytes received; pages give back exactly those bytes."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.proxy.conftest import HOSTILE, SESSION, hostile_command
+from tests.proxy.conftest import SESSION, hostile_command
+from tests.proxy.hostile_upstream import BULK
 from tests.proxy.servers import OURS, connect, proxy_command, read_back, source_id
-
-sys.path.insert(0, str(HOSTILE.parent))
-from hostile_upstream import BULK
 
 HALF = len(BULK) // 2
 #: What each odd character is stored as (docs/harnesses.md, "Characters").

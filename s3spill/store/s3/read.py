@@ -18,7 +18,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError, FlexibleChecksumError
 
-from s3spill.errors import IntegrityError, StoreUnavailable
+from s3spill.errors import IntegrityError, PreconditionFailed, StoreUnavailable
 from s3spill.log import get_logger
 from s3spill.store.base import META_SHA256, ByteRange
 from s3spill.store.retry import Attempts
@@ -29,14 +29,20 @@ log = get_logger("s3spill.store.s3")
 
 
 def read_object(ops: S3Ops, key: str, full: str, byte_range: ByteRange | None,  # noqa: C901 - one resume loop
-                chunk_size: int) -> Iterator[bytes]:
-    """Yield the bytes of ``full`` (or a range of it), resuming after broken connections."""
+                chunk_size: int, *, if_match: str | None = None,
+                metadata: dict[str, str] | None = None) -> Iterator[bytes]:
+    """Yield the bytes of ``full`` (or a range of it), resuming after broken connections.
+
+    ``if_match``: only if the object's ETag is this one (its 412 is :class:`PreconditionFailed`,
+    before any byte); resumption then stays pinned to it as always. ``metadata`` is filled
+    with the object's user metadata from the first answer.
+    """
     started = time.monotonic()
     start, end = byte_range if byte_range is not None else (0, None)
     if end is not None and end == start:
         ops.require(key, full)  # NotFound for a missing key, as for any other read
         return
-    pos, etag, expected_sha, total = start, None, None, 0
+    pos, etag, expected_sha, total = start, if_match, None, 0
     digest = hashlib.sha256() if byte_range is None else None
     pending: bytes | None = None
     attempts = Attempts()
@@ -59,9 +65,14 @@ def read_object(ops: S3Ops, key: str, full: str, byte_range: ByteRange | None,  
                 ops.require(key, full)
                 return
             if kind is Kind.PRECONDITION and etag is not None:
+                if pos == start and if_match is not None:
+                    raise PreconditionFailed(f"{key}: the object is not the version asked for",
+                                             key=key) from exc
                 raise IntegrityError(f"{key} changed while it was being read") from exc
             raise ops.translate(exc, key) from exc
         etag = response["ETag"]
+        if metadata is not None and not metadata:
+            metadata.update(response.get("Metadata") or {})
         if expected_sha is None:
             expected_sha = (response.get("Metadata") or {}).get(META_SHA256)
         try:

@@ -1,0 +1,77 @@
+"""Background runs keep the fleet's word: the cap caps, stop leaves no process, lost is soon said."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+from s3spill.config import LiveConfig
+from s3spill.keys import SourceId
+from s3spill.store.local import LocalStore
+from tests.live.conftest import Cli, alive, start, wait_for
+
+MiB = 1024 * 1024
+#: Prints ``MIB`` MiB of numbered lines as fast as the pipe takes them.
+FLOOD = ("import sys\nline = b'x' * 63 + b'\\n'\nblock = line * 16384\n"
+         "for _ in range(int(sys.argv[1])):\n    sys.stdout.buffer.write(block)\n")
+#: A group whose leader dies of SIGTERM while one member ignores it (its pid in FILE).
+STUBBORN = "(trap '' TERM; exec sleep 300) & echo $! > {pidfile}; echo started; wait"
+
+
+def _final_size(tmp_path: Path, cli: Cli, live_id: str) -> int:
+    wait_for(lambda: json.loads(cli("status", live_id, "--json").stdout)["final_source_id"] is not None, 120)
+    final = json.loads(cli("status", live_id, "--json").stdout)["final_source_id"]
+    store = LocalStore(tmp_path / "store")
+    sid = SourceId.parse(final)
+    return next(i.size for i in store.list(f"v1/sessions/{sid.session_hash}/artifacts/")
+                if i.key.endswith(sid.name))
+
+
+def test_a_background_run_at_an_8_mib_cap_stores_at_most_8_mib(tmp_path: Path, cli: Cli) -> None:
+    """`run --background --max-bytes 8388608` over 48 MiB keeps <= 8 MiB (the 64 MiB head is clamped)."""
+    started = start(cli, "python3", "-c", FLOOD, "48", flags=("--max-bytes", str(8 * MiB)))
+    assert _final_size(tmp_path, cli, str(started["source_id"])) <= 8 * MiB
+
+
+def test_the_policy_cap_applies_to_background_runs(tmp_path: Path, cli: Cli) -> None:
+    """No flag: the policy's spill.max_stored_bytes is the background cap too."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[spill]\nmax_stored_bytes = "4MiB"\n')
+    started = start(cli, "python3", "-c", FLOOD, "24", S3SPILL_CONFIG=str(policy))
+    assert _final_size(tmp_path, cli, str(started["source_id"])) <= 4 * MiB
+
+
+def test_stop_ends_a_member_that_ignores_sigterm(tmp_path: Path, cli: Cli) -> None:
+    """The leader dies of SIGTERM; the member that ignores it is SIGKILLed with the group."""
+    pidfile = tmp_path / "member.pid"
+    started = start(cli, "sh", "-c", STUBBORN.format(pidfile=pidfile))
+    wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "", 10)
+    member = int(pidfile.read_text())
+    stopped = cli("stop", str(started["source_id"]))
+    assert stopped.returncode == 0 and "killed" in stopped.stdout, stopped.stdout
+    wait_for(lambda: not alive(member), 10)
+
+
+def test_stop_ends_the_group_after_the_supervisor_died(tmp_path: Path, cli: Cli) -> None:
+    """Supervisor SIGKILLed, state finished as lost: stop still ends every process of the group."""
+    pidfile = tmp_path / "member.pid"
+    started = start(cli, "sh", "-c", STUBBORN.format(pidfile=pidfile), S3SPILL_LOST_AFTER="1")
+    wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "", 10)
+    member, live_id = int(pidfile.read_text()), str(started["source_id"])
+    os.kill(int(str(started["supervisor_pid"])), signal.SIGKILL)
+    took = wait_for(lambda: "lost" in cli("status", live_id, S3SPILL_LOST_AFTER="1").stdout, 15)
+    assert took < 5  # three heartbeats of 0.5 s, at most the policy's 1 s: well under 15
+    assert alive(member)  # PDEATHSIG reached the leader only; the member ignored it
+    finished = cli("status", live_id, "--finish", S3SPILL_LOST_AFTER="1")
+    assert "lost" in finished.stdout and "--finish` stores" not in finished.stdout, finished.stdout
+    assert cli("stop", live_id).returncode == 0
+    wait_for(lambda: not alive(member), 10)
+
+
+def test_a_dead_supervisor_reads_as_lost_within_15_seconds_by_default() -> None:
+    """The default bound (three default heartbeats) is at most 15 s."""
+    config = LiveConfig()
+    assert max(config.lost_after, 3 * config.heartbeat_interval) <= 15
+    assert LiveConfig(max_bytes=8 * MiB).head_bytes <= 4 * MiB
