@@ -137,29 +137,38 @@ class SpillJob:
         self.preview.push(bytes(prefix))
 
     def _run(self) -> SpillResult:
-        limit = _inline_limit(self.policy, self.rule)
-        if self.rule.log_compress and self.spillable:
-            limit = max(limit, self.policy.log_compress_max_bytes)
-        buffer = self.buffer = bytearray()
-        complete = True
-        for chunk in self.chunks:
-            buffer += chunk
-            if len(buffer) > limit:
-                complete = False
-                break
-        self.complete = complete
+        """Buffer up to the inline limit; what ends within it may stay inline, the rest is spilled."""
+        complete = self._buffer_prefix()
         if self.read.error is not None:
             self._retain_prefix()
             self.ended()
             return self._degraded(f"reading the output failed: {describe_error(self.read.error)}")
         if not complete:
             if not self.spillable:
+                buffer = self.buffer or bytearray()
                 total = len(buffer) + sum(len(chunk) for chunk in self.chunks)
                 self.ended()
                 return self._clipped(bytes(buffer), total)
             return self._spill()
         self.ended()
-        data = bytes(buffer)
+        return self._small(bytes(self.buffer or b""))
+
+    def _buffer_prefix(self) -> bool:
+        """Read into ``self.buffer`` up to the inline limit; True when the output ended within it."""
+        limit = _inline_limit(self.policy, self.rule)
+        if self.rule.log_compress and self.spillable:
+            limit = max(limit, self.policy.log_compress_max_bytes)
+        buffer = self.buffer = bytearray()
+        self.complete = True
+        for chunk in self.chunks:
+            buffer += chunk
+            if len(buffer) > limit:
+                self.complete = False
+                break
+        return self.complete
+
+    def _small(self, data: bytes) -> SpillResult:
+        """An output that ended within the inline limit: inline, unless over a threshold."""
         if not isinstance(self.output, str):
             self.detected = detect(data, complete=True)
             if self.detected.kind == "binary":
@@ -182,9 +191,9 @@ class SpillJob:
         """A binary output under every threshold: all of it as a hexdump if that fits, else
         stored (a tool result the model cannot read raw is never pasted raw)."""
         facts = binary_facts(self, data, len(data), sha256=hashlib.sha256(data).hexdigest(),
-                                   whole=True)
+                             whole=True)
         budget = self.budget()
-        if whole_fits(facts, budget) and not self.policy.should_externalize(
+        if not self.force and whole_fits(facts, budget) and not self.policy.should_externalize(
                 render_binary(facts, budget)[0], self.tool):
             return self.result(render_binary(facts, budget)[0], "inline", len(data), 0)
         if self.spillable:
