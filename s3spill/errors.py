@@ -19,6 +19,7 @@ emulators disagree on statuses (``If-Match`` on a missing key is a 404, not a 41
     │   │   └── StreamNotReplayable  ...on completing a one-shot stream: nothing saved, no retry possible
     │   ├── NotFound                 the key (or version) does not exist
     │   │   ├── BucketNotFound       the store's bucket itself does not exist
+    │   │   ├── StoreNotFound        a local store's directory does not exist (a read never creates it)
     │   │   └── ArtifactNotFound     no artifact with this source id in the session
     │   │       ├── ArtifactExpired  ...and the journal records that GC deleted it
     │   │       └── ArtifactErased   ...because its session was erased on request (purge)
@@ -109,6 +110,11 @@ class NotFound(StoreError):
 
 class BucketNotFound(NotFound):
     """The bucket the store URL names does not exist (not one missing key)."""
+
+
+class StoreNotFound(NotFound):
+    """The local store a URL names does not exist, and the call only reads: a mistyped path
+    must not become a new, empty store that then seems to have lost everything."""
 
 
 class StoreUnavailable(StoreError):

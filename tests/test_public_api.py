@@ -16,8 +16,8 @@ INIT = Path(s3spill.__file__)
 #: Names that left the top level in issue 20, and the subpackage that still exports them.
 MOVED: dict[str, str] = {
     "ArtifactIndex": "s3spill.artifacts.index",
-    "GrepMatch": "s3spill.artifacts.search",
-    "GrepResult": "s3spill.artifacts.search",
+    "GrepMatch": "s3spill.artifacts.grep.result",
+    "GrepResult": "s3spill.artifacts.grep.result",
     "ObjectInfo": "s3spill.store",
     "OwnerObservation": "s3spill.leases.owner",
     "Page": "s3spill.artifacts.paging",

@@ -44,6 +44,8 @@ from typing import Any, Literal
 from s3spill.adapters.claude_bash import decode_payload
 from s3spill.adapters.claude_post import persisted_bash, read_answer, saved_mcp
 from s3spill.context.policy import SHELL_TOOLS, KiB, SpillPolicy, ToolPolicy
+from s3spill.context.secrets import redact_text
+from s3spill.context.secrets.detector import may_hold_secret
 from s3spill.fleet.policy_file import LoadedPolicy
 from s3spill.log import get_logger
 from s3spill.proxy.results import ResultSpiller
@@ -111,13 +113,20 @@ class HookSpiller:
     def close(self) -> None:
         self.spiller.close()
 
+    def masked(self, text: str) -> str:
+        """A result kept inline, as the model may see it (the same object when unchanged)."""
+        if self.policy.secrets == "off" or not may_hold_secret(text.encode("utf-8", "surrogateescape")):
+            return text
+        masked = redact_text(text)[0]
+        return text if masked == text else masked
+
     def value(self, value: Any, tool: str, call_id: str | None) -> Any:
         """``value`` with every oversized string spilled and its shape kept (same object if none)."""
-        if self.policy.never_spills(tool):
-            return value  # the fleet policy's never_spill: the tool's result as it is
+        if self.policy.never_spills(tool):  # the fleet policy's never_spill: as it is, but masked
+            return self.masked(value) if isinstance(value, str) else value
         if isinstance(value, str):
             if not self.policy.should_externalize(value, tool):
-                return value
+                return self.masked(value)
             out = self.spiller.externalize(value, tool, call_id)
             log.info("hooks.spilled", tool=tool, bytes=out.total_bytes, spilled=out.spilled)
             return out.context_text
@@ -181,8 +190,12 @@ def gemini_cli(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | 
     if tool in spill.own or not isinstance(response, dict):
         return None
     text = _llm_text(response.get("llmContent"))
-    if text is None or spill.policy.never_spills(tool) or not spill.policy.should_externalize(text, tool):
+    if text is None:
         return None
+    if spill.policy.never_spills(tool) or not spill.policy.should_externalize(text, tool):
+        masked = spill.masked(text)
+        return None if masked is text else {"hookSpecificOutput": {"hookEventName": "AfterTool",
+                                                                   "tool_output": masked}}
     out = spill.spiller.externalize(text, tool, None)
     return {"hookSpecificOutput": {"hookEventName": "AfterTool", "tool_output": out.context_text}}
 
@@ -222,9 +235,10 @@ def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], 
     that does not check fails open like anything else: logged, the tool's result kept).
     """
     try:
-        if len(raw) <= floor_bytes(hook_policy(harness, server)) and not any(
-                marker in raw for marker in SAVED_MARKERS):
-            return b""  # nothing in it can be over a threshold or name a saved file: no work
+        policy = hook_policy(harness, server)
+        if len(raw) <= floor_bytes(policy) and not any(marker in raw for marker in SAVED_MARKERS) and (
+                policy.secrets == "off" or not may_hold_secret(raw)):
+            return b""  # nothing in it can be over a threshold, name a saved file or be a secret
         payload = decode_payload(raw)
         if payload is None:
             log.warning("hooks.unreadable_payload", harness=harness, bytes=len(raw),

@@ -24,6 +24,7 @@ from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig
 from s3spill.context.pointer import one_line
 from s3spill.context.quoting import no_ids
+from s3spill.context.secrets import redact_text
 from s3spill.errors import IntegrityError, InvalidRequest, NotFound
 from s3spill.live.reader import LiveSummary, summarize
 from s3spill.live.segments import read_state
@@ -117,8 +118,20 @@ def list_artifacts(artifacts: ArtifactStore, session_id: str,
         except (NotFound, IntegrityError):
             unreadable += 1
     found.sort(key=lambda ref: (ref.created_at, ref.name), reverse=True)
+    if artifacts.view is not None:  # reads are masked: so are the summaries (first lines) they quote
+        found = [ref.model_copy(update={"summary": masked_summary(ref.summary)}) for ref in found]
     return ArtifactListing(len(names), tuple(found[:limit]), unreadable, limit,
                            _running(artifacts, shash, limit))
+
+
+def masked_summary(summary: str) -> str:
+    """An index's summary (a first line, cut with "…", then its size) with its secrets
+    masked; a token the cut split is masked as ``partial`` (the rest of the line is not
+    at hand here)."""
+    line, cut, size = summary.rpartition("… (")
+    if not cut:
+        return redact_text(summary)[0]
+    return redact_text(line, cut_end=True)[0] + cut + size
 
 
 def _running(artifacts: ArtifactStore, shash: str, limit: int) -> tuple[LiveSummary, ...]:

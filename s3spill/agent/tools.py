@@ -16,19 +16,19 @@ same facts as data (:attr:`ToolOutcome.structured`, MCP ``structuredContent``).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from s3spill.agent.listing import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, ArtifactListing, list_artifacts
 from s3spill.agent.reads import Build, page_reader
+from s3spill.artifacts.grep.engine import DEFAULT_MAX_MATCHES, MAX_CONTEXT
+from s3spill.artifacts.grep.result import GrepResult
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
-from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, MAX_CONTEXT, GrepResult
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.pointer import clip, one_line
 from s3spill.context.policy import GREP_TOOL, READ_TOOL, SpillPolicy
-from s3spill.context.secrets import mask_view, redact_text
+from s3spill.context.secrets import mask_view
 from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
 from s3spill.leases.expiry import explain_missing
 from s3spill.live import reader as live_reader
@@ -405,10 +405,6 @@ class AgentTools:
     def list_outcome(self, limit: int = DEFAULT_LIST_LIMIT) -> ToolOutcome:
         """:meth:`list_artifacts` with the references as structured data, within the budget."""
         listing: ArtifactListing = list_artifacts(self.artifacts, self.session_id, limit)
-        if self.policy.secrets != "off":  # summaries quote first lines; labels come from the harness
-            listing = dataclasses.replace(listing, artifacts=tuple(
-                ref.model_copy(update={"summary": _masked_summary(ref.summary)})
-                for ref in listing.artifacts))
         shown = len(listing.artifacts)
         while shown > 0 and not self._fits(listing.first(shown).render(), self.list_name):
             shown -= 1
@@ -472,16 +468,6 @@ _READ_ARGS = {"source_id": str, "offset": int, "limit": int, "char_offset": int,
               "bytes": int, "path": str, "record_offset": int, "since": int}
 _GREP_ARGS = {"source_id": str, "pattern": str, "context": int, "max_matches": int}
 _LIST_ARGS = {"limit": int}
-
-
-def _masked_summary(summary: str) -> str:
-    """An index's summary (a first line, cut with "…", then its size) with its secrets
-    masked; a token the cut split is masked as ``partial`` (the rest of the line is not
-    at hand here)."""
-    line, cut, size = summary.rpartition("… (")
-    if not cut:
-        return redact_text(summary)[0]
-    return redact_text(line, cut_end=True)[0] + cut + size
 
 
 def _args(arguments: Mapping[str, Any], allowed: Mapping[str, type]) -> dict[str, Any]:

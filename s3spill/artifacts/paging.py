@@ -154,67 +154,96 @@ def build_page(
     index: ArtifactIndex, fetch: Fetch, source_id: str, *, offset: int = 0,
     limit: int = DEFAULT_LIMIT, char_offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS,
 ) -> Page:
+    body_budget = _body_budget(index, source_id, offset, char_offset, limit, max_chars)
+    if index.line_count == 0:
+        return _PageFill(index, source_id, offset, char_offset, max_chars, 0, body_budget).page(True, None)
+    chunks = _ChunkCache(index, fetch)
+    start = _locate(index, chunks, offset, char_offset, source_id)
+    fill = _PageFill(index, source_id, offset, char_offset, max_chars, start, body_budget)
+    return fill.run(_TextReader(index, chunks, start), limit)
+
+
+def _body_budget(index: ArtifactIndex, source_id: str, offset: int, char_offset: int, limit: int,
+                 max_chars: int) -> int:
+    """Characters left for the lines once the frame is paid, after refusing a request that
+    no page of this artifact can answer."""
     if offset < 0 or char_offset < 0 or limit < 1:
         raise InvalidRequest("offset and char_offset must be >= 0 and limit >= 1")
     body_budget = max_chars - frame_reserve(source_id, index)
     if body_budget < MIN_BODY_CHARS:
         raise InvalidRequest(f"max_chars={max_chars} is too small for a page of {source_id}")
     total = index.line_count
-    nbytes = 0  # artifact bytes the page covers so far
-
-    def page(lines: list[PageLine], eof: bool, nxt: tuple[int, int] | None, start: int) -> Page:
-        end = start + nbytes
-        return Page.model_construct(
-            source_id=source_id, offset=offset, char_offset=char_offset, total_lines=total,
-            size_bytes=index.size_bytes, lines=tuple(lines), eof=eof,
-            next_offset=None if nxt is None else nxt[0],
-            next_char_offset=None if nxt is None else nxt[1],
-            byte_start=start, byte_end=end, max_chars=max_chars,
-        )
-
-    if total == 0:
-        if offset == 0 and char_offset == 0:
-            return page([], True, None, 0)
+    if total == 0 and (offset or char_offset):
         raise InvalidRequest(f"{source_id} is empty: only offset=0, char_offset=0 can be read")
-    if offset >= total:
+    if total and offset >= total:
         raise InvalidRequest(
             f"offset {offset} is beyond the end of {source_id}: it has {total} lines"
             f" (offsets 0-{total - 1})"
         )
-    chunks = _ChunkCache(index, fetch)
-    start = _locate(index, chunks, offset, char_offset, source_id)
-    reader = _TextReader(index, chunks, start)
-    lines: list[PageLine] = []
-    remaining = body_budget
-    line_no, char_pos = offset, char_offset
-    while True:
-        text, terminated, newline = reader.peek_line(body_budget)
-        prefix = max(6, len(str(line_no + 1))) + 3
-        spent = prefix + cost(text)
-        if terminated and spent <= remaining:
-            shown, escaped = escape(text)
-            lines.append(PageLine(line_no + 1, char_pos, shown, escaped, True, newline))
-            nbytes += (len(text) if text.isascii() else len(encode_units(text))) + newline
-            reader.consume(len(text) + (1 if newline else 0))
-            remaining -= spent
-            if line_no == total - 1:
-                if newline and not reader.at_end():
-                    raise IntegrityError(f"{source_id}: content continues past its last line")
-                return page(lines, True, None, start)
-            if not newline:
-                raise IntegrityError(f"{source_id}: content ends before its line count")
-            line_no, char_pos = line_no + 1, 0
-            if len(lines) == limit:
-                return page(lines, False, (line_no, 0), start)
-            continue
-        fits_fresh = terminated and spent <= body_budget
-        if lines and (fits_fresh or remaining - prefix < MIN_CUT_CHARS):
-            return page(lines, False, (line_no, char_pos), start)
-        k = max(1, grapheme_cut(text, fit(text, remaining - prefix)))
+    return body_budget
+
+
+class _PageFill:
+    """One page being filled: whole lines while they fit, then at most one cut line."""
+
+    def __init__(self, index: ArtifactIndex, source_id: str, offset: int, char_offset: int,
+                 max_chars: int, start: int, body_budget: int) -> None:
+        self.index, self.source_id = index, source_id
+        self.offset, self.char_offset, self.max_chars = offset, char_offset, max_chars
+        self.start, self.body_budget = start, body_budget
+        self.lines: list[PageLine] = []
+        self.remaining = body_budget
+        self.nbytes = 0  # artifact bytes the page covers so far
+        self.line_no, self.char_pos = offset, char_offset
+
+    def page(self, eof: bool, nxt: tuple[int, int] | None) -> Page:
+        return Page.model_construct(
+            source_id=self.source_id, offset=self.offset, char_offset=self.char_offset,
+            total_lines=self.index.line_count, size_bytes=self.index.size_bytes,
+            lines=tuple(self.lines), eof=eof,
+            next_offset=None if nxt is None else nxt[0],
+            next_char_offset=None if nxt is None else nxt[1],
+            byte_start=self.start, byte_end=self.start + self.nbytes, max_chars=self.max_chars,
+        )
+
+    def run(self, reader: _TextReader, limit: int) -> Page:
+        while True:
+            text, terminated, newline = reader.peek_line(self.body_budget)
+            prefix = max(6, len(str(self.line_no + 1))) + 3
+            spent = prefix + cost(text)
+            if not (terminated and spent <= self.remaining):
+                return self._end(text, prefix, fits_fresh=terminated and spent <= self.body_budget)
+            if self._take_whole(reader, text, newline, spent):
+                return self.page(True, None)
+            if len(self.lines) == limit:
+                return self.page(False, (self.line_no, 0))
+
+    def _take_whole(self, reader: _TextReader, text: str, newline: bool, spent: int) -> bool:
+        """Add a whole line; True when it was the artifact's last (checked against the index)."""
+        shown, escaped = escape(text)
+        self.lines.append(PageLine(self.line_no + 1, self.char_pos, shown, escaped, True, newline))
+        self.nbytes += (len(text) if text.isascii() else len(encode_units(text))) + newline
+        reader.consume(len(text) + (1 if newline else 0))
+        self.remaining -= spent
+        if self.line_no == self.index.line_count - 1:
+            if newline and not reader.at_end():
+                raise IntegrityError(f"{self.source_id}: content continues past its last line")
+            return True
+        if not newline:
+            raise IntegrityError(f"{self.source_id}: content ends before its line count")
+        self.line_no, self.char_pos = self.line_no + 1, 0
+        return False
+
+    def _end(self, text: str, prefix: int, *, fits_fresh: bool) -> Page:
+        """A line that does not fit: the next page starts with it when it would fit there (or
+        too little room is left to cut it usefully), else as much of it as fits is shown."""
+        if self.lines and (fits_fresh or self.remaining - prefix < MIN_CUT_CHARS):
+            return self.page(False, (self.line_no, self.char_pos))
+        k = max(1, grapheme_cut(text, fit(text, self.remaining - prefix)))
         shown, escaped = escape(text[:k])
-        lines.append(PageLine(line_no + 1, char_pos, shown, escaped, False, False))
-        nbytes += len(encode_units(text[:k]))
-        return page(lines, False, (line_no, char_pos + k), start)
+        self.lines.append(PageLine(self.line_no + 1, self.char_pos, shown, escaped, False, False))
+        self.nbytes += len(encode_units(text[:k]))
+        return self.page(False, (self.line_no, self.char_pos + k))
 
 
 class _ChunkCache:

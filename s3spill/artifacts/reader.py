@@ -28,10 +28,12 @@ from collections import OrderedDict
 from collections.abc import Iterator
 
 from s3spill import keys
+from s3spill.artifacts.grep.engine import DEFAULT_MAX_MATCHES, grep_chunks
+from s3spill.artifacts.grep.pattern import compile_pattern
+from s3spill.artifacts.grep.result import GrepResult
 from s3spill.artifacts.index import ArtifactIndex
 from s3spill.artifacts.indexes import IndexVerifier, ResolvedArtifact
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
-from s3spill.artifacts.search import DEFAULT_MAX_MATCHES, GrepResult, compile_pattern, grep_chunks
 from s3spill.artifacts.views import CONTEXT_BYTES, ChunkView, viewed
 from s3spill.artifacts.writer import reference_of
 from s3spill.config import TransferConfig
@@ -294,7 +296,7 @@ class ArtifactReader(IndexVerifier):
     def grep(self, source: SourceRef, pattern: str, context: int = 0,
              max_matches: int = DEFAULT_MAX_MATCHES, *, ignore_case: bool = False,
              session_id: str | None = None) -> GrepResult:
-        """Search every line of a verified artifact; see :mod:`s3spill.artifacts.search`.
+        """Search every line of a verified artifact; see :mod:`s3spill.artifacts.grep`.
         (live ids: :func:`s3spill.live.reader.grep`)."""
         compiled = compile_pattern(pattern, ignore_case=ignore_case)
         art = self.resolve(source, session_id)

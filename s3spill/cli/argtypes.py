@@ -12,12 +12,16 @@ from s3spill.errors import ConfigError, SourceIdError
 from s3spill.store import ObjectStore
 
 
-def store_from_args(args: argparse.Namespace) -> ObjectStore:
-    """``--store``, else the fleet policy's (``[store] url`` / ``$S3SPILL_STORE``), with its KMS key."""
+def store_from_args(args: argparse.Namespace, *, create: bool = True) -> ObjectStore:
+    """``--store``, else the fleet policy's (``[store] url`` / ``$S3SPILL_STORE``), with its KMS key.
+
+    ``create=False`` for a command that only reads: a mistyped local path is refused
+    (:class:`~s3spill.errors.StoreNotFound`), not made into an empty store.
+    """
     from s3spill.cli.policy_args import policy_from_args  # the policy needs this module's types
 
     try:
-        return policy_from_args(args).open_store(getattr(args, "store", None))
+        return policy_from_args(args).open_store(getattr(args, "store", None), create=create)
     except ConfigError as exc:
         if exc.hint is None:
             exc.hint = "check --store / $S3SPILL_STORE"

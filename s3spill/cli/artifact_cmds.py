@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from s3spill import keys
+from s3spill.artifacts.grep.engine import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
-from s3spill.artifacts.search import DEFAULT_MAX_MATCHES
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
@@ -45,7 +45,7 @@ def _artifacts(args: argparse.Namespace) -> tuple[ArtifactStore, str]:
     unless the operator passed ``--show-secrets``."""
     session = session_from_args(args)
     view = None if getattr(args, "show_secrets", True) else mask_view
-    return ArtifactStore(store_from_args(args), session_id=session, view=view), session
+    return ArtifactStore(store_from_args(args, create=False), session_id=session, view=view), session
 
 
 def add_show_secrets(p: argparse.ArgumentParser) -> None:

@@ -80,8 +80,7 @@ TABLE: dict[type[BaseException], Rule] = {
     e.ConfigError: Rule(ExitCode.ERROR),  # the message names the value; the raiser hints
     e.PolicyError: Rule(ExitCode.ERROR),  # file:line: key: what is wrong; `config check` lists all
     e.InvalidKey: Rule(ExitCode.ERROR),
-    e.StoreError: Rule(ExitCode.ERROR, "the store refused the request; check permissions and "
-                       "the bucket"),
+    e.StoreError: Rule(ExitCode.ERROR),  # S3's own refusals carry their hint (store.s3.ops)
     e.AlreadyExists: Rule(ExitCode.ERROR, "another writer created it first; nothing was "
                           "overwritten"),
     e.PreconditionFailed: Rule(ExitCode.ERROR, _RETRY),
@@ -89,6 +88,8 @@ TABLE: dict[type[BaseException], Rule] = {
     e.StreamNotReplayable: Rule(ExitCode.ERROR, "nothing was saved; run the command again"),
     e.NotFound: Rule(ExitCode.ERROR, _GONE),
     e.BucketNotFound: Rule(ExitCode.ERROR, "create the bucket or fix --store / $S3SPILL_STORE"),
+    e.StoreNotFound: Rule(ExitCode.ERROR, "check --store / $S3SPILL_STORE; nothing was created, and "
+                          "the first spill or run creates a store"),
     e.ArtifactNotFound: Rule(ExitCode.ERROR, "check the source id and the session; `s3spill ls` "
                              "lists this session's outputs"),
     e.ArtifactExpired: Rule(ExitCode.ERROR, "run the command that produced it again; to keep an "
@@ -97,8 +98,7 @@ TABLE: dict[type[BaseException], Rule] = {
                            "read again"),
     e.StoreUnavailable: Rule(ExitCode.UNAVAILABLE, "check the store's endpoint and the network, "
                              "then run the command again"),
-    e.UnsupportedOperation: Rule(ExitCode.ERROR, "`s3spill doctor` shows which guarantee the "
-                                 "store lacks"),
+    e.UnsupportedOperation: Rule(ExitCode.ERROR),  # S3's 501s carry the doctor hint (store.s3.ops)
     e.StoreCapabilityError: Rule(ExitCode.REFUSED, "nothing was written; `s3spill doctor` shows "
                                  "which guarantee the store lacks"),
     e.IntegrityError: Rule(ExitCode.CORRUPT, "nothing unverified was printed; the stored bytes "

@@ -115,7 +115,9 @@ def cmd_quota_show(args: argparse.Namespace) -> int:
         with store_from_args(args) as store:
             usage, name = session_usage(store, session_hash(session)), session
     limit_bytes = int(limits[0]) if limits[0] is not None else None
-    doc = {"scope": scope, "name": name, "bytes": usage.bytes, "objects": usage.objects,
+    doc = {"scope": scope, "name": name, "bytes": usage.net_bytes, "objects": usage.net_objects,
+           "stored_bytes": usage.bytes, "freed_bytes": usage.freed_bytes,
+           "stored_objects": usage.objects, "freed_objects": usage.freed_objects,
            "limit_bytes": limit_bytes, "limit_objects": limits[1],
            "updated_at": usage.updated_at.isoformat() if usage.updated_at else None}
     if args.json:
@@ -125,6 +127,8 @@ def cmd_quota_show(args: argparse.Namespace) -> int:
     def of(used: int, limit: int | None) -> str:
         return f"{used:,} of {limit:,} ({100 * used / limit:.1f} %)" if limit else f"{used:,} (no limit)"
 
-    sys.stdout.write(f"{scope} {name}\n  bytes    {of(usage.bytes, limit_bytes)}\n"
-                     f"  objects  {of(usage.objects, limits[1])}\n")
+    sys.stdout.write(f"{scope} {name}\n  bytes    {of(usage.net_bytes, limit_bytes)}\n"
+                     f"  objects  {of(usage.net_objects, limits[1])}\n"
+                     f"  (stored {usage.bytes:,} bytes in {usage.objects:,} objects; GC freed "
+                     f"{usage.freed_bytes:,} bytes, {usage.freed_objects:,} objects)\n")
     return 0

@@ -214,7 +214,7 @@ def _capabilities(args: argparse.Namespace, store: ObjectStore) -> StoreCapabili
 def _apply(args: argparse.Namespace, plan: CleanupPlan, dry_run: bool,
            report: DecisionReport) -> CleanupReport:
     """Apply (the library holds the scope's run lock while it may delete), stopping cleanly on SIGTERM."""
-    store = store_from_args(args)
+    store = store_from_args(args, create=False)
     policy = _policy(args, dry_run=dry_run)  # apply's own policy: the plan's only narrows it
     caps = None if dry_run else _capabilities(args, store)
     progress = Progress("apply", plan.footer.entries)
@@ -301,7 +301,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace, run: _Run) -> int:
     run.scope = scope = _scope(args)
     policy = _policy(args, dry_run=True)
-    store = store_from_args(args)
+    store = store_from_args(args, create=False)
     to_store = args.out == "store"
     meter = MeteredStore(store)
     progress = Progress("plan", None)
@@ -335,7 +335,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 def _apply_plan(args: argparse.Namespace, run: _Run) -> int:
     downloaded = args.plan.startswith("store:")
     if downloaded:
-        plan = load_plan_from_store(store_from_args(args), args.plan[len("store:"):])
+        plan = load_plan_from_store(store_from_args(args, create=False), args.plan[len("store:"):])
     else:
         plan = CleanupPlan.open(args.plan)
     run.scope = plan.header.scope
@@ -354,7 +354,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _plan_and_apply(args: argparse.Namespace, run: _Run) -> int:
     run.scope = scope = _scope(args)
     policy = _policy(args, dry_run=not args.apply)
-    meter = MeteredStore(store_from_args(args))
+    meter = MeteredStore(store_from_args(args, create=False))
     progress = Progress("plan", None)
     try:
         plan = plan_cleanup(meter, scope, policy, out=args.out, config=_config(args),

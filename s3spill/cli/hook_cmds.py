@@ -27,14 +27,19 @@ def _server_name(value: str) -> str:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "hook", help="after-tool hook for Claude Code (PostToolUse) or Gemini CLI (AfterTool)",
-        description="Read a harness's after-tool hook JSON on stdin; when the tool's result is "
-        "over budget, store it in the harness's own session (the payload's session_id, unless "
-        "--session names one) and print the answer that replaces it with a preview plus a "
-        "pointer. A result that fits prints nothing. Any failure prints nothing and exits 0: "
-        "the tool's own result goes on.",
+        "hook", help="tool hook for Claude Code (PreToolUse, PostToolUse) or Gemini CLI (AfterTool)",
+        description="Read a harness's hook JSON on stdin. Claude Code PreToolUse (Bash): rewrite "
+        "the command so that its output goes through `s3spill run` (prints the updatedInput). "
+        "After a tool: when the result is over budget, or Claude Code saved it to a file, store "
+        "it whole and print the answer that replaces it with a preview plus a pointer. The "
+        "session: --session, else for Claude Code the project's (claude-code:$CLAUDE_PROJECT_DIR, "
+        "the same across /clear and --continue), else the payload's session_id. A result that "
+        "fits prints nothing. Any failure prints nothing and exits 0: the tool goes on as if "
+        "there were no hook.",
         epilog="example (.claude/settings.json):\n"
-        '  {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": [{"type": "command",\n'
+        '  {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",\n'
+        '    "command": "s3spill --store s3://my-bucket/agents hook claude-code"}]}],\n'
+        '   "PostToolUse": [{"matcher": "*", "hooks": [{"type": "command",\n'
         '    "command": "s3spill --store s3://my-bucket/agents hook claude-code"}]}]}}\n'
         "wiring for every harness: docs/harnesses.md",
         formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _open(args: argparse.Namespace) -> tuple[LeaseJournal, S3ReferenceOwner]:
-    store = store_from_args(args)
+    store = store_from_args(args, create=False)  # a journal is of a store that exists
     session = session_from_args(args)
     return LeaseJournal(store, session), S3ReferenceOwner(store, session)
 

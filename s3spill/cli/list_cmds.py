@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from s3spill.cli.argtypes import positive, session_choice, store_from_args
+from s3spill.cli.artifact_cmds import add_show_secrets
 
 if TYPE_CHECKING:
     from s3spill.leases.reports import JournalView
@@ -38,8 +39,11 @@ def cmd_ls(args: argparse.Namespace) -> int:
         raise InvalidRequest(f"--limit {args.limit} is over {MAX_LIST_LIMIT}",
                              hint=f"give at most {MAX_LIST_LIMIT}; the oldest are counted, not shown")
     session = session_choice(args)
-    store = store_from_args(args)
-    listing = list_artifacts(ArtifactStore(store, session_id=session.id), session.id, args.limit)
+    store = store_from_args(args, create=False)
+    from s3spill.context.secrets import mask_view
+
+    view = None if args.show_secrets else mask_view  # summaries quote first lines: masked as reads are
+    listing = list_artifacts(ArtifactStore(store, session_id=session.id, view=view), session.id, args.limit)
     leases = lease_rows(LeaseJournal(store, session.id).view())
     if args.json:
         doc = {"session": session.id, "session_from": session.origin, "store": store.url,
@@ -76,4 +80,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--limit", type=positive, default=20,
                    help="stored outputs to show, newest first (default 20, at most 100)")
     p.add_argument("--json", action="store_true", help="print the listing as JSON")
+    add_show_secrets(p)
     p.set_defaults(func=cmd_ls)

@@ -77,12 +77,23 @@ def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
     config = background_config(args)
     for knob in _KNOBS:
         argv += [f"--{knob.replace('_', '-')}", str(getattr(config, knob))]
+    from s3spill.cli.policy_args import policy_from_args
+
+    argv += ["--secrets", policy_from_args(args).policy.spill.secrets]  # the one policy: at_rest too
     # glibc gives each thread its own malloc arena and keeps what it frees there: for the
     # supervisor's reader, pump and upload threads that is tens of MiB of RSS; two arenas
     # keep it bounded. The command gets the caller's environment as it was.
     env = dict(os.environ)
+    only_ours = []
     if "MALLOC_ARENA_MAX" not in env:
-        env.update({"MALLOC_ARENA_MAX": "2", DROP_ENV: "MALLOC_ARENA_MAX"})
+        env["MALLOC_ARENA_MAX"] = "2"
+        only_ours.append("MALLOC_ARENA_MAX")
+    kms = policy_from_args(args).policy.store.kms_key_id
+    if kms and "S3SPILL_KMS_KEY_ID" not in env:  # the policy's tenant key reaches the supervisor's store
+        env["S3SPILL_KMS_KEY_ID"] = kms
+        only_ours.append("S3SPILL_KMS_KEY_ID")
+    if only_ours:
+        env[DROP_ENV] = ",".join(only_ours)
     proc = subprocess.Popen(  # noqa: S603 - our own module; the command is the user's
         [*argv, "--", *cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, env=env)
@@ -153,7 +164,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from s3spill.live.reader import LiveReader
 
     session = session_from_args(args)
-    store = store_from_args(args)
+    store = store_from_args(args, create=False)
     if args.finish:
         finish_live(store, session, keys.LiveId.parse(args.live_id), config=reader_config(args))
     summary = LiveReader(store, session, config=reader_config(args)).status(args.live_id)
@@ -174,7 +185,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     from s3spill.live.run import request_stop
 
     session = session_from_args(args)
-    store = store_from_args(args)
+    store = store_from_args(args, create=False)
     request_stop(store, session, args.live_id)
     reader = LiveReader(store, session, config=reader_config(args))
     deadline = time.monotonic() + args.wait
@@ -191,7 +202,7 @@ def cmd_finish_lost(args: argparse.Namespace) -> int:
     from s3spill import keys
     from s3spill.live.finish import finish_lost
 
-    store = store_from_args(args)
+    store = store_from_args(args, create=False)
     session = getattr(args, "session", None) or os.environ.get("S3SPILL_SESSION")
     shash = keys.session_hash(session) if session else None
     done = finish_lost(store, older_than=args.older_than, session_hash=shash, config=reader_config(args))

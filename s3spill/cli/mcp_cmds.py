@@ -24,8 +24,8 @@ tools it serves:
   externalize     for the harness: store a complete output, get the model-facing text
                   (not served with --no-externalize)
 
-example (Claude Code, bound to Claude's own session):
-  claude mcp add s3spill -- sh -c 'exec s3spill --session "$CLAUDE_CODE_SESSION_ID" mcp'
+example (Claude Code, bound to the project's session, as `s3spill hook claude-code` is):
+  claude mcp add s3spill -- sh -c 'exec s3spill --session "claude-code:$CLAUDE_PROJECT_DIR" mcp'
 """
 
 

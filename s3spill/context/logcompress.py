@@ -118,6 +118,19 @@ def compress_log(
     if total < min_lines:
         return unchanged
 
+    groups = _group(lines, _kinds(lines))
+    if not any(group.kind == 2 for group in groups):
+        return unchanged  # no signal to keep: a head/tail preview serves better than a fold
+    out = _fold(lines, groups, _select(groups, context, bridge), min_fold)
+    body = "\n".join(out) + ("\n" if trailing else "")
+    saving = 1 - len(body) / len(text)
+    if saving >= min_saving:
+        return CompressedLog(body, True, total, len(out), len(text), saving)
+    return CompressedLog(text, False, total, total, len(text), saving)
+
+
+def _kinds(lines: list[str]) -> list[int]:
+    """Each line's class: 2 anchor, 1 trace (a Python frame's code line too), 0 noise."""
     kinds = []
     for i, line in enumerate(lines):
         if ANCHOR.search(line):
@@ -126,8 +139,11 @@ def compress_log(
             kinds.append(1)
         else:
             kinds.append(0)
+    return kinds
 
-    # Consecutive near-duplicates become one group (blank lines never group).
+
+def _group(lines: list[str], kinds: list[int]) -> list[_Group]:
+    """Consecutive near-duplicates as one group of the strongest kind (blank lines never group)."""
     groups: list[_Group] = []
     key_prev: str | None = None
     for i, line in enumerate(lines):
@@ -138,11 +154,12 @@ def compress_log(
         else:
             groups.append(_Group(i, 1, kinds[i]))
         key_prev = key
+    return groups
 
-    if not any(group.kind == 2 for group in groups):
-        return unchanged  # no signal to keep: a head/tail preview serves better than a fold
-    keep = _select(groups, context, bridge)
 
+def _fold(lines: list[str], groups: list[_Group], keep: list[bool], min_fold: int) -> list[str]:
+    """The kept groups as lines; a run of unkept ones becomes one omission line when it
+    hides at least ``min_fold`` lines, else is shown as it is."""
     out: list[str] = []
     run: list[int] = []
 
@@ -161,11 +178,7 @@ def compress_log(
         else:
             run.append(g)
     flush()
-    body = "\n".join(out) + ("\n" if trailing else "")
-    saving = 1 - len(body) / len(text)
-    if saving >= min_saving:
-        return CompressedLog(body, True, total, len(out), len(text), saving)
-    return CompressedLog(text, False, total, total, len(text), saving)
+    return out
 
 
 def _show(lines: list[str], group: _Group) -> str:

@@ -290,6 +290,31 @@ def _fit(
 
     The worst-case notice is reserved first; ``None`` means even it does not fit.
     """
+    quoted = _quotable(base, salient, footer, label, budget)
+    if quoted is None:
+        return None
+    chosen, room = quoted
+
+    def attempt(k: int) -> tuple[str, RetainedText] | None:
+        view = base.narrow(*_sizes(base, shares, k))
+        gap = _gap_block(view, [s for s in chosen if _in_gap(view, s)], label, worst=False)
+        text = _compose(view, gap, footer(view))
+        return (text, view) if budget.fits(text) else None
+
+    # bytes >= characters, so the whole preview is a safe first guess when it is that small
+    best = attempt(_SCALE_STEPS) if base.kept_bytes <= room else None
+    if best is None:
+        best = _largest_fitting(attempt)
+        if best is None:
+            return None
+    text, view = best
+    return text, view, tuple(s for s in chosen if _in_gap(view, s))
+
+
+def _quotable(base: RetainedText, salient: Sequence[SalientLine], footer: Footer,
+              label: str | None, budget: ContextBudget) -> tuple[tuple[SalientLine, ...], int] | None:
+    """The salient lines of the gap to quote, and the characters left for the preview once
+    their worst-case block and the footer are reserved; None when not even the footer fits."""
     lines = [s for s in salient if _in_gap(base, s)]
     # Quoted lines may take at most a fifth of the character budget.
     while lines and len(_gap_block(base, lines, label, worst=True)) > budget.max_chars // 5:
@@ -297,45 +322,40 @@ def _fit(
     while True:
         reserved = _gap_block(base, lines, label, worst=True) + footer(base) + "\n\n"
         if budget.fits(reserved):
-            break
+            return tuple(lines), budget.max_chars - len(reserved)
         if not lines:
             return None
         lines.pop()
-    room = budget.max_chars - len(reserved)
-    chosen = tuple(lines)
 
-    def sizes(k: int) -> tuple[int, int]:
-        if not base.complete:
-            return (len(base.head) * k // _SCALE_STEPS, len(base.tail) * k // _SCALE_STEPS)
-        # A complete preview is all head; split it in the tool's head:tail shares.
-        keep = base.total_bytes * k // _SCALE_STEPS
-        head_share, tail_share = shares
-        head = keep * head_share // (head_share + tail_share) if head_share + tail_share else 0
-        return (head, keep - head)
 
-    def attempt(k: int) -> tuple[str, RetainedText] | None:
-        view = base.narrow(*sizes(k))
-        gap = _gap_block(view, [s for s in chosen if _in_gap(view, s)], label, worst=False)
-        text = _compose(view, gap, footer(view))
-        return (text, view) if budget.fits(text) else None
+def _sizes(base: RetainedText, shares: tuple[int, int], k: int) -> tuple[int, int]:
+    """Head and tail bytes of the preview at scale ``k`` of ``_SCALE_STEPS``."""
+    if not base.complete:
+        return (len(base.head) * k // _SCALE_STEPS, len(base.tail) * k // _SCALE_STEPS)
+    # A complete preview is all head; split it in the tool's head:tail shares.
+    keep = base.total_bytes * k // _SCALE_STEPS
+    head_share, tail_share = shares
+    head = keep * head_share // (head_share + tail_share) if head_share + tail_share else 0
+    return (head, keep - head)
 
-    best = None
-    if base.kept_bytes <= room:  # bytes >= characters, so this is a safe first guess
-        best = attempt(_SCALE_STEPS)
+
+def _largest_fitting(
+    attempt: Callable[[int], tuple[str, RetainedText] | None],
+) -> tuple[str, RetainedText] | None:
+    """The attempt at the largest scale below ``_SCALE_STEPS`` that fits (text grows with the
+    scale, so a binary search), or None when not even scale 0 fits."""
+    best = attempt(0)
     if best is None:
-        best = attempt(0)
-        if best is None:
-            return None
-        lo, hi = 0, _SCALE_STEPS - 1
-        while lo < hi:  # largest k that fits; text grows with k
-            mid = (lo + hi + 1) // 2
-            got = attempt(mid)
-            if got is not None:
-                lo, best = mid, got
-            else:
-                hi = mid - 1
-    text, view = best
-    return text, view, tuple(s for s in chosen if _in_gap(view, s))
+        return None
+    lo, hi = 0, _SCALE_STEPS - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        got = attempt(mid)
+        if got is not None:
+            lo, best = mid, got
+        else:
+            hi = mid - 1
+    return best
 
 
 def clip(text: str, max_chars: int) -> str:

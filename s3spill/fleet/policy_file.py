@@ -195,13 +195,14 @@ class LoadedPolicy:
                   if self.is_set("live", k)}
         return LiveConfig(**{**base.model_dump(), **update}) if update else base
 
-    def open_store(self, url: str | None = None, config: TransferConfig | None = None) -> ObjectStore:
+    def open_store(self, url: str | None = None, config: TransferConfig | None = None, *,
+                   create: bool = True) -> ObjectStore:
         """The store: ``url`` (a flag) if given, else the policy's (``[store] url`` /
         ``$S3SPILL_STORE``), else the default; with the policy's KMS key."""
         kms = self.policy.store.kms_key_id
         if kms and (config is None or config.sse_kms_key_id is None):
             config = (config or TransferConfig()).model_copy(update={"sse_kms_key_id": kms})
-        return open_store(url or self.policy.store.url, config)
+        return open_store(url or self.policy.store.url, config, create=create)
 
     # -- config show --------------------------------------------------------------------
 
@@ -248,7 +249,8 @@ def _check_project(path: Path, doc: Mapping[str, Any], lines: Mapping[Path_, int
     return bad
 
 
-def _problems(exc: ValidationError, origins: Mapping[Path_, Origin]) -> list[str]:
+def _located(exc: ValidationError, origins: Mapping[Path_, Origin]) -> list[tuple[Origin, str, str]]:
+    """Each problem with the origin of its value, its dotted key and what is wrong."""
     out = []
     for err in exc.errors():
         loc = tuple(str(p) for p in err["loc"])
@@ -259,8 +261,16 @@ def _problems(exc: ValidationError, origins: Mapping[Path_, Origin]) -> list[str
             msg = "unknown key"
         elif "input" in err and not isinstance(err["input"], (dict, list)):
             msg += f" (got {err['input']!r})"
-        out.append(f"{origin.where or 'default'}: {key}: {msg}")
+        out.append((origin, key, msg))
     return out
+
+
+def _hint(located: list[tuple[Origin, str, str]]) -> str | None:
+    """The policy's own hint only where a file is at fault; a flag or a variable is fixed
+    where it was given (its name leads the problem)."""
+    if any(origin.kind in ("file", "default") for origin, _, _ in located):
+        return None  # PolicyError's: fix the policy; `config check FILE` lists every problem
+    return "change the flag or variable named above"
 
 
 class _Layers:
@@ -287,7 +297,9 @@ class _Layers:
         try:
             return FleetPolicy.model_validate(self.data)
         except ValidationError as exc:
-            raise PolicyError(_problems(exc, self.origins)) from None
+            located = _located(exc, self.origins)
+            raise PolicyError([f"{o.where or 'default'}: {k}: {m}" for o, k, m in located],
+                              hint=_hint(located)) from None
 
 
 def load_policy(config: str | os.PathLike[str] | None = None, *, environ: Mapping[str, str] | None = None,

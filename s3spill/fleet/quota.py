@@ -15,8 +15,10 @@ on the upload thread, off the turn. So a quota can be overshot by the spills in 
 it cannot be overshot for long, and the context side never fails on it: over quota, a
 spill degrades to the bounded preview with "not saved: quota reached".
 
-The counters are write budgets: GC deleting an expired output does not give its bytes
-back. A purge deletes the session's counter (and leaves the store's as they are).
+GC gives back what it deletes (:mod:`s3spill.fleet.credit`): the bytes and objects of each
+deleted output go to the counters' freed side, by the same compare-and-swap; a quota is
+checked against stored minus freed. A purge deletes the session's counter (and leaves the
+store's as they are).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from s3spill.errors import (
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference, Record, utcnow
 from s3spill.store.base import ObjectStore
+from s3spill.telemetry.metrics import observe_fleet
 
 __all__ = ["Quota", "QuotaGuard", "QuotaMetrics", "Usage", "UsageCounter", "prefix_usage", "session_usage"]
 
@@ -85,8 +88,22 @@ class Usage(Record):
     kind: Literal["usage_counter"] = "usage_counter"
     bytes: int = Field(default=0, ge=0)
     objects: int = Field(default=0, ge=0)
+    #: What GC deleted of it since (s3spill.fleet.credit): counted apart, so every field only
+    #: grows and a shard can be credited with more than it was added (the store's total is
+    #: spread over shards at random).
+    freed_bytes: int = Field(default=0, ge=0)
+    freed_objects: int = Field(default=0, ge=0)
     updated_at: datetime | None = None
     recent_writes: tuple[str, ...] = ()
+
+    @property
+    def net_bytes(self) -> int:
+        """Bytes stored and not yet deleted: what a quota is checked against."""
+        return max(0, self.bytes - self.freed_bytes)
+
+    @property
+    def net_objects(self) -> int:
+        return max(0, self.objects - self.freed_objects)
 
 
 class UsageCounter:
@@ -108,15 +125,20 @@ class UsageCounter:
         except ValidationError:
             raise IntegrityError(f"usage counter {self.key} does not parse") from None
 
-    def add(self, nbytes: int, nobjects: int) -> Usage:
-        """Add once; a lost race re-reads and re-applies, an unknown outcome is read back."""
-        write_id = secrets.token_hex(8)
+    def add(self, nbytes: int, nobjects: int, *, freed: bool = False,
+            write_id: str | None = None) -> Usage:
+        """Add once (to the freed side with ``freed``); a lost race re-reads and re-applies, an
+        unknown outcome is read back. A caller that may retry passes its own ``write_id``."""
+        write_id = write_id or secrets.token_hex(8)
         for _ in range(self.attempts):
             usage, etag = self.read()
             if write_id in usage.recent_writes:
                 return usage  # an earlier attempt with an unknown outcome did land
-            new = Usage(bytes=usage.bytes + nbytes, objects=usage.objects + nobjects, updated_at=utcnow(),
-                        recent_writes=(*usage.recent_writes, write_id)[-_RECENT_WRITES:])
+            grown = ({"freed_bytes": usage.freed_bytes + nbytes,
+                      "freed_objects": usage.freed_objects + nobjects} if freed
+                     else {"bytes": usage.bytes + nbytes, "objects": usage.objects + nobjects})
+            recent = (*usage.recent_writes, write_id)[-_RECENT_WRITES:]
+            new = usage.model_copy(update={**grown, "updated_at": utcnow(), "recent_writes": recent})
             body = new.model_dump_json().encode()
             try:
                 if etag is None:
@@ -137,7 +159,9 @@ def session_usage(store: ObjectStore, shash: str) -> Usage:
 def prefix_usage(store: ObjectStore, shards: int = 8) -> Usage:
     """The store-wide total: the sum of its counter shards (``Quota.prefix_shards``)."""
     parts = [UsageCounter(store, keys.prefix_usage_key(k)).read()[0] for k in range(shards)]
-    return Usage(bytes=sum(p.bytes for p in parts), objects=sum(p.objects for p in parts))
+    return Usage(bytes=sum(p.bytes for p in parts), objects=sum(p.objects for p in parts),
+                 freed_bytes=sum(p.freed_bytes for p in parts),
+                 freed_objects=sum(p.freed_objects for p in parts))
 
 
 @dataclass
@@ -199,16 +223,17 @@ class QuotaGuard:
             for scope, usage, max_bytes, max_objects in checks:
                 if usage is None:
                     continue
-                if max_bytes is not None and usage.bytes >= max_bytes:
-                    return self._refuse(scope, f"{usage.bytes:,} of its {max_bytes:,} bytes")
-                if max_objects is not None and usage.objects >= max_objects:
-                    return self._refuse(scope, f"{usage.objects:,} of its {max_objects:,} objects")
+                if max_bytes is not None and usage.net_bytes >= max_bytes:
+                    return self._refuse(scope, f"{usage.net_bytes:,} of its {max_bytes:,} bytes")
+                if max_objects is not None and usage.net_objects >= max_objects:
+                    return self._refuse(scope, f"{usage.net_objects:,} of its {max_objects:,} objects")
         return None
 
     def _refuse(self, scope: str, detail: str) -> str:
         self.metrics.refused += 1
         self.metrics.refused_by[scope] = self.metrics.refused_by.get(scope, 0) + 1
         log.warning("spill.quota_reached", scope=scope, detail=detail, refused=self.metrics.refused)
+        observe_fleet("quota_refused", scope)
         owner = "this session" if scope == "session" else "the store prefix"
         return f"not saved: quota reached ({owner} has stored {detail})"
 
@@ -228,8 +253,9 @@ class QuotaGuard:
                 else:
                     with self._lock:
                         if self._prefix_usage is not None:  # our own part, at once
-                            self._prefix_usage = Usage(bytes=self._prefix_usage.bytes + ref.size_bytes,
-                                                       objects=self._prefix_usage.objects + OBJECTS_PER_SPILL)
+                            self._prefix_usage = self._prefix_usage.model_copy(update={
+                                "bytes": self._prefix_usage.bytes + ref.size_bytes,
+                                "objects": self._prefix_usage.objects + OBJECTS_PER_SPILL})
             self.metrics.spills_recorded += 1
             self.metrics.bytes_recorded += ref.size_bytes
         except Exception as exc:  # noqa: BLE001 - bookkeeping must never fail a spill

@@ -52,8 +52,10 @@ class ErasureCheck:
     def erased(self) -> bool:
         return self._erased.is_set()
 
-    def after_write(self, ref: ArtifactReference) -> bool:
-        """After a write: if the seal is there, delete the artifact just written (True)."""
+    def sealed(self) -> bool:
+        """Is the seal there? One HEAD, its "no" reused for ``ttl`` (fails open: False)."""
+        if self.erased:
+            return True
         if time.monotonic() < self._clear_until:
             return False
         started = time.monotonic()
@@ -68,6 +70,20 @@ class ErasureCheck:
                         error=type(exc).__name__)
             return False
         self._erased.set()
+        return True
+
+    def before_write(self) -> bool:
+        """Before creating an object of the session: True when it is sealed (write nothing).
+
+        A writer whose role cannot delete (the agent's) then never leaves a late object for
+        the purge's sweep or GC to take; the check after the write still closes the race.
+        """
+        return self.sealed()
+
+    def after_write(self, ref: ArtifactReference) -> bool:
+        """After a write: if the seal is there, delete the artifact just written (True)."""
+        if not self.sealed():
+            return False
         shash, name = ref.session_hash, ref.name
         for key in (keys.index_key(shash, name), keys.artifact_key(shash, name)):
             try:

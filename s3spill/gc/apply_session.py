@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from s3spill import failpoints, keys
-from s3spill.errors import InvalidKey, JournalError, NotFound, S3SpillError, StoreError
+from s3spill.errors import InvalidKey, JournalError, NotFound, PreconditionFailed, S3SpillError, StoreError
+from s3spill.fleet.credit import QuotaCredit
 from s3spill.gc.delete import ConditionalDeleter
 from s3spill.gc.fence import (
     NO_MANIFEST_REASON,
@@ -39,9 +40,10 @@ from s3spill.gc.models import (
 from s3spill.gc.plan import object_created
 from s3spill.gc.planfile import PlanEntry
 from s3spill.gc.usage_logs import apply_usage_log
+from s3spill.leases.erased import read_tombstone
 from s3spill.leases.evidence import HistoryEvidence, read_history_evidence
 from s3spill.log import get_logger
-from s3spill.store.base import ObjectInfo
+from s3spill.store.base import ObjectInfo, ObjectStore
 from s3spill.store.commit import committed_digest
 
 __all__ = ["FP_AFTER_CONDEMN", "FP_AFTER_DELETE", "SessionApplier", "Tally"]
@@ -118,6 +120,10 @@ class SessionApplier:
     # -- one session ---------------------------------------------------------------------
 
     def session(self, shash: str, entries: list[PlanEntry]) -> None:
+        erase = [e for e in entries if e.status == "planned_erase"]
+        if erase:
+            self._erase(shash, [e for e in entries if e.status != "planned_erase"], erase)
+            return
         planned = self._planned(entries)
         if not planned and not any(e.object_kind == "manifest" for e in entries):
             return  # owner slots or stray keys only: no journal to finish, nothing to delete
@@ -137,6 +143,29 @@ class SessionApplier:
             self._admit(shash, e, facts, published, work)
         if work:
             self._condemn_and_delete(ledger, shash, list(work.values()), facts)
+
+    def _erase(self, shash: str, others: list[PlanEntry], erase: list[PlanEntry]) -> None:
+        """A purged session: re-check its seal, then delete what the plan found in it.
+
+        No journal (it is sealed: no record can be added, so no condemnation either): the seal
+        is the fence. Each object goes by ``If-Match`` on the ETag just read, so a rewrite in
+        between is deleted as it is now, and one already gone is ``already_missing``.
+        """
+        for e in others:
+            self.tally.add(e.status, e)
+        with self.tally.lock:
+            self.tally.sessions += 1
+        if not sealed(self.store, shash):
+            for e in erase:
+                self.tally.add("retained_unverifiable", e, "planned as purged, but no tombstone now")
+            return
+        for e in erase:
+            if self.dry_run:
+                self.tally.add("dry_run", e, "dry run: nothing deleted")
+            elif not self._take_deletion_slot():
+                self.tally.add("retained_limit", e, f"max_deletions={self.policy.max_deletions} reached")
+            else:
+                self.tally.add(*erase_object(self.store, e))
 
     def _planned(self, entries: list[PlanEntry]) -> list[PlanEntry]:
         """The entries the plan wants deleted; every other one is tallied as the plan decided it."""
@@ -309,6 +338,7 @@ class SessionApplier:
             return
         failpoints.failpoint(FP_AFTER_CONDEMN)
         listed = self._listed_after_condemnation(shash, work)
+        credit = QuotaCredit(self.store, shash, self.run_id)
         gone: list[str] = []
         lift: list[str] = []
         # One directory fsync per batch on the local store; durable before DELETED is recorded.
@@ -319,7 +349,8 @@ class SessionApplier:
                     self._record(w, *_NOT_CONDEMNED.get(verdict, ("retained_error",
                                                                   f"journal answered {verdict!r}")))
                     continue
-                self._delete_condemned(shash, w, facts, gone, lift, listed.get(w.name))
+                self._delete_condemned(shash, w, facts, gone, lift, listed.get(w.name), credit)
+        credit.flush()  # the session's quota counters get back what was deleted
         failpoints.failpoint(FP_AFTER_DELETE)
         try:
             ledger.finish(gone, lift, run_id=self.run_id, reason="race_detected")
@@ -364,7 +395,7 @@ class SessionApplier:
                                              shash=shash, name=name)
 
     def _delete_condemned(self, shash: str, w: _Work, facts: SessionFacts, gone: list[str],
-                          lift: list[str], listed: ObjectInfo | None) -> None:
+                          lift: list[str], listed: ObjectInfo | None, credit: QuotaCredit) -> None:
         """Revalidate and delete one fenced artifact; say whether to finish, lift or keep it condemned."""
         key = keys.artifact_key(shash, w.name)
         record = None if self.authenticated_plan else self._record_digest(shash, w.name)
@@ -372,6 +403,8 @@ class SessionApplier:
             w.fact, key, self._young(facts, w.name), listed=listed, record_digest=record)
         if outcome in ("deleted", "already_missing"):
             gone.append(w.name)
+            if outcome == "deleted":
+                credit.note(credit.raw_size(w.name))
             self.deleter.delete_index(w.index if w.index is not None
                                       else self.deleter.index_snapshot(shash, w.name))
         elif outcome == "race_detected" or not attempted:
@@ -398,6 +431,34 @@ class _Work:
     entry: PlanEntry | None
     #: The run whose leftover condemnation this run adopts (``None``: a fresh one).
     takeover: str | None = None
+
+
+def sealed(store: ObjectStore, shash: str) -> bool:
+    """Is the session's manifest key the purge's tombstone (read now)?"""
+    try:
+        return read_tombstone(store.get(keys.manifest_key(shash))) is not None
+    except StoreError:
+        return False
+
+
+def erase_object(store: ObjectStore, e: PlanEntry) -> tuple[ApplyOutcome, PlanEntry, str]:
+    """Delete one object of a purged session (``If-Match``; a rewritten one as it is now)."""
+    assert e.key is not None and e.snapshot is not None
+    etag = e.snapshot.etag
+    for _ in range(4):
+        try:
+            store.delete_if_match(e.key, etag)
+            return "deleted", e, "erased: its session was purged"
+        except NotFound:
+            return "already_missing", e, "gone already"
+        except PreconditionFailed:
+            try:
+                etag = store.head(e.key).etag  # rewritten since the plan: erasable all the same
+            except NotFound:
+                return "already_missing", e, "gone already"
+        except StoreError as exc:
+            return "retained_error", e, f"delete failed: {type(exc).__name__}"
+    return "retained_error", e, "kept changing"
 
 
 def _layout_ok(shash: str, name: str) -> bool:

@@ -44,12 +44,15 @@ PlanStatus = Literal[
     "retained_no_manifest",
     "missing_referenced",
     "planned_delete",
+    # Every object of a purged (sealed) session but its tombstone: erasable, whatever it is —
+    # a late write of a writer stalled past the purge (s3spill.fleet.purge) goes here.
+    "planned_erase",
 ]
 PLAN_STATUSES: tuple[PlanStatus, ...] = (
     "retained_referenced", "retained_recent", "retained_limit", "retained_unknown", "retained_protocol",
     "denied",
     "retained_corrupt", "retained_unverifiable", "retained_journal_doubt", "retained_no_manifest",
-    "missing_referenced", "planned_delete",
+    "missing_referenced", "planned_delete", "planned_erase",
 )
 
 ApplyOutcome = Literal[
@@ -252,6 +255,7 @@ class CleanupReport(Record):
 _SUMMARY_LABELS = {
     "deleted": "deleted",
     "planned_delete": "to delete",
+    "planned_erase": "to erase (purged session)",
     "dry_run": "would delete",
     "already_missing": "already gone",
     "retained_referenced": "kept referenced",

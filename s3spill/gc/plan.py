@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from s3spill.config import TransferConfig
-from s3spill.errors import NotFound, S3SpillError
+from s3spill.errors import NotFound, S3SpillError, SessionErased
 from s3spill.gc.fence import NO_MANIFEST_REASON, SessionFacts, journal_doubts, read_session_facts
 from s3spill.gc.models import (
     CleanupPolicy,
@@ -249,10 +249,6 @@ class _Planner:
 
     def session(self, group: _SessionGroup) -> None:
         shash = group.shash
-        for kind, info in group.protocol:
-            self._emit("retained_protocol", kind, info, shash=shash,
-                       reason=_LIVE_REASON if kind == "live"
-                       else "protocol object: GC never deletes journal or owner state")
         try:
             facts = self.facts_reader(self.store, shash, lambda: self.now)
             evidence = read_history_evidence(self.store, shash)
@@ -260,11 +256,16 @@ class _Planner:
             if doubts:  # listed after the manifest was read: a publish in between is not lost history
                 facts = self.facts_reader(self.store, shash, lambda: self.now)
                 doubts = journal_doubts(facts, evidence)
+        except SessionErased:
+            self._sealed(group)
+            return
         except (S3SpillError, ValueError) as exc:
+            self._protocol(group)
             reason = f"journal failed verification: {type(exc).__name__}: {exc}"[:300]
             log.warning("gc.plan.unverifiable", session_hash=shash, error=type(exc).__name__)
             self._retain_all(group, "retained_unverifiable", reason)
             return
+        self._protocol(group)
         if not facts.exists and not doubts and any(
                 self.now - object_created(n, i) < self.policy.session_ttl
                 for n, i in group.artifacts.items()):
@@ -289,6 +290,36 @@ class _Planner:
                 digests = ",".join(sorted({c.sha256[:16] for c in claims}))
                 self._emit("missing_referenced", "claim", None, shash=shash, name=name,
                            reason=f"{len(claims)} active claim(s), digest {digests}, artifact is gone")
+
+    def _protocol(self, group: _SessionGroup) -> None:
+        for kind, info in group.protocol:
+            self._emit("retained_protocol", kind, info, shash=group.shash,
+                       reason=_LIVE_REASON if kind == "live"
+                       else "protocol object: GC never deletes journal or owner state")
+
+    def _sealed(self, group: _SessionGroup) -> None:
+        """A purged session (its manifest is the tombstone): everything else in it is erasable.
+
+        Why GC and not only purge: a writer stalled past any bound (a frozen publisher, a late
+        segment) can land an object after the purge's final sweep; the next GC run takes it.
+        The tombstone stays (it keeps the journal sealed); owner slots and the audit record
+        are outside the session's prefix and are kept as always.
+        """
+        shash = group.shash
+        everything: list[tuple[ObjectKind, str | None, ObjectInfo]] = [
+            *(("artifact", n, i) for n, i in group.artifacts.items()),
+            *(("index", n, i) for n, i in group.indexes.items()),
+            *(("usage_log", n, i) for n, i in group.usage.items()),
+            *((k, None, i) for k, i in group.protocol)]
+        for kind, name, info in sorted(everything, key=lambda t: t[2].key):
+            if kind == "manifest":
+                self._emit("retained_protocol", kind, info, shash=shash,
+                           reason="the tombstone of a purged session: keeps its journal sealed")
+            else:
+                self._emit("planned_erase", kind, info, shash=shash, name=name,
+                           reason="in a purged session: erasable, whatever it is",
+                           snapshot=snapshot_of(info))
+        log.info("gc.plan.sealed_session", session_hash=shash, erasable=len(everything) - 1)
 
     def _retain_all(self, group: _SessionGroup, status: PlanStatus, reason: str) -> None:
         shash = group.shash

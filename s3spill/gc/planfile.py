@@ -166,47 +166,14 @@ class CleanupPlan:
     def open(cls, path: str | os.PathLike[str]) -> CleanupPlan:
         """Verify the whole file (count, digest, ids) and return a handle; refuse anything off."""
         path = Path(path)
-        digest = hashlib.sha256()
-        header: PlanHeader | None = None
-        footer: PlanFooter | None = None
-        entries = 0
-        try:
-            with open(path, "rb") as fh:
-                for lineno, raw in enumerate(fh, 1):
-                    if footer is not None:
-                        raise CleanupRefused(f"plan {path.name}: data after the footer (line {lineno})")
-                    if not raw.endswith(b"\n"):
-                        raise CleanupRefused(f"plan {path.name}: truncated line {lineno}")
-                    if lineno == 1:
-                        header = PlanHeader.model_validate_json(raw)
-                        digest.update(raw)
-                    elif b'"cleanup_plan_footer"' in raw:
-                        footer = PlanFooter.model_validate_json(raw)
-                    else:
-                        digest.update(raw)
-                        entries += 1
-        except (ValidationError, ValueError) as exc:
-            raise CleanupRefused(f"plan {path.name} is not a valid cleanup plan: {exc}") from None
-        except FileNotFoundError:  # a mistyped path is a usage error, not a refusal
-            raise InvalidRequest(f"plan file {path} does not exist",
-                                 hint="give the plan file `gc plan` printed, or store:PLAN_ID") from None
+        header, footer, entries, digest = _scan(path)
         if header is None or footer is None:
             raise CleanupRefused(f"plan {path.name} is incomplete (no header or no footer)")
         if footer.plan_id != header.plan_id or footer.entries != entries:
             raise CleanupRefused(f"plan {path.name}: footer does not match its entries")
-        if footer.sha256 != digest.hexdigest():
+        if footer.sha256 != digest:
             raise CleanupRefused(f"plan {path.name}: digest mismatch (edited or damaged)")
-        key = plan_key()
-        if key is not None:
-            if footer.mac is None:
-                raise CleanupRefused(f"plan {path.name} carries no MAC but {PLAN_KEY_ENV} is set: "
-                                     "refusing an unauthenticated plan")
-            expected = plan_mac(key, footer.sha256, footer.plan_id, footer.entries)
-            if not hmac.compare_digest(expected, footer.mac):
-                raise CleanupRefused(f"plan {path.name}: MAC mismatch (edited, or made with another key)")
-        elif footer.mac is not None:
-            raise CleanupRefused(f"plan {path.name} is authenticated but {PLAN_KEY_ENV} is not set: "
-                                 "cannot check it")
+        _check_mac(path.name, footer)
         return cls(path, header, footer)
 
     def entries(self) -> Iterator[PlanEntry]:
@@ -217,6 +184,52 @@ class CleanupPlan:
                 if b'"cleanup_plan_footer"' in raw:
                     return
                 yield PlanEntry.model_validate_json(raw)
+
+
+def _scan(path: Path) -> tuple[PlanHeader | None, PlanFooter | None, int, str]:
+    """One pass over the file: its header, its footer, the entries between them and the
+    digest of every line but the footer; a line out of place or cut short is refused."""
+    digest = hashlib.sha256()
+    header: PlanHeader | None = None
+    footer: PlanFooter | None = None
+    entries = 0
+    try:
+        with open(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if footer is not None:
+                    raise CleanupRefused(f"plan {path.name}: data after the footer (line {lineno})")
+                if not raw.endswith(b"\n"):
+                    raise CleanupRefused(f"plan {path.name}: truncated line {lineno}")
+                if lineno == 1:
+                    header = PlanHeader.model_validate_json(raw)
+                    digest.update(raw)
+                elif b'"cleanup_plan_footer"' in raw:
+                    footer = PlanFooter.model_validate_json(raw)
+                else:
+                    digest.update(raw)
+                    entries += 1
+    except (ValidationError, ValueError) as exc:
+        raise CleanupRefused(f"plan {path.name} is not a valid cleanup plan: {exc}") from None
+    except FileNotFoundError:  # a mistyped path is a usage error, not a refusal
+        raise InvalidRequest(f"plan file {path} does not exist",
+                             hint="give the plan file `gc plan` printed, or store:PLAN_ID") from None
+    return header, footer, entries, digest.hexdigest()
+
+
+def _check_mac(name: str, footer: PlanFooter) -> None:
+    """With a plan key set, the plan must carry a matching MAC; without one, it must carry
+    none (an authenticated plan that cannot be checked is refused, not trusted)."""
+    key = plan_key()
+    if key is not None:
+        if footer.mac is None:
+            raise CleanupRefused(f"plan {name} carries no MAC but {PLAN_KEY_ENV} is set: "
+                                 "refusing an unauthenticated plan")
+        expected = plan_mac(key, footer.sha256, footer.plan_id, footer.entries)
+        if not hmac.compare_digest(expected, footer.mac):
+            raise CleanupRefused(f"plan {name}: MAC mismatch (edited, or made with another key)")
+    elif footer.mac is not None:
+        raise CleanupRefused(f"plan {name} is authenticated but {PLAN_KEY_ENV} is not set: "
+                             "cannot check it")
 
 
 def save_plan_to_store(store: ObjectStore, plan: CleanupPlan) -> str:

@@ -25,9 +25,11 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict
 
 from s3spill import keys
+from s3spill.artifacts.grep.engine import Grep
+from s3spill.artifacts.grep.pattern import compile_pattern
+from s3spill.artifacts.grep.result import GrepResult
 from s3spill.artifacts.index import build_stats
 from s3spill.artifacts.paging import Page, build_page
-from s3spill.artifacts.search import Grep, GrepResult, compile_pattern
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.artifacts.views import CONTEXT_BYTES, ChunkView, viewed
 from s3spill.config import LiveConfig

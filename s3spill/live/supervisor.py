@@ -20,6 +20,7 @@ import threading
 from collections.abc import Sequence
 
 from s3spill.config import LiveConfig, MiB, TransferConfig
+from s3spill.context.secrets import StreamRedactor
 from s3spill.errors import S3SpillError
 from s3spill.leases.journal import LeaseJournal
 from s3spill.live.run import start_live
@@ -49,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-bytes", type=int)
     p.add_argument("--head-bytes", type=int)
     p.add_argument("--queue-bytes", type=int)
+    p.add_argument("--secrets", choices=("off", "preview", "at_rest"), default="preview",
+                   help="at_rest: mask the stream before it is stored (the fleet policy's spill.secrets)")
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     return p
 
@@ -86,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         drop = {DROP_ENV, *filter(None, os.environ.get(DROP_ENV, "").split(","))}
         env = {k: v for k, v in os.environ.items() if k not in drop}
         handle = start_live(store, args.session, cmd, args.tool, label=args.label, env=env,
+                            mask=StreamRedactor() if args.secrets == "at_rest" else None,
                             config=config_from(args), die_with_parent=True,
                             journal=LeaseJournal(store, args.session, getattr(store, "config", None)))
     except (S3SpillError, ValueError, OSError) as exc:

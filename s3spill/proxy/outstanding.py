@@ -23,6 +23,8 @@ class Sent:
     client_id: Any
     method: str
     tool: str = ""
+    #: A 2026-07-28 (stateless) request: its result must say ``"resultType": "complete"``.
+    modern: bool = False
     cancelled: bool = False
     timer: asyncio.TimerHandle | None = None
 
@@ -40,9 +42,9 @@ class Outstanding:
         self._by_pid: dict[int, Sent] = {}
         self._by_client: dict[Any, int] = {}
 
-    def add(self, client_id: Any, method: str, tool: str = "") -> tuple[int, Sent]:
+    def add(self, client_id: Any, method: str, tool: str = "", modern: bool = False) -> tuple[int, Sent]:
         self._next += 1
-        sent = Sent(client_id, method, tool)
+        sent = Sent(client_id, method, tool, modern)
         self._by_pid[self._next] = sent
         self._by_client[client_id] = self._next
         return self._next, sent

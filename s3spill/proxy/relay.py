@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from s3spill.agent.tools import LIST_TOOL, AgentTools
@@ -39,6 +39,7 @@ from s3spill.context.block_plan import UNKNOWN_IMAGE_TOKENS
 from s3spill.log import get_logger
 from s3spill.proxy.listing import listed_page, with_capabilities
 from s3spill.proxy.outstanding import Outstanding, Sent
+from s3spill.proxy.resources import LISTS, ProxyResources
 from s3spill.proxy.results import UNLISTED, ResultSpiller
 from s3spill.proxy.schemas import widened
 from s3spill.proxy.settings import ProxySettings
@@ -58,6 +59,29 @@ log = get_logger("s3spill.proxy")
 
 #: Methods whose answer carries the server's capabilities.
 _HANDSHAKES = ("initialize", "server/discover")
+#: What the proxy itself serves, added to the upstream's capabilities.
+_OUR_CAPABILITIES: dict[str, Any] = {"tools": {}, "resources": {}}
+#: The first protocol version with ``resource_link`` content.
+_LINKS_SINCE = "2025-06-18"
+#: Where a 2026-07-28 request names its protocol version (there is no handshake), and the
+#: first such version: its results must carry ``resultType`` (a stricter client rejects one
+#: without, an older one rejects one with it).
+_VERSION_META = "io.modelcontextprotocol/protocolVersion"
+_MODERN_SINCE = "2026-07-28"
+
+
+def _modern(params: dict[str, Any]) -> bool:
+    meta = params.get("_meta")
+    version = meta.get(_VERSION_META) if isinstance(meta, dict) else None
+    return isinstance(version, str) and version >= _MODERN_SINCE
+
+
+def _tagged(body: dict[str, Any]) -> dict[str, Any]:
+    """A result of a 2026-07-28 request, with its ``resultType`` (``complete`` when absent)."""
+    result = body.get("result")
+    if isinstance(result, dict) and "resultType" not in result:
+        return {**body, "result": {**result, "resultType": "complete"}}
+    return body
 #: Dropped upstream messages logged one by one, then one line per this many more.
 _DROP_LOG_EVERY = 1000
 
@@ -126,6 +150,8 @@ class Relay:
         self._local: dict[Any, asyncio.Task[None]] = {}  # client id -> our own tool's answer
         self._spilling: dict[Any, Sent] = {}  # client id -> a result being spilled
         self._schemas: dict[str, dict[str, Any] | None] = {}  # tool -> its outputSchema, as listed
+        self.resources = ProxyResources(tools)
+        self._links = True  # resource_link blocks in pointers (not before 2025-06-18)
         self._tasks: set[asyncio.Task[None]] = set()
         self._client: Channel = _Closed()
         self._upstream: Channel = _Closed()
@@ -218,11 +244,16 @@ class Relay:
             return None
         name = params.get("name") if method == "tools/call" else None
         tool = name if isinstance(name, str) else ""
+        modern = _modern(params)
         if tool in self._bare:
             arguments = params.get("arguments")
-            self._answer_locally(msg["id"], tool, arguments if isinstance(arguments, dict) else {})
+            arguments = arguments if isinstance(arguments, dict) else {}
+            self._answer_locally(msg["id"], tool, self._tool_answer(tool, arguments), modern)
             return None
-        pid, sent = self._sent.add(msg["id"], method, tool)
+        if self.resources.answers(method, params):
+            self._answer_locally(msg["id"], method, lambda: self.resources.read(params), modern)
+            return None
+        pid, sent = self._sent.add(msg["id"], method, tool, modern)
         if method == "tools/call" and self.settings.call_timeout is not None:
             sent.timer = asyncio.get_running_loop().call_later(self.settings.call_timeout, self._expire, pid)
         return encode({**msg, "id": pid})
@@ -259,23 +290,37 @@ class Relay:
         self._spawn(self._upstream.send(encode({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                                 "params": {"requestId": pid, "reason": "timed out"}})))
 
-    def _answer_locally(self, mid: Any, name: str, arguments: dict[str, Any]) -> None:
-        task = asyncio.create_task(self._local_answer(mid, name, arguments))
+    def _answer_locally(self, mid: Any, what: str, work: Callable[[], dict[str, Any]], modern: bool) -> None:
+        """Answer ``mid`` with ``work()`` (``{"result": ...}`` or ``{"error": ...}``, on a thread)."""
+        answer = (lambda: _tagged(work())) if modern else work
+        task = asyncio.create_task(self._local_answer(mid, what, answer))
         self._local[mid] = task
         task.add_done_callback(lambda _: self._local.pop(mid, None))
 
-    async def _local_answer(self, mid: Any, name: str, arguments: dict[str, Any]) -> None:
+    async def _local_answer(self, mid: Any, what: str, work: Callable[[], dict[str, Any]]) -> None:
         try:
-            outcome = await asyncio.to_thread(self.tools.call, self._bare[name], arguments)
+            body = await asyncio.to_thread(work)
+        except Exception as exc:  # our own answer must never end the proxy; the model gets one line
+            log.exception("proxy.own_answer_crashed", what=what)
+            body = {"error": {"code": INTERNAL_ERROR, "message": f"internal error in {what}: "
+                              f"{type(exc).__name__}: {exc}"}}
+        await self._client.send(encode({"jsonrpc": "2.0", "id": mid, **body}))
+
+    def _tool_answer(self, name: str, arguments: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+        def work() -> dict[str, Any]:
+            try:
+                outcome = self.tools.call(self._bare[name], arguments)
+            except Exception as exc:  # a tool must never end the proxy; the model gets one line
+                log.exception("proxy.own_tool_crashed", tool=name)
+                return {"result": {"content": [{"type": "text", "text": f"internal error in {name}: "
+                                                f"{type(exc).__name__}: {exc}"}], "isError": True}}
             result: dict[str, Any] = {"content": [{"type": "text", "text": outcome.text}],
                                       "isError": outcome.is_error}
             if outcome.structured is not None and not outcome.is_error:
                 result["structuredContent"] = outcome.structured
-        except Exception as exc:  # a tool must never end the proxy; the model gets one line
-            log.exception("proxy.own_tool_crashed", tool=name)
-            result = {"content": [{"type": "text", "text": f"internal error in {name}: "
-                                   f"{type(exc).__name__}: {exc}"}], "isError": True}
-        await self._client.send(encode({"jsonrpc": "2.0", "id": mid, "result": result}))
+            return {"result": result}
+
+        return work
 
     # -- upstream -> client -----------------------------------------------------------
 
@@ -302,6 +347,8 @@ class Relay:
             self.dropped("proxy.unknown_response_dropped", size)
             return None
         answer = {**msg, "id": sent.client_id}
+        if sent.modern:
+            answer = _tagged(answer)
         if sent.method == "tools/call":
             result = answer.get("result")
             if isinstance(result, dict) and size > self.floor:
@@ -310,9 +357,31 @@ class Relay:
                 return None
         elif sent.method == "tools/list":
             answer = listed_page(answer, self._bare, self.specs, self._advertised)
+        elif sent.method in LISTS:
+            self._spilling[sent.client_id] = sent
+            self._spawn(self._merge_resources(answer, sent))
+            return None
         elif sent.method in _HANDSHAKES:
-            answer = with_capabilities(answer, {"tools": {}})
+            answer = self._handshake(answer)
         return encode(answer)
+
+    def _handshake(self, answer: dict[str, Any]) -> dict[str, Any]:
+        result = answer.get("result")
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if isinstance(version, str):
+            self._links = version >= _LINKS_SINCE
+        return with_capabilities(answer, _OUR_CAPABILITIES)
+
+    async def _merge_resources(self, answer: dict[str, Any], sent: Sent) -> None:
+        try:
+            merged = await asyncio.to_thread(self.resources.merged, sent.method, answer)
+        except Exception:  # fail open: the upstream's own page is better than none
+            log.exception("proxy.resource_listing_crashed")
+            merged = answer
+        finally:
+            self._spilling.pop(sent.client_id, None)
+        if not sent.cancelled:
+            await self._client.send(encode(merged))
 
     def _advertised(self, tool: dict[str, Any]) -> dict[str, Any]:
         """An upstream tool as the client sees it: an outputSchema widened to accept our
@@ -329,7 +398,7 @@ class Relay:
         schema = self._schemas.get(sent.tool, UNLISTED)
         try:
             changed = await asyncio.to_thread(self.results.spill, result, sent.tool, str(sent.client_id),
-                                              schema)
+                                              schema, links=self._links)
         except Exception:  # fail open: the upstream's own answer is better than none
             log.exception("proxy.spill_crashed", tool=sent.tool)
             changed = None

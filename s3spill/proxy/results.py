@@ -31,10 +31,14 @@ from typing import Any
 
 import orjson
 
+from s3spill.agent.resources import uri_of
 from s3spill.context.block_plan import Block, ImageBlock, TextBlock
 from s3spill.context.policy import SpillPolicy
+from s3spill.context.secrets import redact_text
+from s3spill.context.secrets.detector import may_hold_secret
 from s3spill.context.utf8 import to_bytes
 from s3spill.log import get_logger
+from s3spill.models import ArtifactReference
 from s3spill.proxy.schemas import conforms, pointer_value
 from s3spill.proxy.settings import ProxySettings
 from s3spill.proxy.wire import encode
@@ -71,52 +75,78 @@ class ResultSpiller:
         self._capped: dict[str, SpillPolicy] = {}
 
     def spill(self, result: dict[str, Any], tool: str, call_id: str | None,
-              schema: dict[str, Any] | Unlisted | None = UNLISTED) -> dict[str, Any] | None:
+              schema: dict[str, Any] | Unlisted | None = UNLISTED,
+              links: bool = False) -> dict[str, Any] | None:
         """The result as the client should see it, or None when it is handed on unchanged.
 
         ``schema`` is the tool's own ``outputSchema`` as the upstream listed it (None: it
-        declared none; :data:`UNLISTED`: not listed yet, so nothing is assumed of it).
+        declared none; :data:`UNLISTED`: not listed yet, so nothing is assumed of it). With
+        ``links``, each artifact stored is also named by a ``resource_link`` block
+        (``s3spill://…``, :mod:`s3spill.agent.resources`) after the text that points at it.
         """
         if tool in self.settings.never_spill or tool in self.settings.own_tools:
             return None
         content = result.get("content")
+        refs: list[ArtifactReference] = []
         changed = False
         out = dict(result)
         if isinstance(content, list) and content:
-            new_content = self._content(content, tool, call_id)
+            new_content = self._content(content, tool, call_id, refs)
             if new_content is not None:
                 out["content"] = new_content
                 changed = True
         if "structuredContent" in result:
-            notice = self._structured(out, tool, call_id, schema)
+            notice = self._structured(out, tool, call_id, schema, refs)
             if notice is not None:
                 out["content"] = [*(out.get("content") or []), {"type": "text", "text": notice}]
                 changed = True
+        if changed and links and refs:
+            out["content"] = [*(out.get("content") or []), *(_link(ref) for ref in refs)]
         return out if changed else None
 
     # -- content ----------------------------------------------------------------------
 
-    def _content(self, content: list[Any], tool: str, call_id: str | None) -> list[Any] | None:
+    def _content(self, content: list[Any], tool: str, call_id: str | None,
+                 refs: list[ArtifactReference]) -> list[Any] | None:
         first = content[0]
         if len(content) == 1 and _is_text(first):
             text = first["text"]
-            if not self._over(text, tool):
-                return None
+            if not self._over(text, tool):  # inline: the upstream's bytes, unless a secret is in them
+                masked = self._masked(text)
+                return None if masked is text else [{**first, "text": masked}]
             result = self.spiller.externalize(_slices(text), tool, call_id)
             _log(tool, result.total_bytes, result.spilled, result.degraded_reason)
+            refs.extend(ref for ref in (result.artifact,) if ref is not None)
             return [{**first, "text": result.context_text}]
         blocks, originals = _to_blocks(content)
         text_len = sum(len(b.text) for b in blocks if isinstance(b, TextBlock))
         binaries = any(isinstance(b, ImageBlock) for b in blocks)
         if not binaries and text_len <= _MIN_CAP:
-            return None
+            return self._masked_blocks(blocks, originals)
         policy = self._policy_for(blocks, tool)
         out = externalize_blocks(self.spiller.sink, policy, self.spiller.externalize, blocks, tool, call_id)
         if out.artifact is None and not out.images and out.degraded_reason is None:
-            return None  # everything fits: the upstream's own bytes go on
+            return self._masked_blocks(blocks, originals)  # everything fits: the upstream's bytes go on
         _log(tool, sum(len(to_bytes(b.text)) for b in blocks if isinstance(b, TextBlock)), out.spilled,
              out.degraded_reason, images=len(out.images))
+        refs.extend(ref for ref in (out.artifact, *out.images.values()) if ref is not None)
         return [_to_item(block, originals) for block in out.blocks]
+
+    def _masked_blocks(self, blocks: list[Block], originals: dict[int, dict[str, Any]]) -> list[Any] | None:
+        """None (the upstream's own items go on) unless a text block holds a secret: then
+        the items with their text masked."""
+        shown = [TextBlock(self._masked(b.text)) if isinstance(b, TextBlock) else b for b in blocks]
+        if all(isinstance(b, ImageBlock) or a.text == b.text  # type: ignore[union-attr]
+               for a, b in zip(shown, blocks, strict=True)):
+            return None
+        return [_to_item(block, originals) for block in shown]
+
+    def _masked(self, text: str) -> str:
+        """A text kept inline, as the model may see it (the same object when unchanged)."""
+        if self.policy.secrets == "off" or not may_hold_secret(text.encode("utf-8", "surrogateescape")):
+            return text
+        masked = redact_text(text)[0]
+        return text if masked == text else masked
 
     def _over(self, text: str, tool: str) -> bool:
         """The policy's verdict, without encoding a huge text just to learn it is huge."""
@@ -141,7 +171,7 @@ class ResultSpiller:
     # -- structuredContent ------------------------------------------------------------
 
     def _structured(self, out: dict[str, Any], tool: str, call_id: str | None,
-                    schema: dict[str, Any] | Unlisted | None) -> str | None:
+                    schema: dict[str, Any] | Unlisted | None, refs: list[ArtifactReference]) -> str | None:
         """Keep, shrink or replace ``out["structuredContent"]`` in place; the notice if changed."""
         value = out["structuredContent"]
         if value is None:
@@ -152,6 +182,8 @@ class ResultSpiller:
             return None
         ref, reason = self.spiller.sink.store_blob(iter_output(raw), tool, call_id,
                                                    label="structuredContent (JSON)")
+        if ref is not None:
+            refs.append(ref)
         where = (f'stored as source_id="{ref.source_id}"; read it with {self.policy.read_tool}'
                  if ref is not None else f"could NOT be saved ({reason})")
         marker_where = f"in {ref.source_id}" if ref is not None else "not saved"
@@ -167,9 +199,19 @@ class ResultSpiller:
             break  # shorter markers would not make it conform
         notice = (f"[structuredContent ({len(raw)} bytes of JSON) was over the budget: {where}. "
                   f"This result's structuredContent is a pointer to it.]")
-        out["structuredContent"] = pointer_value(len(raw), notice, ref.source_id if ref is not None else None)
+        out["structuredContent"] = pointer_value(len(raw), notice, *(
+            (ref.source_id, uri_of(ref.source_id)) if ref is not None else ()))
         _log(tool, len(raw), ref is not None, reason, structured="pointer")
         return notice
+
+
+def _link(ref: ArtifactReference) -> dict[str, Any]:
+    """A ``resource_link`` content block naming a stored artifact (MCP 2025-06-18 and later)."""
+    return {"type": "resource_link", "uri": uri_of(ref.source_id), "name": ref.source_id,
+            "title": f"{ref.label or ref.tool} ({ref.size_bytes} bytes, {ref.line_count} lines)",
+            "description": "The full output stored by s3spill; resources/read pages it "
+                           "(?offset=LINE&char_offset=N&limit=LINES).",
+            "size": ref.size_bytes}
 
 
 def _slices(text: str) -> Iterator[str]:

@@ -37,6 +37,7 @@ from s3spill.spill.secrets import SecretMask
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
 from s3spill.spill.upload import BoundedUpload, describe_error
+from s3spill.telemetry.metrics import observe_fleet
 from s3spill.textview import show
 from s3spill.typed.binary import NOTICE_BYTES, render_binary, whole_fits
 from s3spill.typed.detect import TEXT, Detection, detect
@@ -300,6 +301,8 @@ class SpillJob:
             return total
         log.warning("spill.capped", tool=self.tool, session_hash=self.sink.session_hash,
                     bytes=total, cap=self.capped.cap, omitted=self.capped.omitted_bytes)
+        observe_fleet("capped", self.tool)
+        observe_fleet("capped_bytes", self.tool, self.capped.omitted_bytes)
         return self.capped.head_bytes + len(rest)
 
     def _consume(self, chunk: bytes, upload: BoundedUpload[ArtifactReference]) -> None:

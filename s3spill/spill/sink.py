@@ -63,6 +63,8 @@ class SpillSink:
         description = detected.description if detected is not None and kind != "text" else None
 
         def write(stream: Iterator[bytes]) -> ArtifactReference:
+            if self.erasure.before_write():  # sealed: create nothing of the session
+                raise SessionErased(ERASED_REASON)
             ref = self.artifacts.write(self.session_id, stream, tool, call_id=call_id, label=label,
                                        output_kind=kind, output_description=description)
             # On the writer's thread, so a late write (the caller gave up on it) is checked too.

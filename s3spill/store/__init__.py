@@ -28,8 +28,13 @@ def default_store_url() -> str:
     return Path(base, "s3spill", "store").absolute().as_uri()
 
 
-def open_store(url: str | None = None, config: TransferConfig | None = None) -> ObjectStore:
-    """Open ``s3://bucket/prefix`` or ``file:///path`` (default: :func:`default_store_url`)."""
+def open_store(url: str | None = None, config: TransferConfig | None = None, *,
+               create: bool = True) -> ObjectStore:
+    """Open ``s3://bucket/prefix`` or ``file:///path`` (default: :func:`default_store_url`).
+
+    ``create=False`` is a reader's open: a local store that does not exist is refused
+    (:class:`~s3spill.errors.StoreNotFound`), never made (S3 buckets are never created).
+    """
     url = url or default_store_url()
     if url.startswith("s3://"):
         import importlib
@@ -44,5 +49,5 @@ def open_store(url: str | None = None, config: TransferConfig | None = None) -> 
     if url.startswith("file://") or url.startswith("/"):
         from s3spill.store.local import LocalStore
 
-        return LocalStore.from_url(url, config=config)
+        return LocalStore.from_url(url, config=config, create=create)
     raise ConfigError(f"unsupported store URL {url!r}: use s3://bucket/prefix or file:///path")

@@ -48,6 +48,7 @@ from s3spill.errors import (
     NotFound,
     PreconditionFailed,
     StoreError,
+    StoreNotFound,
     UnsupportedOperation,
 )
 from s3spill.log import get_logger
@@ -80,11 +81,16 @@ class LocalStore(ObjectStore):
 
     kind: Literal["s3", "local"] = "local"
 
-    def __init__(self, root: str | os.PathLike[str], config: TransferConfig | None = None) -> None:
+    def __init__(self, root: str | os.PathLike[str], config: TransferConfig | None = None, *,
+                 create: bool = True) -> None:
+        """``create=False``: a reader's open, which refuses a root that does not exist
+        (:class:`StoreNotFound`) rather than create an empty store at a mistyped path."""
         self.root = Path(root).absolute()
         self.config = config or TransferConfig()
         if self.root.exists() and not self.root.is_dir():
             raise ConfigError(f"store root {self.root} is not a directory")
+        if not create and not self.root.exists():
+            raise StoreNotFound(f"no store at {self.root}: the directory does not exist")
         _make_dirs(self.root)
         self._deferred = threading.local()  # per thread: directories a delete left unsynced
         for sub in ("objects", "tmp", "locks"):
@@ -94,13 +100,14 @@ class LocalStore(ObjectStore):
         self._objects_real = os.path.realpath(self.root / "objects")
 
     @classmethod
-    def from_url(cls, url: str, config: TransferConfig | None = None) -> LocalStore:
+    def from_url(cls, url: str, config: TransferConfig | None = None, *,
+                 create: bool = True) -> LocalStore:
         if url.startswith("/"):
-            return cls(url, config)
+            return cls(url, config, create=create)
         parsed = urlparse(url)
         if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
             raise ConfigError(f"not a local file URL: {url!r}")
-        return cls(unquote(parsed.path), config)
+        return cls(unquote(parsed.path), config, create=create)
 
     @property
     def url(self) -> str:

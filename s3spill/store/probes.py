@@ -94,71 +94,79 @@ def _run(fn: ProbeFn) -> Probe:
 
 
 def generic_probes(store: ObjectStore, scratch: str) -> list[ProbeFn]:
-    key = f"{scratch}/object"
+    """The conditional-write probes every store gets, through its own API."""
+    p = _GenericProbes(store, scratch)
+    return [p.create_if_absent, p.if_match_put, p.if_match_put_missing, p.conditional_delete]
 
-    def create_if_absent() -> Probe:
-        store.put_if_absent(key, b"first")
+
+class _GenericProbes:
+    """One probe per conditional write, each a method (its name is the probe's name)."""
+
+    def __init__(self, store: ObjectStore, scratch: str) -> None:
+        self.store, self.scratch = store, scratch
+        self.key = f"{scratch}/object"
+
+    def create_if_absent(self) -> Probe:
+        self.store.put_if_absent(self.key, b"first")
         try:
-            store.put_if_absent(key, b"second")
+            self.store.put_if_absent(self.key, b"second")
             ok, detail = False, "a second create-if-absent overwrote the object"
         except AlreadyExists:
-            ok = store.get(key) == b"first"
+            ok = self.store.get(self.key) == b"first"
             detail = "second create refused (412), first bytes intact" if ok else "bytes changed"
         return Probe(name="create_if_absent", title="create-if-absent (If-None-Match: *)",
                      honoured=ok, needed_by="all", detail=detail)
 
-    def if_match_put() -> Probe:
-        current = store.head(key)
+    def if_match_put(self) -> Probe:
+        current = self.store.head(self.key)
         try:
-            store.put_if_match(key, b"stale", '"00000000000000000000000000000000"')
+            self.store.put_if_match(self.key, b"stale", '"00000000000000000000000000000000"')
             ok, detail = False, "a put with a wrong ETag replaced the object"
         except PreconditionFailed:
-            ok = store.head(key).etag == current.etag
+            ok = self.store.head(self.key).etag == current.etag
             detail = "wrong ETag refused (412), object unchanged" if ok else "object changed"
         if ok:
-            store.put_if_match(key, b"second", current.etag)
-            ok = store.get(key) == b"second"
+            self.store.put_if_match(self.key, b"second", current.etag)
+            ok = self.store.get(self.key) == b"second"
             detail += "; right ETag accepted" if ok else "; right ETag did not replace"
         return Probe(name="if_match_put", title="If-Match put (compare-and-swap)", honoured=ok,
                      needed_by="all", detail=detail)
 
-    def if_match_put_missing() -> Probe:
-        missing = f"{scratch}/missing"
+    def if_match_put_missing(self) -> Probe:
+        missing = f"{self.scratch}/missing"
         try:
-            store.put_if_match(missing, b"x", '"00000000000000000000000000000000"')
+            self.store.put_if_match(missing, b"x", '"00000000000000000000000000000000"')
             ok, detail = False, "an If-Match put created a missing key"
         except PreconditionFailed:
             try:
-                store.head(missing)
+                self.store.head(missing)
                 ok, detail = False, "refused, yet the key now exists"
             except NotFound:
                 ok, detail = True, "refused (404/412), nothing created"
         return Probe(name="if_match_put_missing", title="If-Match put on a missing key",
                      honoured=ok, needed_by="all", detail=detail)
 
-    def conditional_delete() -> Probe:
-        victim = f"{scratch}/delete"
-        created = store.put_if_absent(victim, b"x")
+    def conditional_delete(self) -> Probe:
+        victim = f"{self.scratch}/delete"
+        created = self.store.put_if_absent(victim, b"x")
         try:
-            store.delete_if_match(victim, '"00000000000000000000000000000000"')
+            self.store.delete_if_match(victim, '"00000000000000000000000000000000"')
             ok, detail = False, "a delete with a wrong ETag removed the object"
         except PreconditionFailed:
             try:
-                store.head(victim)
+                self.store.head(victim)
                 ok, detail = True, "wrong ETag refused (412), object kept"
             except NotFound:
                 ok, detail = False, "refused, yet the object is gone"
         if ok:
-            store.delete_if_match(victim, created.etag)
+            self.store.delete_if_match(victim, created.etag)
             try:
-                store.head(victim)
+                self.store.head(victim)
                 ok, detail = False, detail + "; right ETag did not delete"
             except NotFound:
                 detail += "; right ETag deleted"
         return Probe(name="conditional_delete", title="conditional delete (If-Match)",
                      honoured=ok, needed_by="gc", detail=detail)
-
-    return [create_if_absent, if_match_put, if_match_put_missing, conditional_delete]
 
 
 def _local_rows() -> list[Probe]:
@@ -189,53 +197,65 @@ def _code(exc: Exception) -> str:
     return str(response.get("Error", {}).get("Code", type(exc).__name__))
 
 
-def _s3_probes(store: ObjectStore, s3: Any, scratch: str) -> list[ProbeFn]:  # noqa: C901 - nested probes, each small
-    from botocore.exceptions import ClientError
+def _s3_probes(store: ObjectStore, s3: Any, scratch: str) -> list[ProbeFn]:
+    """The probes only raw S3 requests can run (versions, checksums, batch and multipart)."""
+    p = _S3Probes(store, s3, scratch)
+    return [p.versioned_delete, p.checksum_rejection, p.batch_delete_etag, p.multipart_if_none_match,
+            p.multipart_if_match, p.versioning]
 
-    client, bucket = s3.client, s3.bucket
 
-    def versioning_status() -> str:
-        return str(client.get_bucket_versioning(Bucket=bucket).get("Status", "Disabled"))
+class _S3Probes:
+    """The S3-only probes, each a method (its name is the probe's name)."""
 
-    def versioning() -> Probe:
-        status = versioning_status()
+    def __init__(self, store: ObjectStore, s3: Any, scratch: str) -> None:
+        self.store, self.s3, self.scratch = store, s3, scratch
+        self.client, self.bucket = s3.client, s3.bucket
+
+    def _versioning_status(self) -> str:
+        return str(self.client.get_bucket_versioning(Bucket=self.bucket).get("Status", "Disabled"))
+
+    def versioning(self) -> Probe:
+        status = self._versioning_status()
         return Probe(name="versioning", title="versioning", honoured=status == "Enabled",
                      needed_by="info", detail=f"bucket versioning: {status}")
 
-    def versioned_delete() -> Probe:
-        if versioning_status() != "Enabled":
+    def versioned_delete(self) -> Probe:
+        if self._versioning_status() != "Enabled":
             return Probe(name="versioned_delete", title="delete by version id", honoured=False,
                          needed_by="gc", detail="not probed: the bucket is not versioned")
-        key = f"{scratch}/versions"
-        first = store.put_if_absent(key, b"v1")
-        second = store.put_if_match(key, b"v2", first.etag)
+        key = f"{self.scratch}/versions"
+        first = self.store.put_if_absent(key, b"v1")
+        second = self.store.put_if_match(key, b"v2", first.etag)
         if not (first.version_id and second.version_id):
             return Probe(name="versioned_delete", title="delete by version id", honoured=False,
                          needed_by="gc", detail="writes returned no version ids")
-        store.delete_version(key, second.version_id)
-        ok = store.get(key) == b"v1"
+        self.store.delete_version(key, second.version_id)
+        ok = self.store.get(key) == b"v1"
         return Probe(name="versioned_delete", title="delete by version id", honoured=ok,
                      needed_by="gc", detail="exactly one version removed" if ok
                      else "deleting one version did not restore the previous one")
 
-    def checksum_rejection() -> Probe:
-        key = s3.full_key(f"{scratch}/badsum")
+    def checksum_rejection(self) -> Probe:
+        from botocore.exceptions import ClientError
+
+        key = self.s3.full_key(f"{self.scratch}/badsum")
         wrong = b64_sha256(b"not the body")
         try:
-            client.put_object(Bucket=bucket, Key=key, Body=b"the body", ChecksumSHA256=wrong)
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=b"the body",
+                                   ChecksumSHA256=wrong)
             ok, detail = False, "a PUT with a wrong ChecksumSHA256 was stored (not verified)"
         except ClientError as exc:
             ok, detail = True, f"wrong ChecksumSHA256 refused ({_code(exc)})"
         return Probe(name="checksum_rejection", title="SHA-256 checksum rejection", honoured=ok,
                      needed_by="integrity", detail=detail)
 
-    def batch_delete_etag() -> Probe:
-        key = f"{scratch}/batch"
-        store.put_if_absent(key, b"x")
-        answer = client.delete_objects(Bucket=bucket, Delete={"Objects": [
-            {"Key": s3.full_key(key), "ETag": '"00000000000000000000000000000000"'}]})
+    def batch_delete_etag(self) -> Probe:
+        key = f"{self.scratch}/batch"
+        self.store.put_if_absent(key, b"x")
+        answer = self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": [
+            {"Key": self.s3.full_key(key), "ETag": '"00000000000000000000000000000000"'}]})
         try:
-            store.head(key)
+            self.store.head(key)
             kept = True
         except NotFound:
             kept = False
@@ -246,11 +266,11 @@ def _s3_probes(store: ObjectStore, s3: Any, scratch: str) -> list[ProbeFn]:  # n
         # Positive control: the right ETag must delete, or the batch path is unusable.
         deleted_with_right_etag = False
         if refused:
-            right = store.head(key).etag
-            client.delete_objects(Bucket=bucket, Delete={"Objects": [
-                {"Key": s3.full_key(key), "ETag": right}]})
+            right = self.store.head(key).etag
+            self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": [
+                {"Key": self.s3.full_key(key), "ETag": right}]})
             try:
-                store.head(key)
+                self.store.head(key)
             except NotFound:
                 deleted_with_right_etag = True
         ok = refused and deleted_with_right_etag
@@ -265,8 +285,10 @@ def _s3_probes(store: ObjectStore, s3: Any, scratch: str) -> list[ProbeFn]:  # n
         return Probe(name="batch_delete_etag", title="batch DeleteObjects with per-object ETag",
                      honoured=ok, needed_by="info", detail=detail)
 
-    def multipart(name: str, title: str, condition: dict[str, str], key: str) -> Probe:
-        full = s3.full_key(key)
+    def _multipart(self, name: str, title: str, condition: dict[str, str], key: str) -> Probe:
+        from botocore.exceptions import ClientError
+
+        client, bucket, full = self.client, self.bucket, self.s3.full_key(key)
         upload = client.create_multipart_upload(Bucket=bucket, Key=full, ChecksumAlgorithm="SHA256")
         upload_id = upload["UploadId"]
         body = b"multipart probe"
@@ -286,20 +308,17 @@ def _s3_probes(store: ObjectStore, s3: Any, scratch: str) -> list[ProbeFn]:  # n
                 client.abort_multipart_upload(Bucket=bucket, Key=full, UploadId=upload_id)
         return Probe(name=name, title=title, honoured=ok, needed_by="large", detail=detail)
 
-    def multipart_if_none_match() -> Probe:
-        key = f"{scratch}/mp-create"
-        store.put_if_absent(key, b"existing")
-        return multipart("multipart_if_none_match", "If-None-Match on multipart completion",
-                         {"IfNoneMatch": "*"}, key)
+    def multipart_if_none_match(self) -> Probe:
+        key = f"{self.scratch}/mp-create"
+        self.store.put_if_absent(key, b"existing")
+        return self._multipart("multipart_if_none_match", "If-None-Match on multipart completion",
+                               {"IfNoneMatch": "*"}, key)
 
-    def multipart_if_match() -> Probe:
-        key = f"{scratch}/mp-replace"
-        store.put_if_absent(key, b"existing")
-        return multipart("multipart_if_match", "If-Match on multipart completion",
-                         {"IfMatch": '"00000000000000000000000000000000"'}, key)
-
-    return [versioned_delete, checksum_rejection, batch_delete_etag, multipart_if_none_match,
-            multipart_if_match, versioning]
+    def multipart_if_match(self) -> Probe:
+        key = f"{self.scratch}/mp-replace"
+        self.store.put_if_absent(key, b"existing")
+        return self._multipart("multipart_if_match", "If-Match on multipart completion",
+                               {"IfMatch": '"00000000000000000000000000000000"'}, key)
 
 
 def cleanup(store: ObjectStore, s3: Any, scratch: str) -> None:

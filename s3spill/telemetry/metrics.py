@@ -10,7 +10,7 @@ from typing import Any
 
 from s3spill.log import get_logger
 
-__all__ = ["observe_event", "prometheus_exposition", "serve_metrics_from_env", "tool_span"]
+__all__ = ["observe_event", "observe_fleet", "prometheus_exposition", "serve_metrics_from_env", "tool_span"]
 
 log = get_logger("s3spill.telemetry")
 _lock = threading.Lock()
@@ -35,6 +35,15 @@ def _prometheus() -> dict[str, Any]:
                 "output": Counter("s3spill_tool_output_bytes", "Bytes of tool outputs seen", ["tool"]),
                 "stored": Counter("s3spill_stored_bytes", "Compressed bytes stored", ["tool"]),
                 "shown": Counter("s3spill_shown_bytes", "Bytes shown to the model", ["op", "tool"]),
+                # The fleet controls (s3spill.fleet): what a quota refused, what a cap cut, what
+                # GC gave back to the quota counters.
+                "quota_refused": Counter("s3spill_quota_refusals", "Spills not stored: a quota was "
+                                         "reached", ["scope"]),
+                "capped": Counter("s3spill_capped_outputs", "Outputs stored truncated at the cap", ["tool"]),
+                "capped_bytes": Counter("s3spill_capped_omitted_bytes", "Bytes a cap left out of the store",
+                                        ["tool"]),
+                "credited": Counter("s3spill_quota_credited_bytes", "Bytes GC gave back to quota counters",
+                                    ["scope"]),
             }
         return _prom
 
@@ -68,19 +77,30 @@ def reset_for_tests() -> None:
         _otel = None
 
 
+_children: dict[tuple[str, ...], Any] = {}
+
+
+def _child(metric: str, *labels: str) -> Any:
+    """A labelled counter, looked up once (``labels()`` costs more than the increment)."""
+    key = (metric, *labels)
+    found = _children.get(key)
+    if found is None:
+        found = _children[key] = _prometheus()[metric].labels(*labels)
+    return found
+
+
 def observe_event(op: str, tool: str, raw_bytes: int, shown_bytes: int, spilled: bool,
                   stored_bytes: int | None) -> None:
     """Count one tool call in every installed client; never raises."""
     try:
-        prom = _prometheus()
-        if prom:
-            prom["calls"].labels(op, tool).inc()
-            prom["shown"].labels(op, tool).inc(shown_bytes)
+        if _prometheus():
+            _child("calls", op, tool).inc()
+            _child("shown", op, tool).inc(shown_bytes)
             if op == "spill":
-                prom["output"].labels(tool).inc(raw_bytes)
+                _child("output", tool).inc(raw_bytes)
                 if spilled:
-                    prom["spilled"].labels(tool).inc()
-                    prom["stored"].labels(tool).inc(stored_bytes or 0)
+                    _child("spilled", tool).inc()
+                    _child("stored", tool).inc(stored_bytes or 0)
         otel = _opentelemetry()
         if otel:
             attrs = {"gen_ai.tool.name": tool, "s3spill.operation": op, "s3spill.spilled": spilled}
@@ -89,6 +109,17 @@ def observe_event(op: str, tool: str, raw_bytes: int, shown_bytes: int, spilled:
             if op == "spill":
                 otel["output"].record(raw_bytes, attrs)
     except Exception as exc:  # noqa: BLE001 - metrics never fail a tool call
+        log.warning("telemetry.failed", error=type(exc).__name__)
+
+
+def observe_fleet(event: str, label: str, amount: int = 1) -> None:
+    """Count one fleet-control event (``quota_refused``, ``capped``, ``capped_bytes``,
+    ``credited``) by its label (scope or tool), beside its log event; never raises."""
+    try:
+        prom = _prometheus()
+        if prom and event in prom:
+            prom[event].labels(label).inc(amount)
+    except Exception as exc:  # noqa: BLE001 - metrics never fail a spill or a GC run
         log.warning("telemetry.failed", error=type(exc).__name__)
 
 

@@ -80,8 +80,10 @@ def _filesystem(store: ObjectStore, sizes: dict[str, int]) -> Any:
 
         def _open(self, path: str, mode: str = "rb", block_size: int | None = None, **kwargs: Any) -> Any:
             key = self._strip_protocol(path)
-            return StoreFile(self, key, mode, block_size=block_size or 4 * 1024 * 1024,
-                             size=self.info(key)["size"], cache_type="readahead")
+            # No read-ahead: DuckDB asks for exactly the column chunks a query needs, and a
+            # buffer would pull in the shown text it skips.
+            return StoreFile(self, key, mode, block_size=block_size or 256 * 1024,
+                             size=self.info(key)["size"], cache_type="none")
 
     return StoreFileSystem()
 
@@ -89,8 +91,9 @@ def _filesystem(store: ObjectStore, sizes: dict[str, int]) -> Any:
 def connect(store: ObjectStore, objects: Iterable[UsageObject]) -> tuple[Any, list[UsageObject]]:
     """A DuckDB connection with the store registered and a view ``events`` over ``objects``.
 
-    Events are deduplicated by id: a day file and a part it replaced may both exist for a
-    moment (compaction writes before it deletes), and nothing may be counted twice.
+    Events are deduplicated by id where they can repeat: a day file and a part it replaced
+    may both exist for a moment (compaction writes before it deletes), and nothing may be
+    counted twice.
     """
     duckdb, _ = _imports()
     chosen = list(objects)
@@ -107,6 +110,7 @@ def _paths(objects: Sequence[UsageObject]) -> str:
 def events_view(objects: Sequence[UsageObject]) -> str:
     """The SQL of the ``events`` view (keys are validated: no quote can occur in them)."""
     cols = ", ".join(COLUMNS)
+    empty = "SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {k}" for k, t in COLUMNS.items()) + " WHERE false"
     parts = [o for o in objects if not o.compacted]
     days = [o for o in objects if o.compacted]
     selects = []
@@ -115,11 +119,25 @@ def events_view(objects: Sequence[UsageObject]) -> str:
         selects.append(f"SELECT {cols} FROM read_json({_paths(parts)}, "  # noqa: S608 - validated keys
                        f"format='newline_delimited', columns={spec})")
     if days:
-        selects.append(f"SELECT {cols} FROM read_parquet({_paths(days)}, "  # noqa: S608 - validated keys
-                       "union_by_name=true)")
-    if not selects:
-        casts = ", ".join(f"CAST(NULL AS {t}) AS {k}" for k, t in COLUMNS.items())
-        selects.append(f"SELECT {casts} WHERE false")
-    body = " UNION ALL ".join(selects)
+        # BY NAME against the typed empty row: a day file written before a column existed
+        # reads it as NULL (the schema only grows).
+        selects.append(f"SELECT {cols} FROM ({empty} UNION ALL BY NAME "  # noqa: S608 - validated keys
+                       f"SELECT * FROM read_parquet({_paths(days)}, union_by_name=true))")
+    body = " UNION ALL ".join(selects or [empty])
+    if not _may_overlap(objects):  # every event is in exactly one object: no window to pay for
+        return f"CREATE VIEW events AS {body}"
     return (f"CREATE VIEW events AS SELECT * FROM ({body}) "  # noqa: S608 - built above
             "QUALIFY row_number() OVER (PARTITION BY id ORDER BY id) = 1")
+
+
+def _may_overlap(objects: Sequence[UsageObject]) -> bool:
+    """Whether an event may be in two objects: only a day file beside another object of its day.
+
+    A recorder writes each event once (a write whose outcome stays unknown is counted lost,
+    never retried), so only compaction — which writes the day file before it deletes its
+    sources — can leave the same event twice.
+    """
+    days: dict[tuple[str, str], list[UsageObject]] = {}
+    for o in objects:
+        days.setdefault((o.session_hash, o.day), []).append(o)
+    return any(len(group) > 1 and any(o.compacted for o in group) for group in days.values())

@@ -97,7 +97,7 @@ class UsageRecorder:
             if not self._queue:
                 self._oldest = time.monotonic()
             self._queue.append(event)
-            full = len(self._queue) >= self.max_events
+            full = len(self._queue) == self.max_events
             start = self.batch and self._thread is None
             if start:
                 self._thread = threading.Thread(target=self._run, name="s3spill-usage", daemon=True)

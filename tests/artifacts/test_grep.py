@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3spill.artifacts.search import Grep, Pattern, compile_pattern
+from s3spill.artifacts.grep.engine import Grep
+from s3spill.artifacts.grep.pattern import Pattern, compile_pattern
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.errors import InvalidRequest

@@ -59,6 +59,7 @@ def test_spill_takes_a_file_or_dash_and_marks_the_session_active(tmp_path: Path)
 def test_settings_come_from_the_environment_and_are_checked_like_flags(tmp_path: Path) -> None:
     """S3SPILL_ORPHAN_TTL=P2D is accepted; S3SPILL_MAX_DELETIONS=-5 is the flag's usage error."""
     env = {"S3SPILL_STORE": f"file://{tmp_path}/s"}
+    (tmp_path / "s").mkdir()  # gc only reads a store: it never creates one
     plan = tmp_path / "p.jsonl"
     ok = cli("gc", "plan", "--all", "--out", str(plan), env={**env, "S3SPILL_ORPHAN_TTL": "P2D"})
     assert ok.returncode == 0, ok.stderr

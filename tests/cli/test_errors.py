@@ -93,6 +93,7 @@ def test_store_url_naming_a_regular_file(tmp_path: Path, capsys: pytest.CaptureF
 def test_broken_pipe_is_a_quiet_exit(tmp_path: Path) -> None:
     """`journal show | head -0`: no traceback, nothing on stderr, exit 141 (128 + SIGPIPE)."""
     env = child_env({"S3SPILL_STORE": (tmp_path / "store").as_uri(), "S3SPILL_SESSION": "s"})
+    (tmp_path / "store").mkdir()  # a read never creates a store
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the first byte, as with `| head -0`
     try:
@@ -155,6 +156,7 @@ def test_an_unexpected_exception_is_internal_not_a_traceback(
         raise TypeError("boom")
 
     monkeypatch.setattr("s3spill.leases.journal.LeaseJournal.view", boom)
+    (tmp_path / "s").mkdir()  # a read never creates a store
     argv = ["--store", (tmp_path / "s").as_uri(), "--session", "s", "journal", "show"]
     code, _, err = _cli(argv, capsys)
     assert code == ExitCode.INTERNAL and LINE.match(err) and "--debug" in err

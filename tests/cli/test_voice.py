@@ -60,3 +60,11 @@ def test_run_speaks_with_the_same_prefix(cli: CliCall, local: object) -> None:
     code, _, err = cli("run", "--", "no-such-command-s3spill")
     assert code == 127 and err == ("s3spill: run: command not found: no-such-command-s3spill "
                                    "(check its name and $PATH)\n")
+
+
+def test_a_bad_flag_read_through_the_policy_hints_the_flag(cli: CliCall, local: object) -> None:
+    """`--segment-bytes -5` names its flag and says to change it, not to fix a policy file
+    nobody wrote."""
+    code, _, err = cli("run", "--background", "--segment-bytes", "-5", "--", "true")
+    assert code == 2 and err.startswith("s3spill: PolicyError: --segment-bytes: "), err
+    assert err.endswith("(change the flag or variable named above)\n") and "config check" not in err

@@ -253,24 +253,31 @@ def put(key: str, *, root: str = "", creation: bool = True, **headers: str) -> R
     return Request("s3:PutObject", obj(key, root), context)
 
 
-def bucket_policy_violations(module: Module, root: str = "") -> list[str]:  # noqa: C901 - one flat rule list per resource
+def bucket_policy_violations(module: Module, root: str = "") -> list[str]:
     """Each sentence names a platform guarantee the bucket policy fails to enforce."""
     sts = statements(module, "bucket", root)
-    out: list[str] = []
     if not sts:
         return ["no bucket policy document (data.aws_iam_policy_document.bucket)"]
-    for st in sts:
-        if st.effect == "Deny" and st.principals != (("*", ("*",)),):
-            out.append(f"deny statement {st.sid} does not apply to every principal")
+    out = [f"deny statement {st.sid} does not apply to every principal" for st in sts
+           if st.effect == "Deny" and st.principals != (("*", ("*",)),)]
+    return [*out, *_transport(sts, root), *_create_once(sts, root), *_owner_slots(sts, root),
+            *_manifests(sts, root), *_deletes(sts, root)]
 
-    # Transport.
+
+def _transport(sts: list[Statement], root: str) -> list[str]:
+    """Plain HTTP is denied, on objects and on the bucket."""
+    out: list[str] = []
     plain = Request("s3:GetObject", obj(LAYOUT_KEYS["artifact"], root), {"aws:SecureTransport": "false"})
     if not denied_by(sts, plain):
         out.append("a request over plain HTTP (aws:SecureTransport=false) is not denied")
     if not denied_by(sts, Request("s3:ListBucket", BUCKET_ARN, {"aws:SecureTransport": "false"})):
         out.append("a bucket-level request over plain HTTP is not denied")
+    return out
 
-    # Create-once classes: only If-None-Match may create; multipart parts stay allowed.
+
+def _create_once(sts: list[Statement], root: str) -> list[str]:
+    """Create-once classes: only If-None-Match may create; multipart parts stay allowed."""
+    out: list[str] = []
     for kind in CREATE_ONCE:
         key = LAYOUT_KEYS[kind]
         if not denied_by(sts, put(key, root=root)):
@@ -281,24 +288,36 @@ def bucket_policy_violations(module: Module, root: str = "") -> list[str]:  # no
             out.append(f"PutObject of a {kind} key with If-None-Match is denied")
         if denied_by(sts, put(key, root=root, creation=False)):
             out.append(f"UploadPart for a {kind} key (ObjectCreationOperation=false) is denied")
+    return out
 
-    # Owner slots: create with If-None-Match, remove by If-Match replace; nothing blind.
+
+def _owner_slots(sts: list[Statement], root: str) -> list[str]:
+    """Owner slots: create with If-None-Match, remove by If-Match replace; nothing blind."""
+    out: list[str] = []
     owner = LAYOUT_KEYS["owner"]
     if not denied_by(sts, put(owner, root=root)):
         out.append("PutObject of an owner slot without If-None-Match or If-Match is not denied")
     for headers in (IF_NONE_MATCH, IF_MATCH):
         if denied_by(sts, put(owner, root=root, **headers)):
             out.append(f"PutObject of an owner slot with {sorted(headers)} is denied")
+    return out
 
-    # Manifests: compare-and-swap only.
+
+def _manifests(sts: list[Statement], root: str) -> list[str]:
+    """Manifests: compare-and-swap only."""
+    out: list[str] = []
     manifest = LAYOUT_KEYS["manifest"]
     if not denied_by(sts, put(manifest, root=root)):
         out.append("PutObject of a manifest without If-Match/If-None-Match is not denied")
     for headers in (IF_NONE_MATCH, IF_MATCH):
         if denied_by(sts, put(manifest, root=root, **headers)):
             out.append(f"PutObject of a manifest with {sorted(headers)} is denied")
+    return out
 
-    # Deletes: If-Match, or the separate version-pinned action.
+
+def _deletes(sts: list[Statement], root: str) -> list[str]:
+    """Deletes: If-Match, or the separate version-pinned action."""
+    out: list[str] = []
     for kind, key in LAYOUT_KEYS.items():
         if not denied_by(sts, Request("s3:DeleteObject", obj(key, root), dict(TLS))):
             out.append(f"DeleteObject of a {kind} key without If-Match is not denied")
@@ -309,14 +328,19 @@ def bucket_policy_violations(module: Module, root: str = "") -> list[str]:  # no
     return out
 
 
-def role_violations(module: Module, root: str = "") -> list[str]:  # noqa: C901 - one flat rule list per resource
+def role_violations(module: Module, root: str = "") -> list[str]:
     """Each sentence names a broken guarantee of the agent or GC role."""
-    out: list[str] = []
     agent = statements(module, "agent", root)
     gc = statements(module, "gc", root)
     if not agent or not gc:
         return ["agent or gc policy document missing"]
+    return [*_agent_role(agent, root), *_gc_role(gc, root), *_scratch_and_outside(agent, gc, root),
+            *_inline_policies(module), *_trust(module, root)]
 
+
+def _agent_role(agent: list[Statement], root: str) -> list[str]:
+    """The agent reads and writes every layout key and deletes none, nor changes the bucket."""
+    out: list[str] = []
     for st in agent:
         if st.effect != "Allow":
             continue
@@ -331,7 +355,12 @@ def role_violations(module: Module, root: str = "") -> list[str]:  # noqa: C901 
             out.append(f"agent role cannot read a {kind} key")
         if not identity_allows(agent, Request("s3:PutObject", obj(key, root))):
             out.append(f"agent role cannot write a {kind} key")
+    return out
 
+
+def _gc_role(gc: list[Statement], root: str) -> list[str]:
+    """GC reads and deletes every layout key, lists the bucket, and writes only manifests."""
+    out: list[str] = []
     for kind, key in LAYOUT_KEYS.items():
         for action in ("s3:DeleteObject", "s3:DeleteObjectVersion", "s3:GetObject"):
             if not identity_allows(gc, Request(action, obj(key, root))):
@@ -349,7 +378,12 @@ def role_violations(module: Module, root: str = "") -> list[str]:  # noqa: C901 
     ):
         if not identity_allows(gc, Request(action, BUCKET_ARN)):
             out.append(f"gc role cannot {action}")
+    return out
 
+
+def _scratch_and_outside(agent: list[Statement], gc: list[Statement], root: str) -> list[str]:
+    """The doctor's scratch prefix is GC's alone, and neither role writes outside the layout."""
+    out: list[str] = []
     # `s3spill doctor` (run by GC to pick its delete method) writes, reads and removes
     # scratch objects under s3spill.store.probes.SCRATCH; the bucket policy must let it clean up.
     probe = obj(f"{SCRATCH}/0123456789abcdef/object", root)
@@ -364,8 +398,12 @@ def role_violations(module: Module, root: str = "") -> list[str]:  # noqa: C901 
             sts, Request("s3:PutObject", outside)
         ):
             out.append(f"{name} role may write or delete outside the s3spill layout")
+    return out
 
-    # Each role's inline policy is exactly its document, and nothing else is attached.
+
+def _inline_policies(module: Module) -> list[str]:
+    """Each role's inline policy is exactly its document, and nothing else is attached."""
+    out: list[str] = []
     inline = blocks(module, "resource", "aws_iam_role_policy")
     for name in ("agent", "gc"):
         pol = inline.get(name, {})
@@ -378,8 +416,12 @@ def role_violations(module: Module, root: str = "") -> list[str]:  # noqa: C901 
         module, "resource", "aws_iam_policy_attachment"
     ):
         out.append("a managed policy is attached to a role: its permissions escape these checks")
+    return out
 
-    # Trust: IRSA web identity from the OIDC provider, pinned to service accounts and audience.
+
+def _trust(module: Module, root: str) -> list[str]:
+    """Trust: IRSA web identity from the OIDC provider, pinned to service accounts and audience."""
+    out: list[str] = []
     roles = blocks(module, "resource", "aws_iam_role")
     for name in ("agent", "gc"):
         trust_doc = f"{name}_assume"
@@ -403,26 +445,34 @@ def role_violations(module: Module, root: str = "") -> list[str]:  # noqa: C901 
     return out
 
 
-def bucket_violations(module: Module) -> list[str]:  # noqa: C901 - one flat rule list per resource
+def bucket_violations(module: Module) -> list[str]:
     """Bucket settings: versioning, SSE-KMS with bucket key, public access, ownership, lifecycle."""
     out: list[str] = []
-
-    def one(type_: str) -> dict[str, Any]:
-        found = blocks(module, "resource", type_)
-        if "this" not in found:
-            out.append(f"resource {type_}.this is missing")
-            return {}
-        if found["this"].get("bucket") != "${aws_s3_bucket.this.id}":
-            out.append(f"{type_}.this does not apply to the s3spill bucket")
-        return found["this"]
-
     bucket = blocks(module, "resource", "aws_s3_bucket").get("this", {})
     if bucket.get("force_destroy") is not False:
         out.append("bucket force_destroy is not explicitly false")
-    versioning = one("aws_s3_bucket_versioning")
+    _versioning_and_encryption(module, out)
+    _access(module, out)
+    _lifecycle(module, out)
+    return out
+
+
+def _bucket_resource(module: Module, type_: str, out: list[str]) -> dict[str, Any]:
+    """The ``type_.this`` resource of the s3spill bucket (``{}`` and a sentence when it is not)."""
+    found = blocks(module, "resource", type_)
+    if "this" not in found:
+        out.append(f"resource {type_}.this is missing")
+        return {}
+    if found["this"].get("bucket") != "${aws_s3_bucket.this.id}":
+        out.append(f"{type_}.this does not apply to the s3spill bucket")
+    return found["this"]
+
+
+def _versioning_and_encryption(module: Module, out: list[str]) -> None:
+    versioning = _bucket_resource(module, "aws_s3_bucket_versioning", out)
     if versioning and versioning["versioning_configuration"][0].get("status") != "Enabled":
         out.append("bucket versioning is not Enabled")
-    sse = one("aws_s3_bucket_server_side_encryption_configuration")
+    sse = _bucket_resource(module, "aws_s3_bucket_server_side_encryption_configuration", out)
     if sse:
         rule = sse["rule"][0]
         default = rule["apply_server_side_encryption_by_default"][0]
@@ -430,7 +480,11 @@ def bucket_violations(module: Module) -> list[str]:  # noqa: C901 - one flat rul
             out.append("default encryption is not SSE-KMS with a key")
         if rule.get("bucket_key_enabled") is not True:
             out.append("S3 bucket key is not enabled")
-    pab = one("aws_s3_bucket_public_access_block")
+
+
+def _access(module: Module, out: list[str]) -> None:
+    """No public access, no ACLs, and the bucket policy is the checked document."""
+    pab = _bucket_resource(module, "aws_s3_bucket_public_access_block", out)
     for flag in (
         "block_public_acls",
         "block_public_policy",
@@ -439,13 +493,17 @@ def bucket_violations(module: Module) -> list[str]:  # noqa: C901 - one flat rul
     ):
         if pab and pab.get(flag) is not True:
             out.append(f"public access block {flag} is not true")
-    own = one("aws_s3_bucket_ownership_controls")
+    own = _bucket_resource(module, "aws_s3_bucket_ownership_controls", out)
     if own and own["rule"][0].get("object_ownership") != "BucketOwnerEnforced":
         out.append("object ownership is not BucketOwnerEnforced (ACLs stay enabled)")
-    policy = one("aws_s3_bucket_policy")
+    policy = _bucket_resource(module, "aws_s3_bucket_policy", out)
     if policy and policy.get("policy") != "${data.aws_iam_policy_document.bucket.json}":
         out.append("the bucket policy is not data.aws_iam_policy_document.bucket")
-    lifecycle = one("aws_s3_bucket_lifecycle_configuration")
+
+
+def _lifecycle(module: Module, out: list[str]) -> None:
+    """Incomplete uploads are aborted (after a day by default); old versions expire after the undo window."""
+    lifecycle = _bucket_resource(module, "aws_s3_bucket_lifecycle_configuration", out)
     rules = lifecycle.get("rule", []) if lifecycle else []
     enabled = [r for r in rules if r.get("status") == "Enabled"]
     if not any(r.get("abort_incomplete_multipart_upload") for r in enabled):
@@ -458,7 +516,6 @@ def bucket_violations(module: Module) -> list[str]:  # noqa: C901 - one flat rul
     abort_days = named(module, "variable").get("abort_incomplete_multipart_days", {}).get("default")
     if abort_days != 1:
         out.append("incomplete multipart uploads are not aborted after one day by default")
-    return out
 
 
 def cronjob_violations(module: Module) -> list[str]:

@@ -98,52 +98,84 @@ def tenant_guards(module: dict[str, Any], tenant: str, root: str = "") -> list[S
     return _statements(raw, module, tenant, root)
 
 
-def tenant_violations(module: dict[str, Any], root: str = "") -> list[str]:  # noqa: C901 - flat rule list
+def tenant_violations(module: dict[str, Any], root: str = "") -> list[str]:
     """One sentence per broken tenant guarantee, for tenants acme and globex."""
     out = []
     for tenant, other in (("acme", "globex"), ("globex", "acme")):
         role, guards = tenant_role(module, tenant, root), tenant_guards(module, tenant, root)
-        own = {k: f"{BUCKET_ARN}/{root}tenants/{tenant}/{v}" for k, v in TENANT_KEYS.items()}
-        theirs = {k: f"{BUCKET_ARN}/{root}tenants/{other}/{v}" for k, v in TENANT_KEYS.items()}
-        shared = {k: f"{BUCKET_ARN}/{root}{v}" for k, v in TENANT_KEYS.items()}
-        for kind, arn in own.items():
+        out += _reach(role, tenant, other, root)
+        out += _listing(role, tenant, other, root)
+        out += _tenant_key(role, module, tenant, other, root)
+        out += _guarded_writes_and_reads(guards, tenant, other, root)
+    return out
+
+
+def _tenant_arns(tenant: str, root: str) -> dict[str, str]:
+    return {k: f"{BUCKET_ARN}/{root}tenants/{tenant}/{v}" for k, v in TENANT_KEYS.items()}
+
+
+def _reach(role: list[Statement], tenant: str, other: str, root: str) -> list[str]:
+    """The role reads and writes its own keys (deletes none), and nobody else's."""
+    out = []
+    for kind, arn in _tenant_arns(tenant, root).items():
+        for action in ("s3:GetObject", "s3:PutObject"):
+            if not _allowed(role, Request(action, arn, dict(TLS))):
+                out.append(f"{tenant} role cannot {action} its own {kind}")
+        if _allowed(role, Request("s3:DeleteObject", arn, dict(TLS))):
+            out.append(f"{tenant} role may delete its {kind}")
+    shared = {k: f"{BUCKET_ARN}/{root}{v}" for k, v in TENANT_KEYS.items()}
+    for where, arns in (("another tenant's", _tenant_arns(other, root)), ("the shared root's", shared)):
+        for kind, arn in arns.items():
             for action in ("s3:GetObject", "s3:PutObject"):
-                if not _allowed(role, Request(action, arn, dict(TLS))):
-                    out.append(f"{tenant} role cannot {action} its own {kind}")
-            if _allowed(role, Request("s3:DeleteObject", arn, dict(TLS))):
-                out.append(f"{tenant} role may delete its {kind}")
-        for where, arns in (("another tenant's", theirs), ("the shared root's", shared)):
-            for kind, arn in arns.items():
-                for action in ("s3:GetObject", "s3:PutObject"):
-                    if _allowed(role, Request(action, arn, dict(TLS))):
-                        out.append(f"{tenant} role may {action} {where} {kind}")
-        listing = Request("s3:ListBucket", BUCKET_ARN, {"s3:prefix": f"{root}tenants/{other}/v1/sessions/"})
-        if _allowed(role, listing):
-            out.append(f"{tenant} role may list another tenant's prefix")
-        if not _allowed(role, Request("s3:ListBucket", BUCKET_ARN,
-                                      {"s3:prefix": f"{root}tenants/{tenant}/v1/sessions/"})):
-            out.append(f"{tenant} role cannot list its own prefix")
-        via = {"kms:ViaService": resolve("${local.s3_via_service}", module, root)}
-        if not _allowed(role, Request("kms:Decrypt", TENANT_KMS[tenant], via)):
-            out.append(f"{tenant} role cannot use its key")
-        for key in (TENANT_KMS[other], KMS_ARN):
-            if _allowed(role, Request("kms:Decrypt", key, via)):
-                out.append(f"{tenant} role may decrypt with a key not its own")
-        art = own["artifact"]
-        kms_header = "s3:x-amz-server-side-encryption-aws-kms-key-id"
-        for label, headers in (("without a key", {}),
-                               ("with another tenant's key", {kms_header: TENANT_KMS[other]}),
-                               ("with the bucket key", {kms_header: KMS_ARN})):
-            if not denied_by(guards, Request("s3:PutObject", art, {**TLS, **headers})):
-                out.append(f"the bucket policy lets a write under {tenant}'s root through {label}")
-        if denied_by(guards, Request("s3:PutObject", art, {**TLS, kms_header: TENANT_KMS[tenant]})):
-            out.append(f"the bucket policy refuses {tenant}'s own key")
-        principals = ((ROLE.format(tenant), False), (GC_ROLE, False), (ROLE.format(other), True))
-        for principal, should in principals:
-            denied = bool(denied_by(guards, Request("s3:GetObject", art, {"aws:PrincipalArn": principal})))
-            if denied != should:
-                verdict = "not denied" if should else "denied"
-                out.append(f"a read of {tenant}'s artifact by {principal} is {verdict}")
+                if _allowed(role, Request(action, arn, dict(TLS))):
+                    out.append(f"{tenant} role may {action} {where} {kind}")
+    return out
+
+
+def _listing(role: list[Statement], tenant: str, other: str, root: str) -> list[str]:
+    """The role lists its own prefix, not another tenant's."""
+    out = []
+    listing = Request("s3:ListBucket", BUCKET_ARN, {"s3:prefix": f"{root}tenants/{other}/v1/sessions/"})
+    if _allowed(role, listing):
+        out.append(f"{tenant} role may list another tenant's prefix")
+    if not _allowed(role, Request("s3:ListBucket", BUCKET_ARN,
+                                  {"s3:prefix": f"{root}tenants/{tenant}/v1/sessions/"})):
+        out.append(f"{tenant} role cannot list its own prefix")
+    return out
+
+
+def _tenant_key(role: list[Statement], module: dict[str, Any], tenant: str, other: str,
+                root: str) -> list[str]:
+    """The role decrypts with its own KMS key through S3, and with no other."""
+    out = []
+    via = {"kms:ViaService": resolve("${local.s3_via_service}", module, root)}
+    if not _allowed(role, Request("kms:Decrypt", TENANT_KMS[tenant], via)):
+        out.append(f"{tenant} role cannot use its key")
+    for key in (TENANT_KMS[other], KMS_ARN):
+        if _allowed(role, Request("kms:Decrypt", key, via)):
+            out.append(f"{tenant} role may decrypt with a key not its own")
+    return out
+
+
+def _guarded_writes_and_reads(guards: list[Statement], tenant: str, other: str, root: str) -> list[str]:
+    """The bucket policy admits a write under the tenant's root only with its key, and a
+    read there by anyone but another tenant's role."""
+    out = []
+    art = _tenant_arns(tenant, root)["artifact"]
+    kms_header = "s3:x-amz-server-side-encryption-aws-kms-key-id"
+    for label, headers in (("without a key", {}),
+                           ("with another tenant's key", {kms_header: TENANT_KMS[other]}),
+                           ("with the bucket key", {kms_header: KMS_ARN})):
+        if not denied_by(guards, Request("s3:PutObject", art, {**TLS, **headers})):
+            out.append(f"the bucket policy lets a write under {tenant}'s root through {label}")
+    if denied_by(guards, Request("s3:PutObject", art, {**TLS, kms_header: TENANT_KMS[tenant]})):
+        out.append(f"the bucket policy refuses {tenant}'s own key")
+    principals = ((ROLE.format(tenant), False), (GC_ROLE, False), (ROLE.format(other), True))
+    for principal, should in principals:
+        denied = bool(denied_by(guards, Request("s3:GetObject", art, {"aws:PrincipalArn": principal})))
+        if denied != should:
+            verdict = "not denied" if should else "denied"
+            out.append(f"a read of {tenant}'s artifact by {principal} is {verdict}")
     return out
 
 

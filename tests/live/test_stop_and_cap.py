@@ -75,3 +75,17 @@ def test_a_dead_supervisor_reads_as_lost_within_15_seconds_by_default() -> None:
     config = LiveConfig()
     assert max(config.lost_after, 3 * config.heartbeat_interval) <= 15
     assert LiveConfig(max_bytes=8 * MiB).head_bytes <= 4 * MiB
+
+
+def test_a_background_run_is_masked_at_rest_under_the_policy(tmp_path: Path, cli: Cli) -> None:
+    """secrets = "at_rest" reaches the supervisor: the stored copy holds no planted key."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[spill]\nsecrets = "at_rest"\n')
+    key = "AKIAQYLPMN5HHHFPZAM2"
+    started = start(cli, "sh", "-c", f"echo export AWS_ACCESS_KEY_ID={key}; echo done",
+                    S3SPILL_CONFIG=str(policy))
+    live_id = str(started["source_id"])
+    wait_for(lambda: json.loads(cli("status", live_id, "--json").stdout)["final_source_id"] is not None, 60)
+    stored = cli("read", live_id, "--show-secrets", S3SPILL_CONFIG=str(policy))
+    assert stored.returncode == 0 and "done" in stored.stdout, stored.stderr
+    assert key not in stored.stdout

@@ -12,7 +12,8 @@ Tools: ``echo`` (answers ``echo: <text>``), ``hang`` (never answered), ``die`` (
 of an answer, then the process exits with status 9), ``odd`` (a 550 KB text holding what
 ``kind`` names: ``escape`` the JSON escape ``\udce9``, as a Python server writes a file name
 decoded with surrogateescape; ``other`` the escape ``\ud800``, a lone surrogate that stands
-for no byte; ``raw`` the byte 0xE9 itself, invalid UTF-8 on the wire; ``mixed`` all three).
+for no byte; ``raw`` the byte 0xE9 itself, invalid UTF-8 on the wire; ``mixed`` all three),
+``flood`` (a text of ``bytes`` bytes, written 1 MiB at a time: the upstream never holds it).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ MODES: set[str] = set()
 _out = threading.Lock()
 _seen: set[object] = set()
 _stop = threading.Event()
-TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("echo", "hang", "die", "odd")]
+TOOLS = [{"name": name, "inputSchema": {"type": "object"}}
+         for name in ("echo", "hang", "die", "odd", "flood")]
 #: The bulk of ``odd``'s text: numbered lines, 550 KB.
 BULK = "".join(f"{i:06d} some ordinary text of a listing\n" for i in range(14_000))
 
@@ -73,6 +75,20 @@ def odd(mid: object, kind: str) -> bytes:
         json.dumps(mid).encode(), text)
 
 
+def flood(mid: object, size: int) -> None:
+    """One answer whose text is ``size`` bytes (rounded up to whole MiB chunks of whole lines)."""
+    line = b"%09d a line of the flood, plain ASCII text to be spilled\\n"
+    chunk = b"".join(line % i for i in range(1024 * 1024 // len(line % 0)))
+    with _out:
+        out = sys.stdout.buffer
+        out.write(b'{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "'
+                  % json.dumps(mid).encode())
+        for _ in range(-(-size // len(chunk))):
+            out.write(chunk)
+        out.write(b'"}]}}\n')
+        out.flush()
+
+
 def answer(msg: dict[str, object]) -> None:
     method, mid = msg.get("method"), msg.get("id")
     params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
@@ -99,6 +115,8 @@ def answer(msg: dict[str, object]) -> None:
         if name == "echo":
             write({"jsonrpc": "2.0", "id": mid, "result": {
                 "content": [{"type": "text", "text": f"echo: {arguments.get('text', '')}"}]}})
+        elif name == "flood":
+            flood(mid, int(str(arguments.get("bytes", 0))))
         elif name == "odd":
             write(odd(mid, str(arguments.get("kind"))))
         elif name == "die":
@@ -107,8 +125,11 @@ def answer(msg: dict[str, object]) -> None:
                                         % json.dumps(mid).encode())
                 sys.stdout.buffer.flush()
                 os._exit(9)
-    elif mid is not None and method is not None:
+    elif mid is not None and method == "ping":
         write({"jsonrpc": "2.0", "id": mid, "result": {}})
+    elif mid is not None and method is not None:
+        write({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601,
+                                                      "message": f"Method not found: {method}"}})
 
 
 def main() -> None:

@@ -93,7 +93,7 @@ def test_a_clash_on_the_second_tools_list_page_is_an_error(tmp_path: Path) -> No
     async def run() -> None:
         async with connect(command, tmp_path / "proxy.err") as client:
             first = await client.list_tools()
-            assert [t.name for t in first.tools] == ["echo", "hang", "die", "odd"]
+            assert [t.name for t in first.tools] == ["echo", "hang", "die", "odd", "flood"]
             assert first.next_cursor == "p2"
             with pytest.raises(MCPError, match=r"s3spill_read_artifact.*--tool-prefix"):
                 await client.list_tools(cursor=first.next_cursor)
@@ -112,7 +112,7 @@ def test_the_sdk_client_works_through_a_spraying_upstream(tmp_path: Path) -> Non
     async def run() -> None:
         async with connect(command, tmp_path / "proxy.err") as client:
             names = [t.name for t in (await client.list_tools()).tools]
-            assert names == ["echo", "hang", "die", "odd", *OURS]
+            assert names == ["echo", "hang", "die", "odd", "flood", *OURS]
             for k in range(20):
                 listed = await client.call_tool(LIST, {})
                 assert not listed.is_error and listed.structured_content is not None

@@ -223,8 +223,9 @@ def test_filesystem_image_is_stored_on_its_own_and_errors_pass_through(local_tar
             for (name, args), answer in zip(calls, answers, strict=True):
                 assert _dump(await proxied.call_tool(name, args)) == answer, name
             result = await proxied.call_tool("read_media_file", {"path": str(root / "big.png")})
-            assert not result.is_error and all(block.type == "text" for block in result.content)
-            text = "".join(block.text for block in result.content)
+            assert not result.is_error
+            assert {block.type for block in result.content} == {"text", "resource_link"}
+            text = "".join(block.text for block in result.content if block.type == "text")
             assert "image #1 (image/png, 300x300" in text and "stored as source_id=" in text
             png = b"\x89PNG\r\n\x1a\n"
             image_sid = next(s for s in _all_ids(text) if local_target.artifact(s)[:8] == png)

@@ -36,7 +36,7 @@ def test_a_clashing_upstream_tool_name_is_an_error_not_a_shadow(tmp_path: Path) 
 
 def test_our_tools_go_on_the_last_page_and_the_capability_is_added(tmp_path: Path) -> None:
     """A first page passes unchanged; the last one gets our three tools; a handshake without
-    a tools capability gets one, every other field unchanged."""
+    tools and resources capabilities gets them, every other field unchanged."""
 
     async def run() -> None:
         async with relay(tmp_path) as (client, upstream):
@@ -44,7 +44,7 @@ def test_our_tools_go_on_the_last_page_and_the_capability_is_added(tmp_path: Pat
             init = {"protocolVersion": "2025-06-18", "capabilities": {"prompts": {"listChanged": True}},
                     "serverInfo": {"name": "up", "version": "1"}, "x-extra": [1, 2]}
             await upstream.reply(init)
-            caps = {"prompts": {"listChanged": True}, "tools": {}}
+            caps = {"prompts": {"listChanged": True}, "tools": {}, "resources": {}}
             assert (await client.get())["result"] == {**init, "capabilities": caps}
             await client.put({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
             first = {"tools": _tools("a"), "nextCursor": "p2"}

@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 
+from s3spill.agent.resources import uri_of
 from s3spill.testing import child_env
 from tests.proxy.conftest import SESSION
 from tests.proxy.servers import OURS, connect, proxy_command, read_back, server_command, source_id, ts_client
@@ -84,7 +85,9 @@ def test_python_client_calls_every_memory_tool_and_reads_the_spilled_graph(tmp_p
                     continue
                 pointer = other.structured_content["s3spill"]
                 assert pointer["stored"] is True and pointer["bytes"] > 100_000
-                assert sum(len(block.text) for block in other.content) < 25_000
+                assert sum(len(block.text) for block in other.content if block.type == "text") < 25_000
+                assert [block.uri for block in other.content if block.type == "resource_link"] == [
+                    uri_of(source_id(other.content[0].text)), pointer["uri"]]
                 stored, _ = await read_back(proxied, READ, pointer["source_id"])
                 assert json.loads(stored) == one.structured_content
                 text, _ = await read_back(proxied, READ, source_id(other.content[0].text))

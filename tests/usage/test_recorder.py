@@ -97,3 +97,23 @@ def test_a_write_after_a_purge_seal_is_undone(tmp_path: object) -> None:
     rec.record(_event(1))
     rec.record(_event(2))
     assert list(usage_objects(store)) == [] and rec.dropped == 1
+
+
+def test_a_live_read_is_recorded_with_what_it_showed(tmp_path: object) -> None:
+    """Reading a running command's output by its live: id makes a ``live_read`` event."""
+    import sys
+
+    from s3spill.agent.tools import AgentTools
+    from s3spill.config import LiveConfig
+
+    store = LocalStore(f"{tmp_path}/s")
+    rec = UsageRecorder(store, batch=False)
+    handle = Spiller(store, SESSION, usage=rec).start(
+        [sys.executable, "-c", "print('hello live')"], "bash", config=LiveConfig(segment_interval=0.1))
+    handle.wait(30)
+    tools = AgentTools(store, SESSION, usage=rec)
+    outcome = tools.call(tools.read_name, {"source_id": handle.source_id})
+    assert not outcome.is_error and "hello live" in outcome.text
+    bodies = [store.get(o.key) for o in usage_objects(store)]
+    events = [line for b in bodies for line in b.splitlines()]
+    assert any(b'"op":"live_read"' in e and b"hello live" in e for e in events)

@@ -30,6 +30,7 @@ from mcp.server.lowlevel import Server
 
 from s3spill._version import __version__
 from s3spill.agent.mcp.config import check_bind, rebinding_allowlist
+from s3spill.agent.resources import RESOURCE_NOT_FOUND, TEMPLATE, ArtifactResources
 from s3spill.agent.tools import (
     EXTERNALIZE_DESCRIPTION,
     AgentTools,
@@ -88,9 +89,44 @@ def build_server(tools: AgentTools, externalizer: Externalizer | None = None) ->
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         return tool_result(await run_off_loop(run, params.name, dict(params.arguments or {})))
 
+    resources = ArtifactResources(tools)
     return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
                   get_tool_input_schema=schemas.get, on_list_tools=list_tools,
-                  on_call_tool=call_tool)
+                  on_call_tool=call_tool, **resource_handlers(lambda ctx: resources))
+
+
+#: The artifact resources a request may reach (None: none, its token opens no session).
+ResourcesFor = Callable[[ServerRequestContext[Any, Any]], ArtifactResources | None]
+
+
+def resource_handlers(resources_for: ResourcesFor) -> dict[str, Any]:
+    """The low-level server's resources/list, resources/templates/list and resources/read,
+    each on the artifacts of the session its request is bound to."""
+    from mcp import MCPError
+
+    async def list_resources(ctx: ServerRequestContext[Any, Any],
+                             params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        resources = await anyio.to_thread.run_sync(resources_for, ctx)
+        listed = [] if resources is None else await anyio.to_thread.run_sync(resources.listing)
+        return types.ListResourcesResult.model_validate({"resources": listed})
+
+    async def list_templates(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None,
+                             ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": [TEMPLATE]})
+
+    async def read_resource(ctx: ServerRequestContext[Any, Any],
+                            params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        resources = await anyio.to_thread.run_sync(resources_for, ctx)
+        if resources is None:
+            raise MCPError(RESOURCE_NOT_FOUND,
+                           "Resource not found: this request carries no valid bearer token")
+        answer = await anyio.to_thread.run_sync(resources.read, str(params.uri))
+        if "error" in answer:
+            raise MCPError(answer["error"]["code"], answer["error"]["message"])
+        return types.ReadResourceResult.model_validate(answer["result"])
+
+    return {"on_list_resources": list_resources, "on_list_resource_templates": list_templates,
+            "on_read_resource": read_resource}
 
 
 async def run_off_loop(run: Callable[[str, Mapping[str, Any]], ToolOutcome], name: str,

@@ -34,11 +34,13 @@ from s3spill.agent.mcp.server import (
     SERVER_NAME,
     _externalize,
     _tool_listing,
+    resource_handlers,
     run_off_loop,
     spiller_externalizer,
     tool_result,
 )
 from s3spill.agent.mcp.tokens import TokenRegistry
+from s3spill.agent.resources import ArtifactResources
 from s3spill.agent.tools import AgentTools, ToolOutcome
 from s3spill.context.policy import SpillPolicy
 from s3spill.log import get_logger
@@ -80,6 +82,10 @@ class SessionPool:
                 found = self._spillers[session] = Spiller(self.store, session, self.policy,
                                                                  usage=usage_recorder(self.store))
             return found
+
+    def resources(self, session: str) -> ArtifactResources:
+        """The session's artifacts as MCP resources (over the same read tools)."""
+        return ArtifactResources(self.tools(session))
 
     def run(self, session: str, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
         if name == EXTERNALIZE_TOOL and self.externalize:
@@ -125,8 +131,13 @@ def build_token_server(pool: SessionPool, tokens: TokenRegistry) -> Server[Any]:
                                          arguments)
         return tool_result(outcome)
 
+    def resources_for(ctx: ServerRequestContext[Any, Any]) -> ArtifactResources | None:
+        session = tokens.session_from_header(_authorization(ctx))
+        return None if session is None else pool.resources(session)
+
     return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
-                  get_tool_input_schema=schemas.get, on_list_tools=list_tools, on_call_tool=call_tool)
+                  get_tool_input_schema=schemas.get, on_list_tools=list_tools, on_call_tool=call_tool,
+                  **resource_handlers(resources_for))
 
 
 class BearerGate:

@@ -10,6 +10,7 @@ something permanent.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import (
@@ -58,35 +59,36 @@ def error_code(exc: BaseException) -> tuple[str, int]:
     return code, status
 
 
+#: How a ClientError's (code, status) reads, in order: the first rule that holds decides.
+#: The order matters where spellings overlap (a 404 ``NoSuchUpload`` is not a missing key).
+_CLIENT_RULES: tuple[tuple[Kind, Callable[[str, int], bool]], ...] = (
+    (Kind.CONFLICT,
+     lambda code, status: code == "ConditionalRequestConflict" or (status == 409 and code in ("", "409"))),
+    (Kind.PRECONDITION, lambda code, status: status == 412 or code == "PreconditionFailed"),
+    (Kind.NO_SUCH_UPLOAD, lambda code, _: code == "NoSuchUpload"),
+    (Kind.NO_SUCH_BUCKET, lambda code, _: code == "NoSuchBucket"),
+    (Kind.NOT_FOUND, lambda code, status: code in _NOT_FOUND_CODES or status == 404),
+    (Kind.DIGEST, lambda code, _: code in _DIGEST_CODES),
+    (Kind.INVALID_RANGE, lambda code, status: status == 416 or code == "InvalidRange"),
+    # 501 is a *definite* answer: the store does not implement what we asked (LocalStack
+    # answers it to If-Match on DeleteObject). Nothing happened; retrying cannot help,
+    # and reading it as transient would turn a clean refusal into "unknown outcome".
+    (Kind.UNSUPPORTED, lambda code, status: status == 501 or code in _UNSUPPORTED_CODES),
+    (Kind.TRANSIENT,
+     lambda code, status: code in _TRANSIENT_CODES or status >= 500 or status == 429),
+)
+
+#: Failures below the HTTP answer: the connection, or a streaming body read by
+#: urllib3/http.client, broke; the request may be retried.
+_TRANSIENT_TYPES = (ConnectionError, HTTPClientError, IncompleteReadError, Urllib3HTTPError,
+                    TimeoutError, ConnectionResetError, BrokenPipeError)
+
+
 def classify(exc: BaseException) -> Kind:
     if isinstance(exc, ClientError):
         code, status = error_code(exc)
-        if code == "ConditionalRequestConflict" or (status == 409 and code in ("", "409")):
-            return Kind.CONFLICT
-        if status == 412 or code == "PreconditionFailed":
-            return Kind.PRECONDITION
-        if code == "NoSuchUpload":
-            return Kind.NO_SUCH_UPLOAD
-        if code == "NoSuchBucket":
-            return Kind.NO_SUCH_BUCKET
-        if code in _NOT_FOUND_CODES or status == 404:
-            return Kind.NOT_FOUND
-        if code in _DIGEST_CODES:
-            return Kind.DIGEST
-        if status == 416 or code == "InvalidRange":
-            return Kind.INVALID_RANGE
-        # 501 is a *definite* answer: the store does not implement what we asked (LocalStack
-        # answers it to If-Match on DeleteObject). Nothing happened; retrying cannot help,
-        # and reading it as transient would turn a clean refusal into "unknown outcome".
-        if status == 501 or code in _UNSUPPORTED_CODES:
-            return Kind.UNSUPPORTED
-        if code in _TRANSIENT_CODES or status >= 500 or status == 429:
-            return Kind.TRANSIENT
-        return Kind.OTHER
-    if isinstance(exc, (ConnectionError, HTTPClientError, IncompleteReadError, Urllib3HTTPError)):
-        return Kind.TRANSIENT
-    # Raised from inside a streaming body read by urllib3/http.client.
-    if isinstance(exc, (TimeoutError, ConnectionResetError, BrokenPipeError)):
+        return next((kind for kind, holds in _CLIENT_RULES if holds(code, status)), Kind.OTHER)
+    if isinstance(exc, _TRANSIENT_TYPES):
         return Kind.TRANSIENT
     return Kind.OTHER
 

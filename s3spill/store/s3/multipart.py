@@ -40,7 +40,7 @@ from s3spill.store.base import META_PUT_ID, PutResult
 from s3spill.store.payload import Payload, b64_sha256
 from s3spill.store.retry import Attempts
 from s3spill.store.s3.errors import Kind, classify
-from s3spill.store.s3.ops import S3Ops, sse_args
+from s3spill.store.s3.ops import S3Ops, sse_args, version_of
 
 MAX_PARTS = 10_000
 log = get_logger("s3spill.store.s3")
@@ -176,13 +176,13 @@ def put_stream(
         response = upload_stream(ops, full, first, counted, metadata, content_type, condition,
                                  attempts)
         return PutResult(key=key, etag=response["ETag"], size=counted.size, sha256=None,
-                         version_id=_version(response))
+                         version_id=version_of(response))
     except (ClientError, StoreUnavailable) as exc:
         head = ops.head_raw(full)
         if head is not None and head.get("Metadata", {}).get(META_PUT_ID) == put_id:
             attempts.ambiguous = True
             return PutResult(key=key, etag=head["ETag"], size=int(head["ContentLength"]),
-                             sha256=None, version_id=_version(head))
+                             sha256=None, version_id=version_of(head))
         if isinstance(exc, StoreUnavailable):
             raise
         kind = classify(exc)
@@ -213,11 +213,6 @@ class _Counted:
         chunk = next(self._rest)
         self.size += len(chunk)
         return chunk
-
-
-def _version(response: dict[str, Any]) -> str | None:
-    version = response.get("VersionId")
-    return None if version in (None, "", "null") else str(version)
 
 
 def _create(ops: S3Ops, full: str, metadata: dict[str, str], content_type: str, algorithm: str,

@@ -1,10 +1,10 @@
-"""The plumbing one S3 store shares with its multipart and read helpers.
+"""The plumbing one S3 store shares with its write, multipart and read helpers.
 
-Why an object of its own: the upload (:mod:`.multipart`) and the resumable read
-(:mod:`.read`) need the client, the bucket, the retry policy, the error translation and
-the request log — not the store. Handing them this instead of the
-:class:`~s3spill.store.s3.store.S3Store` keeps the imports one-way
-(store → multipart/read → ops) and the store's private methods private.
+Why an object of its own: the conditional write (:mod:`.write`), the upload
+(:mod:`.multipart`) and the resumable read (:mod:`.read`) need the client, the bucket,
+the retry policy, the error translation and the request log — not the store. Handing
+them this instead of the :class:`~s3spill.store.s3.store.S3Store` keeps the imports
+one-way (store → write/multipart/read → ops) and the store's private methods private.
 
 Why every request carries its deadline down to the socket: botocore's timeouts are fixed
 per client (20 s read, retried once by botocore), so against an endpoint that accepts a
@@ -18,6 +18,7 @@ the connect timeout.
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -45,6 +46,17 @@ def sse_args(config: TransferConfig) -> dict[str, str]:
     if config.sse_kms_key_id is None:
         return {}
     return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": config.sse_kms_key_id}
+
+def version_of(response: dict[str, Any]) -> str | None:
+    """S3's version id; ``"null"`` (an unversioned write) is reported as no version."""
+    version = response.get("VersionId")
+    return None if version in (None, "", "null") else str(version)
+
+
+def jitter() -> float:
+    """A factor in [0, 1) for backoff, so retrying writers do not move in step."""
+    return secrets.randbelow(1000) / 1000.0
+
 
 T = TypeVar("T")
 log = get_logger("s3spill.store.s3")
@@ -151,5 +163,7 @@ class S3Ops:
         if kind is Kind.CONFLICT:
             return ConditionalConflict(msg, key=key)
         if kind is Kind.UNSUPPORTED:
-            return UnsupportedOperation(f"the store does not implement this request: {msg}", key=key)
-        return StoreError(msg, key=key)
+            return UnsupportedOperation(f"the store does not implement this request: {msg}", key=key,
+                                        hint="`s3spill doctor` shows which guarantee the store lacks")
+        return StoreError(msg, key=key, hint="the store refused the request; check permissions and "
+                          "the bucket")

@@ -9,7 +9,8 @@ Why it is shaped this way:
   or delete) and carries ``ChecksumSHA256`` plus, in user metadata, the full-content
   SHA-256 and a fresh *put id*. The put id is how an ambiguous outcome is resolved:
   botocore retries 5xx answers on conditional PUTs, so our own successful write can
-  come back as 412 (or a timeout); a HEAD that finds our put id means we won.
+  come back as 412 (or a timeout); a HEAD that finds our put id means we won
+  (:mod:`.write`, the write and the resolution of its outcome).
 * Large bodies go through multipart upload (see :mod:`s3spill.store.payload` for why bodies are
   hashed first and :mod:`.multipart` for the upload itself). A
   :class:`~s3spill.store.payload.StreamedBody` is the exception: its producer keeps the
@@ -23,7 +24,6 @@ from __future__ import annotations
 import base64
 import functools
 import os
-import secrets
 import time
 from collections.abc import Iterator
 from typing import Any, Literal
@@ -36,16 +36,13 @@ from botocore.exceptions import ClientError
 
 from s3spill.config import TransferConfig
 from s3spill.errors import (
-    AlreadyExists,
     ConditionalConflict,
     ConfigError,
     IntegrityError,
     NotFound,
     PreconditionFailed,
-    StoreUnavailable,
 )
 from s3spill.store.base import (
-    META_PUT_ID,
     META_SHA256,
     Body,
     ByteRange,
@@ -56,16 +53,11 @@ from s3spill.store.base import (
     validate_key,
     validate_prefix,
 )
-from s3spill.store.payload import Payload, StreamedBody, b64_sha256, prepare
 from s3spill.store.retry import Attempts
 from s3spill.store.s3.errors import Kind, classify
-from s3spill.store.s3.multipart import put_stream, upload_multipart
-from s3spill.store.s3.ops import S3Ops, sse_args
+from s3spill.store.s3.ops import S3Ops, jitter, version_of
 from s3spill.store.s3.read import read_object
-
-Mode = Literal["create", "replace"]
-#: Seconds the put-id HEAD that resolves an unknown write may take past the write's deadline.
-RESOLVE_GRACE_SECONDS = 1.0
+from s3spill.store.s3.write import put_object
 
 
 def make_client(config: TransferConfig, *, endpoint_url: str | None = None,
@@ -137,143 +129,15 @@ class S3Store(ObjectStore):
         self, key: str, body: Body, *, metadata: dict[str, str] | None = None,
         content_type: str = "application/octet-stream",
     ) -> PutResult:
-        return self._put(key, body, "create", None, metadata, content_type)
+        return put_object(self.ops, key, self.full_key(key), body, "create", None, metadata,
+                          content_type)
 
     def put_if_match(
         self, key: str, body: Body, etag: str, *, metadata: dict[str, str] | None = None,
         content_type: str = "application/octet-stream",
     ) -> PutResult:
-        return self._put(key, body, "replace", etag, metadata, content_type)
-
-    def _put(self, key: str, body: Body, mode: Mode, etag: str | None,
-             metadata: dict[str, str] | None, content_type: str) -> PutResult:
-        full = self.full_key(key)
-        started = time.monotonic()
-        put_id = secrets.token_hex(16)
-        meta = {k.lower(): v for k, v in (metadata or {}).items()}
-        meta[META_PUT_ID] = put_id
-        cond = {"IfNoneMatch": "*"} if mode == "create" else {"IfMatch": str(etag)}
-        streamed = isinstance(body, StreamedBody)
-        if isinstance(body, StreamedBody):
-            first, rest = body.head(self.config.multipart_threshold)
-            if rest is not None:
-                return self._put_stream(key, full, first, rest, mode, etag, meta, cond,
-                                        content_type, put_id, started)
-            body = first  # small after all: one request, replayable from memory
-        payload = prepare(body, self.config.multipart_threshold)
-        if not streamed:  # a streamed body's producer keeps its own digests
-            meta[META_SHA256] = payload.sha256
-        attempts = Attempts()
-        operation = "put_if_absent" if mode == "create" else "put_if_match"
-        # One deadline for the write and the reads that resolve its outcome.
-        deadline = self.ops.deadline()
-        try:
-            result = self._put_loop(key, full, payload, mode, etag, meta, cond, content_type,
-                                    put_id, attempts, deadline)
-        except StoreUnavailable:
-            # Unknown outcome: one last read-back before admitting we do not know.
-            mine = self._mine_or_none(key, full, put_id, payload, deadline)
-            if mine is None:
-                raise
-            result = mine
-        finally:
-            payload.close()
-        self.ops.log(operation, key, started, attempts, payload.size,
-                  multipart=payload.is_multipart, ambiguous=attempts.ambiguous)
-        return result
-
-    def _put_loop(self, key: str, full: str, payload: Payload, mode: Mode, etag: str | None,
-                  meta: dict[str, str], cond: dict[str, str], content_type: str, put_id: str,
-                  attempts: Attempts, deadline: float) -> PutResult:
-        conflicts = 0
-        while True:
-            try:
-                if payload.is_multipart:
-                    if mode == "replace":
-                        self._precheck_replace(key, full, str(etag))
-                    response = upload_multipart(self.ops, full, payload, meta, content_type, cond,
-                                                attempts)
-                else:
-                    assert payload.small is not None
-                    response = self.ops.call("put", full, attempts=attempts, until=deadline,
-                                             fn=functools.partial(
-                        self.client.put_object, Bucket=self.bucket, Key=full, Body=payload.small,
-                        Metadata=meta, ContentType=content_type,
-                        ChecksumSHA256=b64_sha256(payload.small), **sse_args(self.config), **cond))
-                return PutResult(key=key, etag=response["ETag"], size=payload.size,
-                                 sha256=payload.sha256, version_id=_version(response))
-            except ClientError as exc:
-                kind = classify(exc)
-                if kind is Kind.DIGEST:
-                    raise IntegrityError(f"store refused our checksum for {key}: {exc}") from exc
-                if kind not in (Kind.PRECONDITION, Kind.NOT_FOUND, Kind.CONFLICT,
-                                Kind.NO_SUCH_UPLOAD):
-                    raise self.ops.translate(exc, key) from exc
-                # Lost, or our own earlier attempt won: read back and compare put ids.
-                head = self.ops.head_raw(full, until=deadline)
-                if head is not None and head.get("Metadata", {}).get(META_PUT_ID) == put_id:
-                    attempts.ambiguous = True
-                    return self._result_from_head(key, head, payload)
-                if kind is Kind.CONFLICT or (kind is Kind.NO_SUCH_UPLOAD and head is None):
-                    conflicts += 1
-                    if mode == "create" and head is not None:
-                        raise AlreadyExists(f"object exists: {key}", key=key) from exc
-                    if mode == "replace" and (head is None or head.get("ETag") != etag):
-                        raise PreconditionFailed(f"ETag changed on {key}", key=key) from exc
-                    if conflicts >= self.config.max_attempts or time.monotonic() > deadline:
-                        raise ConditionalConflict(
-                            f"conditional write of {key} kept conflicting ({conflicts}x)",
-                            key=key) from exc
-                    time.sleep(min(self.config.backoff_max,
-                                   self.config.backoff_base * 2 ** conflicts) * _jitter())
-                    continue
-                if mode == "create":
-                    raise AlreadyExists(f"object exists: {key}", key=key) from exc
-                raise PreconditionFailed(
-                    f"ETag mismatch or missing object: {key}", key=key) from exc
-
-    def _put_stream(self, key: str, full: str, first: bytes, rest: Iterator[bytes], mode: Mode,
-                    etag: str | None, meta: dict[str, str], cond: dict[str, str],
-                    content_type: str, put_id: str, started: float) -> PutResult:
-        """A large one-shot stream: parallel parts, one completion, no second chance."""
-        attempts = Attempts()
-        if mode == "replace":
-            self._precheck_replace(key, full, str(etag))
-        result = put_stream(self.ops, key, full, first, rest, meta, content_type, cond, put_id,
-                            attempts, create=mode == "create")
-        self.ops.log("put_if_absent" if mode == "create" else "put_if_match", key, started,
-                     attempts, result.size, multipart=True, streamed=True,
-                     ambiguous=attempts.ambiguous)
-        return result
-
-    def _precheck_replace(self, key: str, full: str, etag: str) -> None:
-        """Fail a doomed large replacement before uploading gigabytes.
-
-        Not the guarantee — ``IfMatch`` on the completion is — but it also narrows the
-        window on stores that ignore ``IfMatch`` there (moto; see ``s3spill doctor``).
-        """
-        head = self.ops.head_raw(full)
-        if head is None or head.get("ETag") != etag:
-            raise PreconditionFailed(f"ETag mismatch or missing object: {key}", key=key)
-
-    def _mine_or_none(self, key: str, full: str, put_id: str,
-                      payload: Payload, deadline: float) -> PutResult | None:
-        try:
-            # Within the write's deadline, but never less than a short grace: one answer
-            # here turns "unknown" into "won".
-            head: dict[str, Any] = self.ops.call(
-                "head", full, lambda: self.client.head_object(Bucket=self.bucket, Key=full),
-                until=deadline, floor=RESOLVE_GRACE_SECONDS)
-        except Exception:  # noqa: BLE001 - best effort; the caller re-raises StoreUnavailable
-            return None
-        if head.get("Metadata", {}).get(META_PUT_ID) == put_id:
-            return self._result_from_head(key, head, payload)
-        return None
-
-    @staticmethod
-    def _result_from_head(key: str, head: dict[str, Any], payload: Payload) -> PutResult:
-        return PutResult(key=key, etag=head["ETag"], size=payload.size, sha256=payload.sha256,
-                         version_id=_version(head))
+        return put_object(self.ops, key, self.full_key(key), body, "replace", etag, metadata,
+                          content_type)
 
     # -- reads -----------------------------------------------------------------------
 
@@ -303,7 +167,7 @@ class S3Store(ObjectStore):
             raise IntegrityError(f"{key}: metadata SHA-256 disagrees with the store's checksum")
         return ObjectInfo(
             key=key, size=int(head.get("ContentLength", 0)), etag=str(head["ETag"]),
-            last_modified=head["LastModified"], version_id=_version(head),
+            last_modified=head["LastModified"], version_id=version_of(head),
             sha256=sha, metadata=meta,
         )
 
@@ -362,7 +226,7 @@ class S3Store(ObjectStore):
                     if conflicts >= self.config.max_attempts:
                         raise ConditionalConflict(f"delete of {key} kept conflicting",
                                                   key=key) from exc
-                    time.sleep(self.config.backoff_base * _jitter())
+                    time.sleep(self.config.backoff_base * jitter())
                     continue
                 raise self.ops.translate(exc, key) from exc
         self.ops.log("delete_if_match", key, started, attempts, ambiguous=attempts.ambiguous)
@@ -447,13 +311,3 @@ class S3Store(ObjectStore):
 
     def close(self) -> None:
         self.client.close()
-
-
-def _version(response: dict[str, Any]) -> str | None:
-    """S3's version id; ``"null"`` (an unversioned write) is reported as no version."""
-    version = response.get("VersionId")
-    return None if version in (None, "", "null") else str(version)
-
-
-def _jitter() -> float:
-    return secrets.randbelow(1000) / 1000.0

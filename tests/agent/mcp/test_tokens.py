@@ -18,10 +18,11 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from s3spill.agent.mcp.tokens import TokenRegistry, issue_token, token_hash
+from s3spill.agent.resources import uri_of
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli import main as cli_main
 from s3spill.store.local import LocalStore
@@ -103,8 +104,9 @@ def _client(url: str, token: str) -> Client:
 
 def test_each_request_is_bound_to_its_tokens_session(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """Two agents on one server each list and read only their own session's outputs, refuse the
-    other's source id, and a request without a valid token — or with a revoked one — gets 401."""
+    """Two agents on one server each list and read only their own session's outputs (as tools
+    and as resources), refuse the other's source id, and a request without a valid token — or
+    with a revoked one — gets 401."""
     store = LocalStore(tmp_path / "store", TEST_CONFIG)
     tokens = tmp_path / "tokens.json"
     token_a, token_b = _issue(capsys, store, tokens, "run-a"), _issue(capsys, store, tokens, "run-b")
@@ -116,9 +118,15 @@ def test_each_request_is_bound_to_its_tokens_session(tmp_path: Path,
             listed = await client.call_tool("list_artifacts", {})
             own_page = await client.call_tool("read_artifact", {"source_id": own, "limit": 1})
             other_page = await client.call_tool("read_artifact", {"source_id": other})
+            resources = [r.name for r in (await client.list_resources()).resources]
+            own_resource = (await client.read_resource(uri_of(own))).contents[0].text
+            with pytest.raises(MCPError) as foreign:
+                await client.read_resource(uri_of(other))
             return {"listed": [a["source_id"] for a in listed.structured_content["artifacts"]],
                     "own": own_page.content[0].text, "other": (other_page.is_error,
-                                                               other_page.content[0].text)}
+                                                               other_page.content[0].text),
+                    "resources": resources, "own_resource": own_resource,
+                    "foreign_resource": foreign.value.error.code}
 
     async def status(url: str, headers: dict[str, str]) -> tuple[int, str]:
         async with httpx2.AsyncClient(timeout=30) as http:
@@ -142,6 +150,10 @@ def test_each_request_is_bound_to_its_tokens_session(tmp_path: Path,
 
     assert view_a["listed"] == [sid_a] and "alpha output" in view_a["own"]
     assert view_b["listed"] == [sid_b] and "bravo output" in view_b["own"]
+    # The same sessions as MCP resources: listed and read for one's own token only.
+    assert view_a["resources"] == [sid_a] and view_b["resources"] == [sid_b]
+    assert "alpha output" in view_a["own_resource"] and "bravo output" in view_b["own_resource"]
+    assert view_a["foreign_resource"] == view_b["foreign_resource"] == -32002
     for view, other in ((view_a, sid_b), (view_b, sid_a)):
         assert view["other"] == (True, f"SourceIdError: source id {other} does not belong to this session")
     assert refused == [(401, 'Bearer realm="s3spill"')] * 3

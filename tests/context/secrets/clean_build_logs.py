@@ -9,7 +9,7 @@ request ids. Deterministic for a seed, so a test and a benchmark see the same te
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 _ENV = [
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -31,53 +31,44 @@ def _b64(rng: random.Random, n: int) -> str:
     return "".join(rng.choice(alphabet) for _ in range(n))
 
 
-def _line(rng: random.Random, i: int) -> str:  # noqa: C901 - a flat table of twenty line kinds
-    kind = i % 20
+def _uuid(rng: random.Random) -> str:
+    return f"{_hex(rng, 8)}-{_hex(rng, 4)}-{_hex(rng, 4)}-{_hex(rng, 4)}-{_hex(rng, 12)}"
+
+
+#: One maker per line kind, in turn: (rng, line index, a source path) -> the line.
+_KINDS: tuple[Callable[[random.Random, int, str], str], ...] = (
+    lambda rng, i, mod: (f"Collecting package{i % 300}==1.{i % 13}.{i % 7} (from -r requirements.txt"
+                         f" (line {i % 40})) --hash=sha256:{_hex(rng, 64)}"),
+    lambda rng, i, mod: f"#{i % 30} [build {i % 9}/12] RUN pip install -r requirements.txt",
+    lambda rng, i, mod: f"#{i % 30} writing image sha256:{_hex(rng, 64)} done",
+    lambda rng, i, mod: f"   Compiling crate{i % 200} v0.{i % 20}.{i % 5} (/home/runner/work/project/{mod})",
+    lambda rng, i, mod: f"go: downloading github.com/acme/lib{i % 50} v1.{i % 9}.0",
+    lambda rng, i, mod: f"github.com/acme/lib{i % 50} v1.{i % 9}.0 h1:{_b64(rng, 43)}=",
+    lambda rng, i, mod: f'    "integrity": "sha512-{_b64(rng, 86)}==",',
+    lambda rng, i, mod: f"tests/test_mod{i % 60}.py::test_case_{i} PASSED{' ' * 34}[{i % 100:3d}%]",
+    lambda rng, i, mod: f"commit {_hex(rng, 40)}\nAuthor: Dev {i % 9} <dev{i % 9}@example.com>",
+    lambda rng, i, mod: f"> Task :module{i % 12}:compileJava UP-TO-DATE",
+    lambda rng, i, mod: (f"{mod}.c:{i % 900}:{i % 80}: warning: unused variable 'tmp{i % 10}'"
+                         " [-Wunused-variable]"),
+    lambda rng, i, mod: (f"2026-12-01T09:{i % 60:02d}:{i % 60:02d}Z INFO request_id={_uuid(rng)} status=200"
+                         f" latency_ms={i % 500}"),
+    lambda rng, i, mod: (f"npm http fetch GET 200 https://registry.npmjs.org/pkg{i % 400} {i % 90}ms"
+                         " (cache revalidated)"),
+    lambda rng, i, mod: _ENV[i % len(_ENV)],
+    lambda rng, i, mod: (f"Downloading https://files.pythonhosted.org/packages/{_hex(rng, 2)}/{_hex(rng, 2)}/"
+                         f"{_hex(rng, 60)}/pkg-1.0.tar.gz"),
+    lambda rng, i, mod: f"Successfully tagged registry.example.com/acme/app:{_hex(rng, 12)}",
+    lambda rng, i, mod: f"ETag: \"{_hex(rng, 32)}\"  x-amz-request-id: {_hex(rng, 16).upper()}",
+    lambda rng, i, mod: f"[{i}/{i + 40}] Linking CXX executable bin/tool{i % 30}",
+    lambda rng, i, mod: (f"FAILED tests/test_mod{i % 60}.py::test_case_{i} - AssertionError:"
+                         f" assert {i} == {i + 1}"),
+    lambda rng, i, mod: f"   {i % 7} passed, {i % 3} skipped, {i % 2} warnings in {i % 50}.{i % 100:02d}s",
+)
+
+
+def _line(rng: random.Random, i: int) -> str:
     mod = f"src/{rng.choice(['core', 'net', 'ui', 'db'])}/{rng.choice(['main', 'util', 'io'])}{i % 97}"
-    if kind == 0:
-        return (f"Collecting package{i % 300}==1.{i % 13}.{i % 7} (from -r requirements.txt"
-                f" (line {i % 40})) --hash=sha256:{_hex(rng, 64)}")
-    if kind == 1:
-        return f"#{i % 30} [build {i % 9}/12] RUN pip install -r requirements.txt"
-    if kind == 2:
-        return f"#{i % 30} writing image sha256:{_hex(rng, 64)} done"
-    if kind == 3:
-        return f"   Compiling crate{i % 200} v0.{i % 20}.{i % 5} (/home/runner/work/project/{mod})"
-    if kind == 4:
-        return f"go: downloading github.com/acme/lib{i % 50} v1.{i % 9}.0"
-    if kind == 5:
-        return f"github.com/acme/lib{i % 50} v1.{i % 9}.0 h1:{_b64(rng, 43)}="
-    if kind == 6:
-        return f'    "integrity": "sha512-{_b64(rng, 86)}==",'
-    if kind == 7:
-        return f"tests/test_mod{i % 60}.py::test_case_{i} PASSED{' ' * 34}[{i % 100:3d}%]"
-    if kind == 8:
-        return f"commit {_hex(rng, 40)}\nAuthor: Dev {i % 9} <dev{i % 9}@example.com>"
-    if kind == 9:
-        return f"> Task :module{i % 12}:compileJava UP-TO-DATE"
-    if kind == 10:
-        return f"{mod}.c:{i % 900}:{i % 80}: warning: unused variable 'tmp{i % 10}' [-Wunused-variable]"
-    if kind == 11:
-        uuid = f"{_hex(rng, 8)}-{_hex(rng, 4)}-{_hex(rng, 4)}-{_hex(rng, 4)}-{_hex(rng, 12)}"
-        return (f"2026-12-01T09:{i % 60:02d}:{i % 60:02d}Z INFO request_id={uuid} status=200"
-                f" latency_ms={i % 500}")
-    if kind == 12:
-        return (f"npm http fetch GET 200 https://registry.npmjs.org/pkg{i % 400} {i % 90}ms"
-                " (cache revalidated)")
-    if kind == 13:
-        return _ENV[i % len(_ENV)]
-    if kind == 14:
-        return (f"Downloading https://files.pythonhosted.org/packages/{_hex(rng, 2)}/{_hex(rng, 2)}/"
-                f"{_hex(rng, 60)}/pkg-1.0.tar.gz")
-    if kind == 15:
-        return f"Successfully tagged registry.example.com/acme/app:{_hex(rng, 12)}"
-    if kind == 16:
-        return f"ETag: \"{_hex(rng, 32)}\"  x-amz-request-id: {_hex(rng, 16).upper()}"
-    if kind == 17:
-        return f"[{i}/{i + 40}] Linking CXX executable bin/tool{i % 30}"
-    if kind == 18:
-        return f"FAILED tests/test_mod{i % 60}.py::test_case_{i} - AssertionError: assert {i} == {i + 1}"
-    return f"   {i % 7} passed, {i % 3} skipped, {i % 2} warnings in {i % 50}.{i % 100:02d}s"
+    return _KINDS[i % len(_KINDS)](rng, i, mod)
 
 
 def build_log_lines(seed: int = 7) -> Iterator[str]:
