@@ -35,9 +35,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]
 
-from artifact_support import CountingStore  # noqa: E402
+from tests.artifacts.inspect_store import CountingStore  # noqa: E402
 
 import s3spill.spill.job as job  # noqa: E402
 from s3spill.artifacts.store import ArtifactStore  # noqa: E402
