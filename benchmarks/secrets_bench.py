@@ -24,12 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from tests.context.secrets.clean_build_logs import build_log  # noqa: E402
-
 from s3spill.context.policy import SpillPolicy  # noqa: E402
 from s3spill.context.secrets import StreamRedactor, default_detector  # noqa: E402
 from s3spill.spill.spiller import Spiller  # noqa: E402
 from s3spill.store.local import LocalStore  # noqa: E402
+from tests.context.secrets.clean_build_logs import build_log  # noqa: E402
 
 MiB = 1024 * 1024
 
