@@ -1,6 +1,7 @@
-# Sourced by the command that Claude Code's Bash runs once s3spill's PreToolUse hook has
-# rewritten it (s3spill/adapters/claude_bash.py says why each step is there):
-#   . claude_code_wrap.sh 'ORIGINAL COMMAND' PYTHON STORE SESSION SERVER [CALL_ID]
+# Sourced by the command that a harness's shell tool runs once s3spill's before-tool hook
+# has rewritten it (Claude Code's Bash, Gemini CLI's run_shell_command; why each step is
+# there: s3spill/adapters/claude_bash.py):
+#   . shell_wrap.sh 'ORIGINAL COMMAND' PYTHON STORE SESSION SERVER HARNESS TOOL [CALL_ID]
 # Runs the original in this very shell (eval: quoting, heredocs, cd, aliases as typed),
 # its stdout and stderr appended to a spool file that `s3spill run --follow` reads as it
 # grows, detached so that a `wait` in the command does not wait for it; then writes the exit
@@ -9,8 +10,8 @@
 # harness: unwrapped if the spool cannot be made, the raw spool if run did not finish.
 __s3spill_w_cmd=$1
 if __s3spill_w_d=$(mktemp -d 2>/dev/null) && : >"$__s3spill_w_d/o" \
-  && ( exec "$2" -m s3spill.cli.run_follow --store "$3" --session "$4" --harness claude-code --server "$5" \
-         --tool Bash ${6:+--call-id "$6"} --follow "$__s3spill_w_d" --watch-pid $$ </dev/null 2>/dev/null &
+  && ( exec "$2" -m s3spill.cli.run_follow --store "$3" --session "$4" --server "$5" --harness "$6" \
+         --tool "$7" ${8:+--call-id "$8"} --follow "$__s3spill_w_d" --watch-pid $$ </dev/null 2>/dev/null &
        echo $! >|"$__s3spill_w_d/p" ) \
   && read -r __s3spill_w_p <"$__s3spill_w_d/p"; then
   __s3spill_w_end() {
