@@ -14,7 +14,7 @@ from s3spill.usage.compact import compact_usage
 from s3spill.usage.recorder import UsageRecorder
 from s3spill.usage.source import usage_objects
 from s3spill.usage.stats import compute_stats
-from tests.cli_support import cli_call, local_cli_env
+from tests.cli.in_process import cli_call, local_cli_env
 from tests.usage.conftest import SECRET, SESSION, scripted_run
 
 
