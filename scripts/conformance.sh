@@ -174,7 +174,7 @@ log "server up on $ENDPOINT"
 #    A fixed Hypothesis seed: the hostile-key examples are the same on every run.
 set +e
 S3SPILL_CONFORMANCE_ENDPOINT=$ENDPOINT S3SPILL_CONFORMANCE_REPORT=$WORK/report.json \
-  "$PY" -m pytest -q -p tests.store.conformance_report -p no:cacheprovider -m endpoint --hypothesis-seed=0 \
+  "$PY" -m pytest -q -n 0 -p tests.store.conformance_report -p no:cacheprovider -m endpoint --hypothesis-seed=0 \
   tests/store/test_conformance.py tests/store/test_races.py >"$WORK/pytest.log" 2>&1
 PYTEST_RC=$?
 set -e
