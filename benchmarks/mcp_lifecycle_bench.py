@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.proxy.conftest import hostile_command
-from tests.proxy_support import INIT, RawProxy, proxy_command, server_command
+from tests.proxy.servers import INIT, RawProxy, proxy_command, server_command
 
 MB = 1_000_000
 MiB = 1024 * 1024

@@ -25,8 +25,9 @@ from a file after the shell exits. The rewrite therefore:
   spool as it is: the harness then gets the raw output, exactly as without the hook;
 * if the directory or ``run`` cannot be set up, runs the original text unwrapped.
 
-The shell side is :data:`WRAP_SCRIPT` (``claude_code_wrap.sh``), sourced by the rewritten
-command.
+The shell side is :data:`WRAP_SCRIPT` (``shell_wrap.sh``), sourced by the rewritten
+command. Gemini CLI's ``run_shell_command`` runs a command the same way (a fresh ``bash -c``
+per call) and its ``BeforeTool`` hook can override ``tool_input``: :func:`before_tool`.
 
 ``run_in_background`` commands are left alone: their output is read while they run
 through Claude Code's own task output, which a wrapper that prints at the end would hide.
@@ -53,13 +54,13 @@ def is_wrapped(command: str) -> bool:
 
 
 #: The shell side of the wrapper, sourced by every rewritten command.
-WRAP_SCRIPT = Path(__file__).with_name("claude_code_wrap.sh")
+WRAP_SCRIPT = Path(__file__).with_name("shell_wrap.sh")
 
 
 def wrap(command: str, capture: Sequence[str]) -> str:
     """``command`` rewritten so that its output goes through ``s3spill run --follow``.
 
-    ``capture`` is ``[python, store, session, server, call_id?]`` (:func:`capture_args`).
+    ``capture`` is ``[python, store, session, server, harness, tool, call_id?]`` (:func:`capture_args`).
     Short on purpose: Claude Code shows the command it ran in its background-task
     notifications, so the logic lives in :data:`WRAP_SCRIPT`; the original text comes first
     so that what is shown of it names the real command. Without the script (a package
@@ -88,6 +89,24 @@ def pre_tool_use(payload: dict[str, Any], capture: Sequence[str]) -> dict[str, A
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}}
 
 
+def before_tool(payload: dict[str, Any], capture: Sequence[str]) -> dict[str, Any] | None:
+    """Gemini CLI's BeforeTool answer that wraps a ``run_shell_command``, or None.
+
+    ``hookSpecificOutput.tool_input`` "merges with and overrides the model's arguments"
+    (its docs/hooks/reference.md, 0.61.0); background commands are left alone, as in Claude Code.
+    """
+    if payload.get("hook_event_name") != "BeforeTool" or payload.get("tool_name") != "run_shell_command":
+        return None
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict) or tool_input.get("is_background") is True:
+        return None
+    command = tool_input.get("command")
+    if not isinstance(command, str) or not command.strip() or is_wrapped(command):
+        return None
+    updated = {"command": wrap(command, capture)}
+    return {"hookSpecificOutput": {"hookEventName": "BeforeTool", "tool_input": updated}}
+
+
 def project_session(env: Mapping[str, str]) -> str | None:
     """The session Claude Code's hooks and MCP servers can agree on: one per project.
 
@@ -110,22 +129,25 @@ def decode_payload(raw: bytes) -> dict[str, Any] | None:
     return payload if isinstance(payload, dict) else None
 
 
-def capture_args(python: str, store: str, session: str, server: str, call_id: str | None) -> list[str]:
+def capture_args(python: str, store: str, session: str, server: str, call_id: str | None,
+                 harness: str = "claude-code", tool: str = "Bash") -> list[str]:
     """What :data:`WRAP_SCRIPT` is given to start ``python -m s3spill.cli.run_follow``.
 
     That module is ``s3spill run --follow`` without the full CLI's parser and imports: it
     runs once per Bash call, and most calls print a few lines.
     """
-    return [python, store, session, server, *([call_id] if call_id else [])]
+    return [python, store, session, server, harness, tool, *([call_id] if call_id else [])]
 
 
 def pre_answer(raw: bytes, capture: Callable[[dict[str, Any]], list[str] | None]) -> bytes | None:
-    """What ``s3spill hook claude-code`` prints for a PreToolUse payload: b"" to leave the call
-    as it is, None when ``raw`` is no PreToolUse payload. ``capture`` gives the argv for it
+    """What ``s3spill hook`` prints for a PreToolUse (Claude Code) or BeforeTool (Gemini CLI)
+    payload: b"" to leave the call as it is, None when ``raw`` is neither. ``capture`` gives the argv for it
     (None: no session to store in)."""
     payload = decode_payload(raw)
-    if payload is None or payload.get("hook_event_name") != "PreToolUse":
+    event = None if payload is None else payload.get("hook_event_name")
+    if payload is None or event not in ("PreToolUse", "BeforeTool"):
         return None
     argv = capture(payload)
-    out = None if argv is None else pre_tool_use(payload, argv)
+    answer = pre_tool_use if event == "PreToolUse" else before_tool
+    out = None if argv is None else answer(payload, argv)
     return b"" if out is None else json.dumps(out, ensure_ascii=False).encode("utf-8")

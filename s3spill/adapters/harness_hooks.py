@@ -16,10 +16,13 @@ replace what the model sees. The contracts, as documented by each harness:
   claude-agent-sdk 0.2.189 (CLI 2.1.332), and that SDK's ``PostToolUseHookSpecificOutput``
   type; Bash's inline limit is 30,000 characters by default (``BASH_MAX_OUTPUT_LENGTH``).
 * Gemini CLI ``AfterTool`` (JSON on stdin with ``session_id``, ``tool_name``,
-  ``tool_input``, ``tool_response`` = ``{llmContent, returnDisplay, error?}``). Answer
-  ``{"hookSpecificOutput": {"hookEventName": "AfterTool", "tool_output": "<text>"}}``, which
-  replaces the tool output sent to the model (google-gemini/gemini-cli
-  docs/hooks/reference.md and packages/core/src/hooks/types.ts ``AfterToolHookOutput``).
+  ``tool_input``, ``tool_response`` = ``{llmContent, returnDisplay, error?}``). Gemini CLI
+  0.61.0 ignores ``hookSpecificOutput.tool_output``; ``{"decision": "deny", "reason":
+  "<text>"}`` is what replaces the result the model gets (its docs/hooks/reference.md:
+  "This text replaces the tool result sent back to the model"; measured in
+  tests/harnesses: the model gets it as the call's ``error``). Its MCP tools are
+  ``mcp_<server>_<tool>``. Shell commands are caught before they run instead
+  (``BeforeTool``, :mod:`.claude_bash`).
 
 What is spilled: every string in the response that is over its tool's threshold goes
 through the Spiller and the shape is kept (an MCP result's content blocks go through the
@@ -75,7 +78,7 @@ SAVED_MARKERS = (b"persistedOutputPath", b"saved to")
 
 def tool_names(harness: Harness, server: str) -> tuple[str, str, str]:
     """How the model sees ``s3spill mcp``'s read, grep and list tools in this harness."""
-    prefix = f"mcp__{server}__" if harness == "claude-code" else ""
+    prefix = f"mcp__{server}__" if harness == "claude-code" else f"mcp_{server}_"
     return (f"{prefix}read_artifact", f"{prefix}grep_artifact", f"{prefix}list_artifacts")
 
 
@@ -197,7 +200,10 @@ def gemini_cli(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | 
         return None if masked is text else {"hookSpecificOutput": {"hookEventName": "AfterTool",
                                                                    "tool_output": masked}}
     out = spill.spiller.externalize(text, tool, None)
-    return {"hookSpecificOutput": {"hookEventName": "AfterTool", "tool_output": out.context_text}}
+    # Gemini CLI 0.61.0 ignores hookSpecificOutput.tool_output; "deny" + "reason" is what
+    # replaces the result the model gets (measured in tests/harnesses).
+    return {"decision": "deny", "reason": out.context_text,
+            "hookSpecificOutput": {"hookEventName": "AfterTool", "tool_output": out.context_text}}
 
 
 def _llm_text(content: Any) -> str | None:

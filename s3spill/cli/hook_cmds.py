@@ -75,7 +75,8 @@ def _capture(args: argparse.Namespace, payload: dict[str, Any]) -> list[str] | N
         store = default_store_url()
     call_id = payload.get("tool_use_id")
     call = call_id if isinstance(call_id, str) else None
-    return capture_args(sys.executable, store, session, args.server, call)
+    tool = "Bash" if args.harness == "claude-code" else "run_shell_command"
+    return capture_args(sys.executable, store, session, args.server, call, args.harness, tool)
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
@@ -83,7 +84,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
     if not needs_work(raw, complete=True):
         return 0
     out: bytes | None = None
-    if args.harness == "claude-code" and b"PreToolUse" in raw:
+    if b"PreToolUse" in raw or b"BeforeTool" in raw:
         from s3spill.adapters.claude_bash import pre_answer
 
         out = pre_answer(raw, lambda p: _capture(args, p))

@@ -153,3 +153,66 @@ def claude(tmp_path: Path) -> Iterator[ClaudeCode]:
     project.mkdir(parents=True)
     home.mkdir()
     yield ClaudeCode(home, project.resolve(), (tmp_path / "store").as_uri())
+
+
+def npm_bin(name: str) -> Path:
+    """A harness installed by ``npm ci --prefix tests/harnesses/npm`` (.ci/run does it)."""
+    path = Path(__file__).with_name("npm") / "node_modules" / ".bin" / name
+    assert path.exists(), f"{path} missing: run npm ci --prefix tests/harnesses/npm"
+    return path
+
+
+@dataclass
+class GeminiCli:
+    """A scratch HOME for the real Gemini CLI (0.61.0) against the stand-in (GOOGLE_GEMINI_BASE_URL)."""
+
+    home: Path
+    project: Path
+    store_url: str
+    session: str = "gemini-test"
+    hooks: dict[str, Any] = field(default_factory=dict)
+    mcp: dict[str, Any] = field(default_factory=dict)
+
+    def use_s3spill(self, *, before: bool = True, after: bool = True) -> None:
+        """The wiring of docs/harnesses.md: both hooks and ``s3spill mcp`` under one named session."""
+        hook = {"name": "s3spill", "type": "command", "timeout": 60000,
+                "command": s3spill_cmd("--store", self.store_url, "--session", self.session, "hook",
+                                       "gemini-cli")}
+        if before:
+            self.hooks["BeforeTool"] = [{"matcher": "run_shell_command", "hooks": [hook]}]
+        if after:
+            self.hooks["AfterTool"] = [{"matcher": ".*", "hooks": [hook]}]
+        self.mcp["s3spill"] = {"command": sys.executable,
+                               "args": ["-m", "s3spill", "--store", self.store_url, "--session", self.session,
+                                        "mcp"],
+                               "env": {"PYTHONPATH": child_env({})["PYTHONPATH"]}}
+
+    def run(self, turns: list[Turn], timeout: float = 300) -> ScriptedModel:
+        settings = {"general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+                    "telemetry": {"enabled": False}, "privacy": {"usageStatisticsEnabled": False},
+                    "security": {"auth": {"selectedType": "gemini-api-key"}},
+                    "hooks": self.hooks, "mcpServers": self.mcp}
+        (self.home / ".gemini").mkdir(exist_ok=True)
+        (self.home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+        script = ScriptedModel(turns)
+        with StandIn(script) as api:
+            env = child_env({"HOME": str(self.home), "GEMINI_API_KEY": "standin",
+                             "GOOGLE_GEMINI_BASE_URL": api.url,
+                             "GEMINI_CLI_TRUST_WORKSPACE": "true"})
+            for name in ("S3SPILL_SESSION", "S3SPILL_STORE"):
+                env.pop(name, None)
+            proc = subprocess.run([str(npm_bin("gemini")), "-p", "go", "--yolo", "--output-format", "json",
+                                   "--model", "gemini-2.5-flash"],
+                                  cwd=self.project, env=env, capture_output=True, timeout=timeout,
+                                  check=False)
+        assert proc.returncode == 0, proc.stderr.decode()[-3000:] + proc.stdout.decode()[-2000:]
+        return script
+
+
+@pytest.fixture
+def gemini(tmp_path: Path) -> Iterator[GeminiCli]:
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    project.mkdir(parents=True)
+    home.mkdir()
+    yield GeminiCli(home, project.resolve(), (tmp_path / "store").as_uri())

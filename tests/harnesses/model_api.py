@@ -32,8 +32,7 @@ def tool_call(name: str, tool_input: dict[str, Any], call_id: str | None = None)
 def follow_pointer(tool: str, **arguments: Any) -> Turn:
     """A turn that calls ``tool`` with the ``source_id`` of the last pointer the model received."""
     def turn(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        last = json.dumps(requests[-1]["messages"][-1]).replace('\\"', '"')
-        found = re.findall(r'source_id="([^"]+)"', last)
+        found = re.findall(r'artifact:[0-9a-f]{32}:[^"\\\s]+', json.dumps(requests[-1]))
         assert found, "the last tool result holds no pointer"
         return [{"type": "tool_use", "id": f"toolu_{len(requests):04d}", "name": tool,
                  "input": {"source_id": found[-1], **arguments}}]
@@ -52,17 +51,32 @@ class ScriptedModel:
     turns: list[Turn]
     requests: list[dict[str, Any]] = field(default_factory=list)
     side_requests: list[dict[str, Any]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def answer(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         with self.lock:
-            if not body.get("tools"):
+            if not body.get("tools") and not body.get("request", {}).get("tools"):
                 self.side_requests.append(body)
                 return [{"type": "text", "text": "ok"}]
             self.requests.append(body)
             index = len(self.requests) - 1
             turn = self.turns[index] if index < len(self.turns) else text("done")
             return turn(list(self.requests))
+
+    def function_responses(self) -> list[dict[str, Any]]:
+        """Gemini: every ``functionResponse`` part the model received, in order (first time seen)."""
+        seen: list[dict[str, Any]] = []
+        keys: set[str] = set()
+        for body in self.requests:
+            for content in body.get("contents", []):
+                for part in content.get("parts", []):
+                    response = part.get("functionResponse") if isinstance(part, dict) else None
+                    key = json.dumps(response, sort_keys=True)
+                    if response is not None and key not in keys:
+                        keys.add(key)
+                        seen.append(response)
+        return seen
 
     def tool_results(self) -> list[dict[str, Any]]:
         """Every ``tool_result`` block the model received, in order (first time seen)."""
@@ -119,6 +133,13 @@ def _handler(script: ScriptedModel) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
+            script.paths.append(self.path)
+            if "enerateContent" in self.path:
+                self._gemini(body)
+                return
+            if ":countTokens" in self.path:
+                self._json({"totalTokens": 10})
+                return
             if not self.path.startswith("/v1/messages") or self.path.startswith("/v1/messages/count_tokens"):
                 self._json({"input_tokens": 10} if "count_tokens" in self.path else {})
                 return
@@ -132,6 +153,26 @@ def _handler(script: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                 return
             payload = b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
                                for name, data in _events(blocks, model))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def _gemini(self, body: dict[str, Any]) -> None:
+            """The Gemini API's answer (``streamGenerateContent?alt=sse`` or ``generateContent``)."""
+            blocks = script.answer(body)
+            parts = [{"functionCall": {"name": b["name"], "args": b["input"]}}
+                     if b["type"] == "tool_use" else {"text": b["text"]} for b in blocks]
+            answer = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                                      "index": 0}],
+                      "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
+                                        "totalTokenCount": 15},
+                      "modelVersion": "gemini-standin"}
+            if "alt=sse" not in self.path:
+                self._json(answer)
+                return
+            payload = f"data: {json.dumps(answer)}\r\n\r\n".encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Content-Length", str(len(payload)))
