@@ -16,21 +16,13 @@ from pydantic import Field
 from s3spill.adapters.langchain import S3SpillMiddleware
 from s3spill.store import ObjectStore
 from s3spill.testing import Fault, FaultyStore
-from tests.adapters.build_scenario import (
-    BUILD_LOG,
-    ERROR_LINE,
-    SESSION,
-    called_tools,
-    foreign_source_id,
-    source_id_of,
-    stored_text,
-)
+from tests.adapters import build_scenario as scenario
 
 
 @tool
 def build() -> str:
     """Run the build and return its log."""
-    return BUILD_LOG
+    return scenario.BUILD_LOG
 
 
 class ToolCallingFake(GenericFakeChatModel):
@@ -49,7 +41,7 @@ def _script(theirs: str) -> Iterator[AIMessage]:
     sid = _SID.pop()
     yield AIMessage("", tool_calls=[
         {"name": "grep_artifact", "args": {"source_id": sid, "pattern": "ERROR"}, "id": "c2"},
-        {"name": "read_artifact", "args": {"source_id": sid, "offset": ERROR_LINE - 2, "limit": 3},
+        {"name": "read_artifact", "args": {"source_id": sid, "offset": scenario.ERROR_LINE - 2, "limit": 3},
          "id": "c3"}])
     yield AIMessage("", tool_calls=[{"name": "read_artifact", "args": {"source_id": theirs}, "id": "c4"}])
     yield AIMessage("the build fails: undefined reference to frob")
@@ -74,29 +66,29 @@ class _Capture(S3SpillMiddleware):
     @staticmethod
     def _note(result: Any) -> None:
         if isinstance(result, ToolMessage) and result.name == "build" and "source_id=" in str(result.content):
-            _SID.append(source_id_of(str(result.content)))
+            _SID.append(scenario.source_id_of(str(result.content)))
 
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
 def test_a_large_result_becomes_a_pointer_the_model_follows(store: ObjectStore, mode: str) -> None:
     """Sync and async: the build log's ToolMessage is a pointer naming the middleware's tools;
     grep and read through them find the error; another session's id is an error ToolMessage."""
-    theirs = foreign_source_id(store)
+    theirs = scenario.foreign_source_id(store)
     _SID.clear()
     model = ToolCallingFake(messages=_script(theirs))
-    agent = create_agent(model, tools=[build], middleware=[_Capture(store, SESSION, journal=None)])
+    agent = create_agent(model, tools=[build], middleware=[_Capture(store, scenario.SESSION, journal=None)])
     state = {"messages": [("user", "Why does the build fail?")]}
     out = agent.invoke(state) if mode == "invoke" else asyncio.run(agent.ainvoke(state))
     messages: list[BaseMessage] = out["messages"]
     results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
 
     pointer = str(results["c1"].content)
-    assert len(pointer) < 40_000 < len(BUILD_LOG) and results["c1"].status == "success"
-    assert called_tools(pointer) == ["read_artifact", "grep_artifact"]
+    assert len(pointer) < 40_000 < len(scenario.BUILD_LOG) and results["c1"].status == "success"
+    assert scenario.called_tools(pointer) == ["read_artifact", "grep_artifact"]
     assert {"build", "read_artifact", "grep_artifact"} <= set(model.bound)
-    assert stored_text(store, source_id_of(pointer)) == BUILD_LOG
-    assert f"{ERROR_LINE}:\t[15000] ERROR module_15000.c:7" in str(results["c2"].content)
-    assert f"{ERROR_LINE}\t[15000] ERROR" in str(results["c3"].content)
+    assert scenario.stored_text(store, scenario.source_id_of(pointer)) == scenario.BUILD_LOG
+    assert f"{scenario.ERROR_LINE}:\t[15000] ERROR module_15000.c:7" in str(results["c2"].content)
+    assert f"{scenario.ERROR_LINE}\t[15000] ERROR" in str(results["c3"].content)
     refused = results["c4"]
     assert refused.status == "error" and str(refused.content).startswith("SourceIdError: ")
     assert "\n" not in str(refused.content)
@@ -118,7 +110,7 @@ def test_small_results_pass_through_and_a_down_store_degrades(local_store: Objec
         AIMessage("", tool_calls=[{"name": "small", "args": {}, "id": "a"},
                                   {"name": "build", "args": {}, "id": "b"}]),
         AIMessage("done")]))
-    agent = create_agent(model, tools=[small, build], middleware=[S3SpillMiddleware(down, SESSION,
+    agent = create_agent(model, tools=[small, build], middleware=[S3SpillMiddleware(down, scenario.SESSION,
                                                                                    journal=None)])
     out = agent.invoke({"messages": [("user", "go")]})
     results = {m.tool_call_id: str(m.content) for m in out["messages"] if isinstance(m, ToolMessage)}

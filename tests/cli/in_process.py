@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,3 +23,13 @@ def local_cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session: str)
     monkeypatch.setenv("S3SPILL_STORE", (tmp_path / "store").as_uri())
     monkeypatch.setenv("S3SPILL_SESSION", session)
     return LocalStore(tmp_path / "store")
+
+
+def cli_env_fixture(session: str) -> Any:
+    """A test module's ``env`` fixture: :func:`local_cli_env` for ``session``."""
+
+    @pytest.fixture
+    def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalStore:
+        return local_cli_env(tmp_path, monkeypatch, session)
+
+    return env

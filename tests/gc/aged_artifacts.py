@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from s3spill import keys
+from s3spill.errors import NotFound
+from s3spill.gc.models import CleanupPolicy
 from s3spill.models import ArtifactRetentionClaim
 from s3spill.store.base import ObjectStore
 
@@ -33,3 +35,16 @@ def claim_for(store: ObjectStore, session_id: str, name: str) -> ArtifactRetenti
     sha = store.head(keys.artifact_key(shash, name)).sha256
     assert sha is not None
     return ArtifactRetentionClaim(source_id=str(keys.SourceId(shash, name, sha[:16])), sha256=sha)
+
+
+#: The policy of a GC run that deletes (the tests' default is a dry run).
+REAL = CleanupPolicy(dry_run=False)
+
+
+def exists(store: ObjectStore, key: str) -> bool:
+    """Whether ``key`` is in the store (a HEAD that does not raise NotFound)."""
+    try:
+        store.head(key)
+        return True
+    except NotFound:
+        return False

@@ -21,17 +21,8 @@ from s3spill.models import ArtifactRetentionClaim
 from s3spill.store.base import ObjectStore, StoreCapabilities
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import Fault, FaultyStore
-from tests.gc.aged_artifacts import claim_for, later, put_artifact
-
-REAL = CleanupPolicy(dry_run=False)
-
-
-def _exists(store: ObjectStore, key: str) -> bool:
-    try:
-        store.head(key)
-        return True
-    except NotFound:
-        return False
+from tests.gc.aged_artifacts import REAL, claim_for, later, put_artifact
+from tests.gc.aged_artifacts import exists as _exists
 
 
 def test_orphan_deleted_and_referenced_kept(store: ObjectStore, tmp_path: Path) -> None:

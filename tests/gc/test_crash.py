@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from s3spill import keys
-from s3spill.errors import ArtifactCondemned, GcRunLocked, NotFound
+from s3spill.errors import ArtifactCondemned, GcRunLocked
 from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.lock import GcRunLock
 from s3spill.gc.models import CleanupPolicy, CleanupScope
@@ -23,6 +23,7 @@ from s3spill.models import utcnow
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3, child_env
 from tests.gc.aged_artifacts import claim_for, later, put_artifact
+from tests.gc.aged_artifacts import exists as _exists
 
 pytestmark = pytest.mark.slow
 REAL = CleanupPolicy(dry_run=False)
@@ -42,14 +43,6 @@ SHORT = ("--orphan-ttl", "1s", "--session-ttl", "1s", "--allow-dangerously-short
 def _dead_runs_lock_expired(store: S3Store) -> GcRunLock:
     """The next run, once the killed run's lock has expired: it takes the lock over (fence 2)."""
     return GcRunLock(store, "all", "next-run", clock=lambda: utcnow() + timedelta(hours=1))
-
-
-def _exists(store: S3Store, key: str) -> bool:
-    try:
-        store.head(key)
-        return True
-    except NotFound:
-        return False
 
 
 def _setup(store: S3Store, tmp_path: Path) -> tuple[list[str], str, Path]:

@@ -21,12 +21,11 @@ from s3spill.config import TransferConfig
 from s3spill.errors import (
     CleanupRefused,
     JournalCorrupt,
-    NotFound,
     StoreCapabilityError,
     UnsupportedOperation,
 )
 from s3spill.gc.apply import apply_cleanup
-from s3spill.gc.models import CleanupPolicy, CleanupScope
+from s3spill.gc.models import CleanupScope
 from s3spill.gc.plan import plan_cleanup
 from s3spill.gc.planfile import CleanupPlan
 from s3spill.leases.journal import LeaseJournal
@@ -38,17 +37,8 @@ from s3spill.store.probes import probe_capabilities
 from s3spill.store.s3.errors import Kind, classify
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import ConditionIgnoringStore, HttpFaults, record_operations
-from tests.gc.aged_artifacts import claim_for, later, put_artifact
-
-REAL = CleanupPolicy(dry_run=False)
-
-
-def _exists(store: ObjectStore, key: str) -> bool:
-    try:
-        store.head(key)
-        return True
-    except NotFound:
-        return False
+from tests.gc.aged_artifacts import REAL, claim_for, later, put_artifact
+from tests.gc.aged_artifacts import exists as _exists
 
 
 def refuse_if_match_delete(client: Any) -> HttpFaults:

@@ -13,7 +13,7 @@ from s3spill.ui.metrics import ui_metrics
 from tests.ui.conftest import SECRET, Populated
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def client(populated: Populated) -> TestClient:
     return TestClient(build_app(populated.store, metrics=ui_metrics()))
 

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from s3spill.agent.mcp.config import rebinding_allowlist
 from s3spill.testing import child_env, free_port
+from tests.agent.mcp.http_server import serving
 
 INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
@@ -37,30 +34,10 @@ def test_foreign_host_or_origin_is_refused_on_127_0_0_2(tmp_path: Path) -> None:
     host, port = "127.0.0.2", free_port()
     env = child_env({"S3SPILL_STORE": (tmp_path / "store").as_uri(), "S3SPILL_SESSION": "s"})
     log = tmp_path / "server.log"
-    with log.open("w") as errlog:
-        proc = subprocess.Popen([sys.executable, "-m", "s3spill", "mcp", "--http",
-                                 f"{host}:{port}"], env=env, stdin=subprocess.DEVNULL,
-                                stdout=errlog, stderr=errlog)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, log.read_text()
-            try:
-                socket.create_connection((host, port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.05)
+    with serving([], env, log, host, port, timeout=60):
         assert _post(host, port, {"Host": f"evil.example:{port}"}) == 421
         assert _post(host, port, {"Host": f"{host}:{port}", "Origin": "http://evil.example"}) == 403
         assert _post(host, port, {"Host": f"{host}:{port}"}) == 200
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.mark.parametrize(("host", "expected"), [

@@ -9,10 +9,7 @@ one-line tool error after which the same connection keeps serving.
 from __future__ import annotations
 
 import re
-import socket
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +28,7 @@ from s3spill.cli import main as cli_main
 from s3spill.store import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import EmbeddedS3, child_env, free_port
+from tests.agent.mcp.http_server import serving
 from tests.artifacts.inspect_store import overwrite
 from tests.conftest import TEST_BUCKET, TEST_CONFIG
 
@@ -209,28 +207,8 @@ def test_stdio_transport(fixture: Fixture, tmp_path: Path, monkeypatch: pytest.M
 
 @contextmanager
 def _http_server(env: dict[str, str], log: Path) -> Iterator[str]:
-    port = free_port()
-    with log.open("w") as errlog:
-        proc = subprocess.Popen(_server_cmd("--http", f"127.0.0.1:{port}"), env=env,
-                                stdin=subprocess.DEVNULL, stdout=errlog, stderr=errlog)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, log.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with serving([], env, log, "127.0.0.1", free_port()) as url:
+        yield url
 
 
 def test_http_transport(fixture: Fixture, tmp_path: Path) -> None:

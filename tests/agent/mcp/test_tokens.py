@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +23,7 @@ from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli import main as cli_main
 from s3spill.store.local import LocalStore
 from s3spill.testing import child_env, free_port
+from tests.agent.mcp.http_server import serving
 from tests.conftest import TEST_CONFIG
 
 
@@ -73,28 +70,8 @@ def _server(store: LocalStore, tokens: Path, log: Path) -> Iterator[str]:
     port = free_port()
     env = child_env({"S3SPILL_STORE": store.url})
     env.pop("S3SPILL_SESSION", None)
-    with log.open("w") as errlog:
-        proc = subprocess.Popen([sys.executable, "-m", "s3spill", "mcp", "--http", f"127.0.0.1:{port}",
-                                 "--tokens", str(tokens)], env=env, stdin=subprocess.DEVNULL,
-                                stdout=errlog, stderr=errlog)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, log.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with serving(["--tokens", str(tokens)], env, log, "127.0.0.1", port) as url:
+        yield url
 
 
 def _client(url: str, token: str) -> Client:
