@@ -7,8 +7,8 @@ copy is at most the cap, the byte count is exact, the process's peak RSS is boun
 ``read`` or ``grep`` of the stored copy prints a planted secret; then that ``quota show``
 stays within the quota and that ``config show`` names the file and line of each value.
 
-Not here (see the issue's report): the MCP proxy route and the Claude Code hook's
-persisted-file route at 1 GiB.
+Also ``--hook-gib`` (1) through the Claude Code hook's persisted-file route (a Bash output
+Claude Code saved to a file; the hook stores the file). Not here: the MCP proxy route.
 
     python benchmarks/fleet_acceptance.py              # 3 GiB per route, 256 MiB cap
     python benchmarks/fleet_acceptance.py --gib 0.25 --cap-mib 16   # a quick run
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -87,12 +88,36 @@ def route_spill(env: dict[str, str], gen: Path, total: int) -> tuple[dict[str, o
     return ref, str(ref.get("source_id", ""))
 
 
+def route_hook(env: dict[str, str], gen: Path, total: int) -> tuple[dict[str, object], str]:
+    """Claude Code's PostToolUse for a Bash output it persisted to a file (the whole output)."""
+    saved = gen.with_name("persisted-output.txt")
+    with open(saved, "wb") as fh:
+        subprocess.run([sys.executable, str(gen), str(total), *SECRETS], stdout=fh, check=True)
+    before = json.loads(cli(env, "quota", "show", "--json").stdout)["bytes"]
+    payload = json.dumps({"hook_event_name": "PostToolUse", "session_id": env["S3SPILL_SESSION"],
+                          "tool_name": "Bash", "tool_use_id": "toolu_fleet", "tool_input": {"command": "gen"},
+                          "tool_response": {"stdout": "(excerpt)", "stderr": "", "interrupted": False,
+                                            "persistedOutputPath": str(saved),
+                                            "persistedOutputSize": saved.stat().st_size}})
+    proc = subprocess.run([sys.executable, "-m", "s3spill", "hook", "claude-code"], env=env, text=True,
+                          input=payload, capture_output=True, timeout=3600)
+    saved.unlink()
+    text = proc.stdout
+    found = re.search(r"artifact:[0-9a-f]{32}:[A-Za-z0-9T._-]+:[0-9a-f]{16}", text)
+    after = json.loads(cli(env, "quota", "show", "--json").stdout)["bytes"]
+    if any(s in text for s in SECRETS):
+        return {"size_bytes": None, "leak": True}, ""
+    return {"size_bytes": after - before}, found.group(0) if found else ""
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--gib", type=float, default=3.0, help="GiB per route (default 3)")
     ap.add_argument("--cap-mib", type=int, default=256)
     ap.add_argument("--quota-mib", type=int, default=1024)
     ap.add_argument("--max-rss-mib", type=int, default=600, help="peak RSS bound per route")
+    ap.add_argument("--hook-gib", type=float, default=1.0,
+                    help="GiB through the Claude Code hook's persisted-file route (default 1)")
     args = ap.parse_args()
     total = int(args.gib * 1024 * MiB)
     cap = args.cap_mib * MiB
@@ -109,9 +134,11 @@ def main() -> int:
     print(f"policy {policy}: cap {cap:,} B, quota {args.quota_mib} MiB, secrets at_rest; "
           f"{total:,} B per route")
     stored_total = 0
-    for name, route in (("run", route_run), ("spill -", route_spill)):
+    routes = [("run", route_run, total), ("spill -", route_spill, total),
+              ("hook", route_hook, int(args.hook_gib * 1024 * MiB))]
+    for name, route, size in routes:
         t0, rss0 = time.monotonic(), peak_mib()
-        doc, sid = route(env, gen, total)
+        doc, sid = route(env, gen, size)
         seconds, rss = time.monotonic() - t0, peak_mib()
         if name == "run":
             stored, seen = doc.get("stored_bytes"), doc.get("total_bytes")

@@ -1,8 +1,9 @@
 """``s3spill mcp-proxy`` and ``s3spill mcp`` as processes: first answer, memory, endings.
 
 * startup — spawn to the answer of ``initialize``, 10 spawns each (median, min, max): the
-  proxy in front of a minimal Python upstream (tests/proxy/hostile_upstream.py), that
-  upstream alone (the baseline: interpreter start plus the handshake), and ``s3spill mcp``;
+  proxy in front of a minimal Python upstream (tests/proxy/hostile_upstream.py) and in
+  front of server-everything (node), each upstream alone (the baselines: interpreter start
+  plus the handshake), and ``s3spill mcp``;
 * memory — one ``tools/call`` whose result is N bytes of text (30 MB, 300 MB, 1 GB; the
   upstream streams it, it never holds it): the proxy's peak RSS (``VmHWM``) over its RSS
   just before the call, and the size of the pointer the client gets;
@@ -24,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.proxy.conftest import hostile_command
-from tests.proxy_support import INIT, RawProxy, proxy_command
+from tests.proxy.servers import INIT, RawProxy, proxy_command, server_command
 
 MB = 1_000_000
 MiB = 1024 * 1024
@@ -55,6 +56,9 @@ def startup(runs: int, work: Path) -> None:
         "upstream alone (python, baseline)": hostile_command(work / "up.jsonl"),
         "s3spill mcp-proxy -> that upstream": proxy_command(store, "bench",
                                                             hostile_command(work / "up.jsonl")),
+        "server-everything alone (node)": server_command("everything", "stdio"),
+        "s3spill mcp-proxy -> server-everything": proxy_command(store, "bench",
+                                                                server_command("everything", "stdio")),
         "s3spill mcp": [sys.executable, "-m", "s3spill", "--store", store, "--session", "bench", "mcp"],
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
@@ -65,7 +69,7 @@ def startup(runs: int, work: Path) -> None:
     print(f"first answer to initialize, {runs} spawns each (median / min / max, ms):")
     for name, samples in times.items():
         med = statistics.median(samples)
-        print(f"  {name:40s} {med * 1000:7.0f} / {min(samples) * 1000:5.0f} / {max(samples) * 1000:5.0f}"
+        print(f"  {name:42s} {med * 1000:7.0f} / {min(samples) * 1000:5.0f} / {max(samples) * 1000:5.0f}"
               f"   {med / base:4.1f}x the baseline")
 
 

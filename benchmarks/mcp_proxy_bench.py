@@ -27,7 +27,7 @@ import anyio
 from mcp import Client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.proxy_support import connect, proxy_command, server_command
+from tests.proxy.servers import connect, proxy_command, server_command
 
 MiB = 1024 * 1024
 

@@ -40,7 +40,7 @@ from s3spill.artifacts.store import ArtifactStore  # noqa: E402
 from s3spill.store.base import ObjectStore  # noqa: E402
 from s3spill.store.local import LocalStore  # noqa: E402
 from s3spill.testing import EmbeddedS3  # noqa: E402
-from tests.artifact_support import CountingStore  # noqa: E402
+from tests.artifacts.inspect_store import CountingStore  # noqa: E402
 
 SESSION = "read-bench"
 BUCKET = "read-bench"

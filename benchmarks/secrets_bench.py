@@ -1,6 +1,6 @@
 """Cost of keeping secrets out of the context, against the spill itself, in one run.
 
-Spills the same generated CI log (tests/buildlog_support.py: pip hashes, npm integrity,
+Spills the same generated CI log (tests/context/secrets/clean_build_logs.py: pip hashes, npm integrity,
 go.sum, docker digests, env dumps — no secret in it) through a Spiller on a local store
 with ``secrets="off"``, ``"preview"`` (the default: only what the model sees is masked)
 and ``"at_rest"`` (the whole stream is scanned and masked before it is stored), and
@@ -22,14 +22,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from buildlog_support import build_log  # noqa: E402
+sys.path[:0] = [str(ROOT)]
 
 from s3spill.context.policy import SpillPolicy  # noqa: E402
 from s3spill.context.secrets import StreamRedactor, default_detector  # noqa: E402
 from s3spill.spill.spiller import Spiller  # noqa: E402
 from s3spill.store.local import LocalStore  # noqa: E402
+from tests.context.secrets.clean_build_logs import build_log  # noqa: E402
 
 MiB = 1024 * 1024
 

@@ -63,8 +63,8 @@ def capture(d: Path, requests_git: str | None) -> None:
         _run(["npm", "ci", "--loglevel", "verbose", "--ignore-scripts", "--no-audit", "--no-fund"],
              d / "npm_ci.txt", cwd=Path(tmp))
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")} | {"PYTHONPATH": str(ROOT)}
-    _run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "tests/test_context_pointer.py",
-          "tests/test_keys.py", "tests/test_context_retention.py", "tests/test_artifacts_read.py"],
+    _run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "tests/context/test_pointer.py",
+          "tests/test_keys.py", "tests/context/test_retention.py", "tests/artifacts/test_read.py"],
          d / "pytest_v.txt", cwd=ROOT, env=env)
     rng = random.Random(7)
     if not (d / "k8s.yaml").exists():

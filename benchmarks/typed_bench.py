@@ -35,15 +35,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from artifact_support import CountingStore  # noqa: E402
+sys.path[:0] = [str(ROOT)]
 
 import s3spill.spill.job as job  # noqa: E402
 from s3spill.artifacts.store import ArtifactStore  # noqa: E402
 from s3spill.spill.spiller import Spiller  # noqa: E402
 from s3spill.store.local import LocalStore  # noqa: E402
 from s3spill.typed.detect import TEXT  # noqa: E402
+from tests.artifacts.inspect_store import CountingStore  # noqa: E402
 
 MiB = 1 << 20
 SESSION = "typed-bench"

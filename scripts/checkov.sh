@@ -14,7 +14,7 @@ if [ ! -x "$VENV/bin/checkov" ]; then
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
   "$VENV/bin/python" -m pip install --quiet "checkov==${CHECKOV_VERSION}"
 fi
-# Inline `#checkov:skip=CKV_...: reason` comments are honoured; tests/test_deploy_terraform.py
+# Inline `#checkov:skip=CKV_...: reason` comments are honoured; tests/deploy/test_terraform.py
 # checks that each one carries a reason. No skip list is passed here.
 # Offline: no Prisma Cloud guideline download (BC_SKIP_MAPPING / --skip-download).
 export BC_SKIP_MAPPING=TRUE

@@ -174,8 +174,8 @@ log "server up on $ENDPOINT"
 #    A fixed Hypothesis seed: the hostile-key examples are the same on every run.
 set +e
 S3SPILL_CONFORMANCE_ENDPOINT=$ENDPOINT S3SPILL_CONFORMANCE_REPORT=$WORK/report.json \
-  "$PY" -m pytest -q -p tests.conformance_report -p no:cacheprovider -m endpoint --hypothesis-seed=0 \
-  tests/test_store_conformance.py tests/test_store_races.py >"$WORK/pytest.log" 2>&1
+  "$PY" -m pytest -q -n 0 -p tests.store.conformance_report -p no:cacheprovider -m endpoint --hypothesis-seed=0 \
+  tests/store/test_conformance.py tests/store/test_races.py >"$WORK/pytest.log" 2>&1
 PYTEST_RC=$?
 set -e
 if [ ! -s "$WORK/report.json" ]; then
@@ -193,7 +193,7 @@ set -e
 log "doctor exit $DOCTOR_RC"
 
 # 3. Compare with what was measured before.
-if ! "$PY" -m tests.conformance_report check "$BACKEND" --report "$WORK/report.json" \
+if ! "$PY" -m tests.store.conformance_report check "$BACKEND" --report "$WORK/report.json" \
   --doctor "$WORK/doctor.json" --doctor-exit "$DOCTOR_RC" $UPDATE; then
   grep -E "^(FAILED|ERROR)" "$WORK/pytest.log" >&2 || true
   exit 1

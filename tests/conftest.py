@@ -3,7 +3,7 @@
 ``store`` is parametrised over the backends so a test written once runs against each:
 the local directory, and the S3 backend on in-process moto (``mock_aws``, fast).
 With ``S3SPILL_CONFORMANCE_ENDPOINT`` set, ``store`` and ``http_s3_store`` also run on that
-endpoint (see ``tests/endpoint_support.py``); unset, nothing changes.
+endpoint (see ``tests/store/endpoint.py``); unset, nothing changes.
 ``server_store`` is the S3 backend over real HTTP against the session's ``moto_server``
 (an :class:`~s3spill.testing.EmbeddedS3` serving one request at a time), for
 concurrency, multi-process and HTTP-level fault tests; each test gets its own prefix.
@@ -23,7 +23,7 @@ from s3spill.store import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3
-from tests.endpoint_support import ENDPOINT_PARAMS, endpoint_env, endpoint_store
+from tests.store.endpoint import ENDPOINT_PARAMS, endpoint_env, endpoint_store
 
 BACKENDS = ["local", "moto", *ENDPOINT_PARAMS]
 TEST_BUCKET = "s3spill-test"

@@ -84,8 +84,16 @@ def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
     # supervisor's reader, pump and upload threads that is tens of MiB of RSS; two arenas
     # keep it bounded. The command gets the caller's environment as it was.
     env = dict(os.environ)
+    only_ours = []
     if "MALLOC_ARENA_MAX" not in env:
-        env.update({"MALLOC_ARENA_MAX": "2", DROP_ENV: "MALLOC_ARENA_MAX"})
+        env["MALLOC_ARENA_MAX"] = "2"
+        only_ours.append("MALLOC_ARENA_MAX")
+    kms = policy_from_args(args).policy.store.kms_key_id
+    if kms and "S3SPILL_KMS_KEY_ID" not in env:  # the policy's tenant key reaches the supervisor's store
+        env["S3SPILL_KMS_KEY_ID"] = kms
+        only_ours.append("S3SPILL_KMS_KEY_ID")
+    if only_ours:
+        env[DROP_ENV] = ",".join(only_ours)
     proc = subprocess.Popen(  # noqa: S603 - our own module; the command is the user's
         [*argv, "--", *cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, env=env)

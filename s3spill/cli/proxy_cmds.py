@@ -20,6 +20,8 @@ from s3spill.cli.voice import MCP_EXTRA
 from s3spill.errors import ConfigError
 
 if TYPE_CHECKING:
+    import subprocess
+
     from s3spill.proxy.settings import ProxySettings
 
 TOOLS_HELP = """\
@@ -85,6 +87,21 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
     if bool(command) == bool(args.upstream_url):
         raise ConfigError("mcp-proxy needs one upstream: its command (s3spill mcp-proxy -- CMD ARGS...) "
                           "or --upstream-url URL")
+    if args.tokens and not args.http:
+        raise ConfigError("--tokens binds HTTP requests to sessions: add --http HOST:PORT")
+    if not command or args.http:
+        return _proxy(args, command, None)
+    from s3spill.proxy.spawn import discard, spawn
+
+    started = spawn(command)  # its boot overlaps ours (s3spill.proxy.spawn)
+    try:
+        return _proxy(args, command, started)
+    finally:
+        discard(started)
+
+
+def _proxy(args: argparse.Namespace, command: list[str], started: subprocess.Popen[bytes] | None) -> int:
+    """The proxy, once its upstream is started (``started``; None: over HTTP, or per session)."""
     from s3spill.proxy.settings import ProxySettings
 
     # --config is the fleet policy (TOML); a .json file is the proxy's older settings file.
@@ -98,8 +115,6 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
                                          hard_cap_chars=args.hard_cap, call_timeout=args.call_timeout)
     if args.http:
         return _serve_http(args, settings, command)
-    if args.tokens:
-        raise ConfigError("--tokens binds HTTP requests to sessions: add --http HOST:PORT")
     session = session_from_args(args)
     from s3spill.agent.tools import AgentTools
     from s3spill.log import get_logger
@@ -130,7 +145,7 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
                                   f"{exc.name!r} is not installed", hint=MCP_EXTRA) from None
 
             return asyncio.run(relay_http(relay, args.upstream_url))
-        return run_stdio(relay, command)
+        return run_stdio(relay, started if started is not None else command)
     finally:
         spiller.close()
         store.close()

@@ -29,8 +29,11 @@ from s3spill.cli.policy_args import add_cap_flag, policy_from_args
 from s3spill.cli.run_pipe import HELD_OPEN_NOTE, Pipe, exit_status, start
 from s3spill.cli.voice import say
 from s3spill.context.policy import SpillPolicy
+from s3spill.log import get_logger
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
+
+log = get_logger("s3spill.cli.run")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -107,10 +110,24 @@ def continue_run(args: argparse.Namespace, proc: subprocess.Popen[bytes], pipe: 
     """The full path for a command :mod:`.run_fast` started: ``read`` came first, then ``rest``.
 
     The store is opened only now; :mod:`.run_fast` checked the flags that could make
-    opening it a usage error before it started the command.
+    opening it a usage error before it started the command. When opening it fails all
+    the same, the command has run: its output goes through the Spiller against a store
+    that refuses every write, so the model gets the degraded result (bounded head and
+    tail, "NOT saved" and why) and the exit status, never an error that hides the output.
     """
-    return _spill(args, session_from_args(args), store_from_args(args), proc, pipe,
+    return _spill(args, session_from_args(args), _store_or_stand_in(args), proc, pipe,
                   itertools.chain([read], rest))
+
+
+def _store_or_stand_in(args: argparse.Namespace) -> ObjectStore:
+    try:
+        return store_from_args(args)
+    except Exception as exc:  # noqa: BLE001 - any failure: the output must still be shown
+        from s3spill.spill.upload import describe_error
+        from s3spill.store.unopened import UnopenedStore
+
+        log.warning("run.store_unopened", error=describe_error(exc))
+        return UnopenedStore(getattr(args, "store", None), describe_error(exc))
 
 
 def _spill(args: argparse.Namespace, session: str, store: ObjectStore, proc: subprocess.Popen[bytes],

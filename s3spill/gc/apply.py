@@ -28,13 +28,14 @@ from typing import Any
 
 from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused
-from s3spill.gc.apply_session import SessionApplier, Tally
+from s3spill.gc.apply_session import SessionApplier
 from s3spill.gc.delete import choose_delete_method
 from s3spill.gc.fence import LedgerFactory, open_ledger
 from s3spill.gc.lock import GcRunLock
 from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import CleanupPolicy, CleanupReport, narrowed_policy
 from s3spill.gc.planfile import CleanupPlan, PlanEntry
+from s3spill.gc.tally import Tally
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore, StoreCapabilities
 from s3spill.store.conditional_writes import require_conditional_writes

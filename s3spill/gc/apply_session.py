@@ -5,22 +5,22 @@ report) because this is where the per-session decisions live, each in its own st
 reading the facts (journal + the history outside it), spotting doubt (everything is
 retained), adopting condemnations an interrupted run left behind, admitting each plan
 line on fresh facts, and then one condemnation CAS followed by the conditional deletes
-(:mod:`s3spill.gc.delete`) and one ``DELETED``/``LIFTED`` CAS.
+(:mod:`s3spill.gc.delete`) and one ``DELETED``/``LIFTED`` CAS. A purged session has no
+journal and takes :mod:`s3spill.gc.erase_session` instead; every outcome goes to the run's
+:class:`~s3spill.gc.tally.Tally`.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from s3spill import failpoints, keys
-from s3spill.errors import InvalidKey, JournalError, NotFound, PreconditionFailed, S3SpillError, StoreError
+from s3spill.errors import InvalidKey, JournalError, NotFound, S3SpillError, StoreError
 from s3spill.fleet.credit import QuotaCredit
 from s3spill.gc.delete import ConditionalDeleter
+from s3spill.gc.erase_session import erase_session
 from s3spill.gc.fence import (
     NO_MANIFEST_REASON,
     CondemnFact,
@@ -31,22 +31,21 @@ from s3spill.gc.fence import (
 )
 from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import (
-    ApplyItem,
     ApplyOutcome,
     CleanupPolicy,
     DeleteMethod,
     ObjectSnapshot,
 )
-from s3spill.gc.plan import object_created
+from s3spill.gc.plan_rules import object_created
 from s3spill.gc.planfile import PlanEntry
+from s3spill.gc.tally import Tally
 from s3spill.gc.usage_logs import apply_usage_log
-from s3spill.leases.erased import read_tombstone
 from s3spill.leases.evidence import HistoryEvidence, read_history_evidence
 from s3spill.log import get_logger
-from s3spill.store.base import ObjectInfo, ObjectStore
+from s3spill.store.base import ObjectInfo
 from s3spill.store.commit import committed_digest
 
-__all__ = ["FP_AFTER_CONDEMN", "FP_AFTER_DELETE", "SessionApplier", "Tally"]
+__all__ = ["FP_AFTER_CONDEMN", "FP_AFTER_DELETE", "SessionApplier"]
 
 log = get_logger("s3spill.gc")
 
@@ -54,43 +53,6 @@ FP_AFTER_CONDEMN = failpoints.declare(
     "gc.after_condemn", "CONDEMNED is durable; nothing deleted yet")
 FP_AFTER_DELETE = failpoints.declare(
     "gc.after_delete", "artifacts deleted; DELETED not yet appended")
-
-
-@dataclass
-class Tally:
-    max_items: int
-    counts: Counter[str] = field(default_factory=Counter)
-    bytes: Counter[str] = field(default_factory=Counter)
-    items: list[ApplyItem] = field(default_factory=list)
-    truncated: bool = False
-    recovered: Counter[str] = field(default_factory=Counter)
-    sessions: int = 0
-    deletions: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    #: Receives every decision (one dict per object) for the JSON Lines report.
-    sink: Callable[[dict[str, Any]], None] | None = None
-
-    def add(self, outcome: ApplyOutcome | str, entry: PlanEntry, reason: str = "") -> None:
-        with self.lock:
-            self.counts[outcome] += 1
-            self.bytes[outcome] += entry.size
-            if self.sink is not None:
-                self.sink({"kind": "gc_decision", "phase": "apply", "outcome": outcome,
-                           "planned": entry.status, "object_kind": entry.object_kind,
-                           "key": entry.key, "session_hash": entry.session_hash,
-                           "size": entry.size, "reason": (reason or entry.reason)[:300]})
-            if entry.status != "planned_delete":
-                return
-            if outcome != "deleted" or len(self.items) < self.max_items:
-                if len(self.items) < self.max_items * 2:
-                    self.items.append(ApplyItem(
-                        outcome=outcome, session_hash=entry.session_hash,
-                        name=entry.name, object_kind=entry.object_kind, size=entry.size,
-                        reason=reason[:300]))
-                else:
-                    self.truncated = True
-            else:
-                self.truncated = True
 
 
 class SessionApplier:
@@ -122,7 +84,9 @@ class SessionApplier:
     def session(self, shash: str, entries: list[PlanEntry]) -> None:
         erase = [e for e in entries if e.status == "planned_erase"]
         if erase:
-            self._erase(shash, [e for e in entries if e.status != "planned_erase"], erase)
+            erase_session(self.store, shash, [e for e in entries if e.status != "planned_erase"],
+                          erase, self.tally, self.dry_run, self._take_deletion_slot,
+                          self.policy.max_deletions)
             return
         planned = self._planned(entries)
         if not planned and not any(e.object_kind == "manifest" for e in entries):
@@ -143,29 +107,6 @@ class SessionApplier:
             self._admit(shash, e, facts, published, work)
         if work:
             self._condemn_and_delete(ledger, shash, list(work.values()), facts)
-
-    def _erase(self, shash: str, others: list[PlanEntry], erase: list[PlanEntry]) -> None:
-        """A purged session: re-check its seal, then delete what the plan found in it.
-
-        No journal (it is sealed: no record can be added, so no condemnation either): the seal
-        is the fence. Each object goes by ``If-Match`` on the ETag just read, so a rewrite in
-        between is deleted as it is now, and one already gone is ``already_missing``.
-        """
-        for e in others:
-            self.tally.add(e.status, e)
-        with self.tally.lock:
-            self.tally.sessions += 1
-        if not sealed(self.store, shash):
-            for e in erase:
-                self.tally.add("retained_unverifiable", e, "planned as purged, but no tombstone now")
-            return
-        for e in erase:
-            if self.dry_run:
-                self.tally.add("dry_run", e, "dry run: nothing deleted")
-            elif not self._take_deletion_slot():
-                self.tally.add("retained_limit", e, f"max_deletions={self.policy.max_deletions} reached")
-            else:
-                self.tally.add(*erase_object(self.store, e))
 
     def _planned(self, entries: list[PlanEntry]) -> list[PlanEntry]:
         """The entries the plan wants deleted; every other one is tallied as the plan decided it."""
@@ -431,34 +372,6 @@ class _Work:
     entry: PlanEntry | None
     #: The run whose leftover condemnation this run adopts (``None``: a fresh one).
     takeover: str | None = None
-
-
-def sealed(store: ObjectStore, shash: str) -> bool:
-    """Is the session's manifest key the purge's tombstone (read now)?"""
-    try:
-        return read_tombstone(store.get(keys.manifest_key(shash))) is not None
-    except StoreError:
-        return False
-
-
-def erase_object(store: ObjectStore, e: PlanEntry) -> tuple[ApplyOutcome, PlanEntry, str]:
-    """Delete one object of a purged session (``If-Match``; a rewritten one as it is now)."""
-    assert e.key is not None and e.snapshot is not None
-    etag = e.snapshot.etag
-    for _ in range(4):
-        try:
-            store.delete_if_match(e.key, etag)
-            return "deleted", e, "erased: its session was purged"
-        except NotFound:
-            return "already_missing", e, "gone already"
-        except PreconditionFailed:
-            try:
-                etag = store.head(e.key).etag  # rewritten since the plan: erasable all the same
-            except NotFound:
-                return "already_missing", e, "gone already"
-        except StoreError as exc:
-            return "retained_error", e, f"delete failed: {type(exc).__name__}"
-    return "retained_error", e, "kept changing"
 
 
 def _layout_ok(shash: str, name: str) -> bool:

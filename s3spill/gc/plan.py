@@ -8,7 +8,8 @@ are contiguous — a listing out of order is refused rather than half-trusted), 
 session's journal is folded once for its claim view, and the entries go straight to a
 JSON Lines file. Memory is bounded by the largest session, not the store.
 
-Every object gets exactly one status (see :mod:`s3spill.gc.models`). Only artifacts
+Every object gets exactly one status (see :mod:`s3spill.gc.models`), decided by
+:mod:`s3spill.gc.plan_rules`. Only artifacts
 and their ``.idx`` sidecars can ever be ``planned_delete``; journal manifests and
 segments, owner slots and tombstones, and stored plans are protocol state GC never
 deletes (``retained_protocol``), which keeps every create-if-absent slot closed forever.
@@ -19,397 +20,48 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from s3spill.config import TransferConfig
-from s3spill.errors import NotFound, S3SpillError, SessionErased
-from s3spill.gc.fence import NO_MANIFEST_REASON, SessionFacts, journal_doubts, read_session_facts
+from s3spill.gc.fence import read_session_facts
 from s3spill.gc.models import (
     CleanupPolicy,
     CleanupReport,
     CleanupScope,
-    ObjectKind,
-    ObjectSnapshot,
-    PlanStatus,
+)
+from s3spill.gc.plan_rules import (
+    FactsReader,
+    Planner,
+    SessionGroup,
+    object_created,
+    session_of_key,
+    snapshot_of,
 )
 from s3spill.gc.planfile import CleanupPlan, PlanEntry, PlanHeader, PlanWriter
 from s3spill.gc.shards import list_scope
-from s3spill.gc.usage_logs import plan_usage_log
-from s3spill.keys import OWNER, SESSIONS, ParsedKey, parse_key
-from s3spill.leases.evidence import read_history_evidence
+from s3spill.keys import parse_key
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore
-from s3spill.store.commit import COMMIT_SIDECAR, META_COMMIT, committed_digest, content_info, defers_digest
 from s3spill.store.conditional_writes import require_conditional_writes
 
 log = get_logger("s3spill.gc")
 
-FactsReader = Callable[[ObjectStore, str, Callable[[], datetime]], SessionFacts]
-
-
-def _name_time(name: str) -> datetime:
-    """The creation stamp embedded in an artifact name (``YYYYmmddTHHMMSSZ-…``)."""
-    return datetime.strptime(name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
-
-
-#: Live output is never GC's to delete: its writer deletes segments once they are an
-#: ordinary artifact, and a lost one is finished into one (which GC then judges by its TTLs).
-_LIVE_REASON = ("live output (state or segment): never deleted by GC; a finished or lost one "
-                "becomes an ordinary artifact (s3spill status ID --finish)")
-
-
-def object_created(name: str, info: ObjectInfo) -> datetime:
-    """The later of the object's mtime and the stamp in its name (a clock-skew-safe age)."""
-    try:
-        return max(info.last_modified, _name_time(name))
-    except ValueError:
-        return info.last_modified
-
-
-def snapshot_of(info: ObjectInfo) -> ObjectSnapshot:
-    return ObjectSnapshot(
-        key=info.key, etag=info.etag, version_id=info.version_id, size=info.size,
-        last_modified=info.last_modified, sha256=info.sha256,
-        committed=info.sha256 is not None and defers_digest(info),
-    )
-
-
-def _session_of_key(key: str) -> str | None:
-    """The session hash a key sits under, even when the rest of the key is off-layout."""
-    parts = key.split("/")
-    if len(parts) >= 3 and f"{parts[0]}/{parts[1]}" in (SESSIONS, OWNER):
-        candidate = parts[2]
-        if len(candidate) == 32 and all(c in "0123456789abcdef" for c in candidate):
-            return candidate
-    return None
-
-
-@dataclass
-class _SessionGroup:
-    shash: str
-    artifacts: dict[str, ObjectInfo] = field(default_factory=dict)
-    indexes: dict[str, ObjectInfo] = field(default_factory=dict)
-    protocol: list[tuple[ObjectKind, ObjectInfo]] = field(default_factory=list)
-    usage: dict[str, ObjectInfo] = field(default_factory=dict)
-
-    def add(self, parsed: ParsedKey, info: ObjectInfo) -> None:
-        if parsed.kind == "usage_log":
-            self.usage[str(parsed.name)] = info
-        elif parsed.kind == "artifact":
-            self.artifacts[str(parsed.name)] = info
-        elif parsed.kind == "index":
-            self.indexes[str(parsed.name)] = info
-        else:
-            kind: dict[str, ObjectKind] = {"manifest": "manifest", "usage": "usage", "live_state": "live",
-                                           "live_segment": "live", "live_table": "live"}
-            self.protocol.append((kind.get(parsed.kind, "segment"), info))
-
-
-
-#: Store-wide protocol objects outside any session: what each is, for the plan's reason.
-_STORE_PROTOCOL: dict[str, tuple[ObjectKind, str]] = {
-    "usage": ("usage", "quota counter shard: never deleted by GC"),
-    "erasure": ("erasure", "erasure audit record (the seal of a purged session): never deleted by GC"),
-    "gc_lock": ("gc_lock", "GC run lock"),
-}
-
-class _Planner:
-    def __init__(
-        self, store: ObjectStore, scope: CleanupScope, policy: CleanupPolicy, writer: PlanWriter,
-        now: datetime, facts_reader: FactsReader,
-    ) -> None:
-        self.store = store
-        self.scope = scope
-        self.policy = policy
-        self.writer = writer
-        self.now = now
-        self.facts_reader = facts_reader
-        self.planned = 0
-        self.sessions = 0
-        self.heads = 0
-        self.index_reads = 0
-        self._versioned = store.capabilities().versioning
-        self._lock = threading.Lock()
-        self._local = threading.local()
-
-    # -- running: sessions on worker threads, writing in listing order on the caller's ---
-
-    def run_session(self, group: _SessionGroup) -> list[PlanEntry]:
-        self._local.out = []
-        with self._lock:
-            self.sessions += 1
-        self.session(group)
-        out: list[PlanEntry] = self._local.out
-        return out
-
-    def run_loose(self, info: ObjectInfo) -> list[PlanEntry]:
-        self._local.out = []
-        self.loose(info)
-        out: list[PlanEntry] = self._local.out
-        return out
-
-    def write(self, entry: PlanEntry) -> None:
-        """Enforce ``max_deletions`` in plan order (workers only pre-check it), then write."""
-        limit = self.policy.max_deletions
-        if entry.status == "planned_delete":
-            if limit is not None and self.planned >= limit:
-                entry = entry.model_copy(update={
-                    "status": "retained_limit", "snapshot": None,
-                    "reason": f"max_deletions={limit} reached"})
-            else:
-                self.planned += 1
-        self.writer.add(entry)
-
-    @property
-    def _full(self) -> bool:
-        return self.policy.max_deletions is not None and self.planned >= self.policy.max_deletions
-
-    # -- helpers ---------------------------------------------------------------------
-
-    def _emit(self, status: PlanStatus, kind: ObjectKind, info: ObjectInfo | None, *, shash: str | None,
-              name: str | None = None, reason: str = "", snapshot: ObjectSnapshot | None = None,
-              index: ObjectSnapshot | None = None, size: int | None = None) -> None:
-        self._local.out.append(PlanEntry(
-            status=status, object_kind=kind, session_hash=shash, name=name,
-            key=info.key if info else None,
-            size=size if size is not None else (info.size if info else 0),
-            reason=reason, snapshot=snapshot, index_snapshot=index,
-        ))
-
-    def _head(self, key: str) -> ObjectInfo | None:
-        with self._lock:
-            self.heads += 1
-        try:
-            return content_info(self.store, self.store.head(key))
-        except NotFound:
-            return None
-
-    def _content(self, shash: str, name: str, info: ObjectInfo, index: ObjectInfo | None
-                 ) -> ObjectInfo | None:
-        """``info`` with its content SHA-256, from as few requests as the listing allows.
-
-        Why no HEAD per artifact: a listing already gives key, size, ETag and
-        LastModified; what it lacks is the content digest, which an artifact written by
-        :class:`~s3spill.artifacts.store.ArtifactStore` keeps in its commit record — so
-        one GET of the ``.idx`` (listed, so known to exist) gives the digest and, through
-        the body ETag it pins, ties it to the listed body. A local listing carries the
-        metadata itself. Only a body the commit record does not vouch for (version 1,
-        or not written by the artifact store), or a store that claims versioning (whose
-        version id a listing omits), costs the HEAD it always did. Apply revalidates by
-        HEAD before it deletes either way; ``None``: the object is gone.
-        """
-        if info.sha256 is not None or defers_digest(info):  # a listing with metadata (local)
-            return content_info(self.store, info)
-        if index is not None and not self._versioned:
-            with self._lock:
-                self.index_reads += 1
-            sha = committed_digest(self.store, index.key, info.etag, shash=shash, name=name)
-            if sha is not None:
-                # Marked as a HEAD of a version 2 body is: its digest is the record's.
-                return replace(info, sha256=sha, metadata={META_COMMIT: COMMIT_SIDECAR})
-        return self._head(info.key)
-
-    def _recent(self, created: datetime, facts: SessionFacts, name: str) -> str | None:
-        """Why an unclaimed object is still too young to go, or ``None``."""
-        ref = created
-        if facts.last_active is not None:
-            if self.now - facts.last_active < self.policy.session_ttl:
-                return "session active within session_ttl"
-            ref = max(ref, facts.last_active)
-        for claim in facts.expired_claims.get(name, ()):
-            if claim.retain_until is not None:
-                ref = max(ref, claim.retain_until)
-        if self.now - ref < self.policy.orphan_ttl:
-            return "younger than orphan_ttl"
-        return None
-
-    # -- per object kind ---------------------------------------------------------------
-
-    def loose(self, info: ObjectInfo) -> None:
-        """An object outside any session group: an owner slot, a stored plan, or unknown."""
-        parsed = parse_key(info.key)
-        if parsed.kind == "owner":
-            self._emit("retained_protocol", "owner", info, shash=parsed.session_hash,
-                       reason="owner publication slot or tombstone: never deleted by GC")
-        elif parsed.kind == "gc_plan":
-            self._emit("retained_protocol", "gc_plan", info, shash=None, reason="stored cleanup plan")
-        elif parsed.kind in _STORE_PROTOCOL:
-            kind, reason = _STORE_PROTOCOL[parsed.kind]
-            self._emit("retained_protocol", kind, info, shash=None, reason=reason)
-        else:
-            self._emit("retained_unknown", "unknown", info, shash=_session_of_key(info.key),
-                       reason="not an s3spill key (off-layout)")
-
-    def session(self, group: _SessionGroup) -> None:
-        shash = group.shash
-        try:
-            facts = self.facts_reader(self.store, shash, lambda: self.now)
-            evidence = read_history_evidence(self.store, shash)
-            doubts = journal_doubts(facts, evidence)
-            if doubts:  # listed after the manifest was read: a publish in between is not lost history
-                facts = self.facts_reader(self.store, shash, lambda: self.now)
-                doubts = journal_doubts(facts, evidence)
-        except SessionErased:
-            self._sealed(group)
-            return
-        except (S3SpillError, ValueError) as exc:
-            self._protocol(group)
-            reason = f"journal failed verification: {type(exc).__name__}: {exc}"[:300]
-            log.warning("gc.plan.unverifiable", session_hash=shash, error=type(exc).__name__)
-            self._retain_all(group, "retained_unverifiable", reason)
-            return
-        self._protocol(group)
-        if not facts.exists and not doubts and any(
-                self.now - object_created(n, i) < self.policy.session_ttl
-                for n, i in group.artifacts.items()):
-            self._retain_all(group, "retained_no_manifest", NO_MANIFEST_REASON)
-            return
-        if doubts:
-            reason = ("journal in doubt, every object kept: " + "; ".join(doubts))[:300]
-            log.warning("gc.plan.JOURNAL_DOUBT", session_hash=shash, reasons=doubts,
-                        artifacts=len(group.artifacts))
-            self._retain_all(group, "retained_journal_doubt", reason)
-            return
-        published = evidence.published_names()
-        for name, info in sorted(group.artifacts.items()):
-            self._artifact(shash, name, info, group.indexes.get(name), facts, published)
-        for name, info in sorted(group.indexes.items()):
-            if name not in group.artifacts:
-                self._orphan_index(shash, name, info, facts, published)
-        for name, info in sorted(group.usage.items()):
-            plan_usage_log(self, shash, name, info, facts)
-        for name, claims in sorted(facts.claims.items()):
-            if name not in group.artifacts:
-                digests = ",".join(sorted({c.sha256[:16] for c in claims}))
-                self._emit("missing_referenced", "claim", None, shash=shash, name=name,
-                           reason=f"{len(claims)} active claim(s), digest {digests}, artifact is gone")
-
-    def _protocol(self, group: _SessionGroup) -> None:
-        for kind, info in group.protocol:
-            self._emit("retained_protocol", kind, info, shash=group.shash,
-                       reason=_LIVE_REASON if kind == "live"
-                       else "protocol object: GC never deletes journal or owner state")
-
-    def _sealed(self, group: _SessionGroup) -> None:
-        """A purged session (its manifest is the tombstone): everything else in it is erasable.
-
-        Why GC and not only purge: a writer stalled past any bound (a frozen publisher, a late
-        segment) can land an object after the purge's final sweep; the next GC run takes it.
-        The tombstone stays (it keeps the journal sealed); owner slots and the audit record
-        are outside the session's prefix and are kept as always.
-        """
-        shash = group.shash
-        everything: list[tuple[ObjectKind, str | None, ObjectInfo]] = [
-            *(("artifact", n, i) for n, i in group.artifacts.items()),
-            *(("index", n, i) for n, i in group.indexes.items()),
-            *(("usage_log", n, i) for n, i in group.usage.items()),
-            *((k, None, i) for k, i in group.protocol)]
-        for kind, name, info in sorted(everything, key=lambda t: t[2].key):
-            if kind == "manifest":
-                self._emit("retained_protocol", kind, info, shash=shash,
-                           reason="the tombstone of a purged session: keeps its journal sealed")
-            else:
-                self._emit("planned_erase", kind, info, shash=shash, name=name,
-                           reason="in a purged session: erasable, whatever it is",
-                           snapshot=snapshot_of(info))
-        log.info("gc.plan.sealed_session", session_hash=shash, erasable=len(everything) - 1)
-
-    def _retain_all(self, group: _SessionGroup, status: PlanStatus, reason: str) -> None:
-        shash = group.shash
-        for name, info in sorted(group.artifacts.items()):
-            index = group.indexes.get(name)
-            self._emit(status, "artifact", info, shash=shash, name=name, reason=reason,
-                       index=snapshot_of(index) if index else None,
-                       size=info.size + (index.size if index else 0))
-        for name, info in sorted(group.indexes.items()):
-            if name not in group.artifacts:
-                self._emit(status, "index", info, shash=shash, name=name, reason=reason)
-        for name, info in sorted(group.usage.items()):
-            self._emit(status, "usage_log", info, shash=shash, name=name, reason=reason)
-
-    def _artifact(self, shash: str, name: str, info: ObjectInfo, index: ObjectInfo | None,
-                  facts: SessionFacts, published: dict[str, set[str]]) -> None:
-        claims = facts.claims.get(name, [])
-        size = info.size + (index.size if index else 0)
-        idx = snapshot_of(index) if index else None
-        if name in published:
-            self._emit("retained_referenced", "artifact", info, shash=shash, name=name, size=size,
-                       index=idx, reason="an owner slot holds a published reference to it")
-            return
-        if claims:
-            head = self._content(shash, name, info, index)
-            if head is None:
-                digests = ",".join(sorted({c.sha256[:16] for c in claims}))
-                self._emit("missing_referenced", "claim", None, shash=shash, name=name,
-                           reason=f"{len(claims)} active claim(s), digest {digests}, artifact is gone")
-                return
-            wrong = sorted({c.sha256[:16] for c in claims if c.sha256 != head.sha256})
-            if wrong:
-                self._emit("retained_corrupt", "artifact", head, shash=shash, name=name, size=size, index=idx,
-                           reason=f"claim digest {','.join(wrong)} does not match the object's "
-                                  f"{(head.sha256 or 'unknown')[:16]}")
-            else:
-                states = ",".join(sorted({c.state for c in claims}))
-                self._emit("retained_referenced", "artifact", head, shash=shash, name=name, size=size,
-                           index=idx,
-                           reason=f"{len(claims)} active claim(s): {states}")
-            return
-        why = self._recent(object_created(name, info), facts, name)
-        if why:
-            self._emit("retained_recent", "artifact", info, shash=shash, name=name, size=size, reason=why,
-                       index=idx)
-            return
-        if self._full:
-            self._emit("retained_limit", "artifact", info, shash=shash, name=name, size=size, index=idx,
-                       reason=f"max_deletions={self.policy.max_deletions} reached")
-            return
-        head = self._content(shash, name, info, index)
-        if head is None:
-            return
-        if head.sha256 is None:
-            self._emit("retained_unknown", "artifact", head, shash=shash, name=name, size=size, index=idx,
-                       reason="no SHA-256 metadata: not written by s3spill's artifact store")
-            return
-        self._emit("planned_delete", "artifact", head, shash=shash, name=name, size=size,
-                   reason="unclaimed and older than orphan_ttl", snapshot=snapshot_of(head),
-                   index=idx)
-
-    def _orphan_index(self, shash: str, name: str, info: ObjectInfo, facts: SessionFacts,
-                      published: dict[str, set[str]]) -> None:
-        if facts.claims.get(name) or name in published:
-            self._emit("retained_referenced", "index", info, shash=shash, name=name,
-                       reason="sidecar of a claimed (missing) artifact")
-            return
-        why = self._recent(info.last_modified, facts, name)
-        if why:
-            self._emit("retained_recent", "index", info, shash=shash, name=name, reason=why)
-            return
-        if self._full:
-            self._emit("retained_limit", "index", info, shash=shash, name=name,
-                       reason=f"max_deletions={self.policy.max_deletions} reached")
-            return
-        self._emit("planned_delete", "index", info, shash=shash, name=name,
-                   reason="sidecar without its artifact, older than orphan_ttl", snapshot=snapshot_of(info))
-
-
-def _grouped(store: ObjectStore, scope: CleanupScope) -> Iterator[_SessionGroup | ObjectInfo]:
+def _grouped(store: ObjectStore, scope: CleanupScope) -> Iterator[SessionGroup | ObjectInfo]:
     """Yield session groups (contiguous in the key-ordered listing) and session-less objects.
 
     Only the scope's own key ranges are listed (:func:`~s3spill.gc.shards.list_scope`), and
     nothing is remembered across sessions: the listing's key order, checked as it streams,
     is what guarantees a session's objects all arrive in one group.
     """
-    current: _SessionGroup | None = None
+    current: SessionGroup | None = None
     for info in list_scope(store, scope):
         parsed = parse_key(info.key)
-        shash = parsed.session_hash if parsed.kind != "unknown" else _session_of_key(info.key)
+        shash = parsed.session_hash if parsed.kind != "unknown" else session_of_key(info.key)
         if parsed.kind in ("owner", "unknown") or shash is None:
             # Owner slots live outside the session prefix; they are reported, never grouped.
             yield info
@@ -417,7 +69,7 @@ def _grouped(store: ObjectStore, scope: CleanupScope) -> Iterator[_SessionGroup 
         if current is None or current.shash != shash:
             if current is not None:
                 yield current
-            current = _SessionGroup(shash)
+            current = SessionGroup(shash)
         current.add(parsed, info)
     if current is not None:
         yield current
@@ -454,7 +106,7 @@ def plan_cleanup(
         store_url=store.url, scope=scope, policy=policy,
     )
     writer = PlanWriter(Path(out) if out is not None else _private_plan_file(), header)
-    planner = _Planner(store, scope, policy, writer, now, facts_reader)
+    planner = Planner(store, scope, policy, writer, now, facts_reader)
     started = time.monotonic()
     try:
         _plan_in_order(store, scope, planner, workers, progress)
@@ -475,7 +127,7 @@ def _private_plan_file() -> Path:
     return Path(name)
 
 
-def _plan_in_order(store: ObjectStore, scope: CleanupScope, planner: _Planner, workers: int,
+def _plan_in_order(store: ObjectStore, scope: CleanupScope, planner: Planner, workers: int,
                    progress: Callable[[int], None] | None) -> None:
     """Sessions planned on ``workers`` threads with a bounded look-ahead, written in listing order."""
     window: deque[Future[list[PlanEntry]] | list[PlanEntry]] = deque()
@@ -496,7 +148,7 @@ def _plan_in_order(store: ObjectStore, scope: CleanupScope, planner: _Planner, w
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="s3spill-gc-plan") as pool:
         try:
             for item in _grouped(store, scope):
-                if isinstance(item, _SessionGroup):
+                if isinstance(item, SessionGroup):
                     window.append(pool.submit(planner.run_session, item))
                 else:
                     window.append(planner.run_loose(item))

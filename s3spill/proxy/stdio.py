@@ -15,6 +15,7 @@ import contextlib
 import os
 import selectors
 import signal
+import subprocess
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -174,7 +175,33 @@ async def start_upstream(command: Sequence[str]) -> tuple[asyncio.subprocess.Pro
     return proc, StreamChannel(proc.stdout, proc.stdin)
 
 
-async def stop_upstream(proc: asyncio.subprocess.Process, channel: StreamChannel,
+class Spawned:
+    """An upstream started by :func:`~s3spill.proxy.spawn.spawn` before the event loop ran:
+    its pipes become a channel, its exit is awaited on a worker thread."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+
+    async def channel(self) -> StreamChannel:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=READ_CHUNK)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self.proc.stdout)
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), self.proc.stdin)
+        return StreamChannel(reader, asyncio.StreamWriter(transport, protocol, None, loop))
+
+    def terminate(self) -> None:
+        self.proc.terminate()
+
+    def kill(self) -> None:
+        self.proc.kill()
+
+    async def wait(self) -> int:
+        return await asyncio.to_thread(self.proc.wait)
+
+
+async def stop_upstream(proc: asyncio.subprocess.Process | Spawned, channel: StreamChannel,
                         grace: float = EXIT_GRACE) -> int:
     """Close its stdin (the stdio transport's "goodbye"), then SIGTERM, then SIGKILL."""
     await channel.close()
@@ -206,13 +233,19 @@ def upstream_ended(code: int, unanswered: int) -> int:
     return code if code >= 0 else 128 - code
 
 
-async def relay_stdio(relay: Relay, command: Sequence[str]) -> int:
-    """Serve our stdin/stdout through ``relay`` to ``command``.
+async def relay_stdio(relay: Relay, command: Sequence[str] | subprocess.Popen[bytes]) -> int:
+    """Serve our stdin/stdout through ``relay`` to ``command`` (or to the upstream already
+    started for it).
 
     0 when the client ended (end of stdin, SIGINT, SIGTERM); the upstream's status, with
     one line saying so, when the upstream ended first.
     """
-    proc, upstream = await start_upstream(command)
+    proc: asyncio.subprocess.Process | Spawned
+    if isinstance(command, subprocess.Popen):
+        proc = Spawned(command)
+        upstream = await proc.channel()
+    else:
+        proc, upstream = await start_upstream(command)
     client = await own_stdio()
     stop = asyncio.Event()
     stop_on_signals(stop)
@@ -226,7 +259,7 @@ async def relay_stdio(relay: Relay, command: Sequence[str]) -> int:
     return upstream_ended(code, relay.unanswered) if closed == "upstream" else 0
 
 
-def run_stdio(relay: Relay, command: Sequence[str]) -> int:
+def run_stdio(relay: Relay, command: Sequence[str] | subprocess.Popen[bytes]) -> int:
     if not command:
         raise ConfigError("mcp-proxy needs the upstream server's command after --")
     return asyncio.run(relay_stdio(relay, command))

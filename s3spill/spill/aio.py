@@ -28,7 +28,8 @@ from typing import Any
 from s3spill.context.block_plan import Block
 from s3spill.context.budget import TurnBudgetReport, TurnResult
 from s3spill.spill.block_spill import BlocksResult
-from s3spill.spill.job import ExitCode, SpillResult
+from s3spill.spill.job import ExitCode
+from s3spill.spill.result import SpillResult
 from s3spill.spill.source import Output
 from s3spill.spill.spiller import Spiller
 

@@ -38,7 +38,8 @@ from s3spill.context.secrets import redact_text
 from s3spill.context.utf8 import to_bytes
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
-from s3spill.spill.job import ExitCode, SpillResult
+from s3spill.spill.job import ExitCode
+from s3spill.spill.result import SpillResult
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import Output, iter_output
 

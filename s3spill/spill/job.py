@@ -8,11 +8,10 @@ ended; the upload is told "end of stream" only after the whole output was read
 without error (otherwise it is abandoned, so a truncated artifact never completes);
 and a result is pointed to only if the upload was accepted before the deadline.
 
-Why over 400 lines: the output's kind (:mod:`s3spill.typed.detect`) changes steps of this
-one call — a binary output gets a notice instead of a preview at the inline, clipped,
-pointer and degraded steps, a structured one a preview cut between its elements — and
-those branches need the call's state (buffer, retainer, upload, exit status) that the
-pure renderers in ``context/`` deliberately do not see.
+What the model is shown of a stored output is one :class:`~s3spill.spill.preview.Preview`,
+chosen once by the output's kind; this call feeds it every chunk it stores and asks it
+for the pointer or the degraded notice. Only an output too small to store (inline,
+clipped) is rendered here.
 """
 
 from __future__ import annotations
@@ -21,43 +20,29 @@ import dataclasses
 import hashlib
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Literal, TypeVar
-
-from pydantic import Field
+from typing import TypeVar
 
 from s3spill.context.budget import ContextBudget
 from s3spill.context.logcompress import CompressedLog, compress_log
-from s3spill.context.pointer import (
-    CLIPPED_MARKER,
-    DegradedFacts,
-    PointerFacts,
-    RenderedContext,
-    clip,
-    render_degraded,
-    render_pointer,
-    summarize,
-)
+from s3spill.context.pointer import CLIPPED_MARKER, RenderedContext
 from s3spill.context.policy import SpillPolicy, ToolPolicy
 from s3spill.context.retention import RetainedText, TextRetainer
-from s3spill.context.salient import SalientScanner
 from s3spill.context.utf8 import safe_head_cut
 from s3spill.fleet.cap import CapFacts, StoreCap
 from s3spill.log import get_logger
-from s3spill.models import ArtifactReference, Record
+from s3spill.models import ArtifactReference
+from s3spill.spill.preview import Preview, TextPreview, binary_facts, choose_preview
+from s3spill.spill.result import Mode, SpillResult, degraded_mode, pointer_mode
 from s3spill.spill.secrets import SecretMask
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import CHUNK_BYTES, Output, ReadFailure, iter_output
 from s3spill.spill.upload import BoundedUpload, describe_error
 from s3spill.telemetry.metrics import observe_fleet
 from s3spill.textview import show
-from s3spill.typed.binary import NOTICE_BYTES, BinaryFacts, render_binary, whole_fits
-from s3spill.typed.bytepage import hexdump
-from s3spill.typed.cuts import snap
+from s3spill.typed.binary import NOTICE_BYTES, render_binary, whole_fits
 from s3spill.typed.detect import TEXT, Detection, detect
-from s3spill.typed.recordpage import total_records
-from s3spill.typed.structured import StructureScanner, render_structured, type_note
 
-__all__ = ["ExitCode", "Mode", "Note", "SpillJob", "SpillResult"]
+__all__ = ["ExitCode", "Note", "SpillJob"]
 
 log = get_logger("s3spill.spill.spiller")
 _T = TypeVar("_T")
@@ -66,39 +51,6 @@ _T = TypeVar("_T")
 ExitCode = int | Callable[[], int | None] | None
 #: A sentence for the notice about how the output was captured, or a callable asked at its end.
 Note = str | Callable[[], str | None] | None
-
-Mode = Literal["inline", "clipped", "pointer", "pointer_hard_cap", "degraded", "degraded_hard_cap"]
-
-
-class SpillResult(Record):
-    """What the model sees of one tool result, and where the rest went (if anywhere)."""
-
-    kind: Literal["spill_result"] = "spill_result"
-    #: The model-facing text; within the policy's budget (hard cap always, tokens when set).
-    context_text: str
-    #: The stored full output; None when inline, clipped or degraded.
-    artifact: ArtifactReference | None = None
-    spilled: bool
-    #: Bytes of the whole output (UTF-8 for text).
-    total_bytes: int = Field(ge=0)
-    #: Bytes of the output the context text does not show verbatim.
-    omitted: int = Field(ge=0)
-    #: Why the output could not be saved; set only when it was too large and the store failed.
-    degraded_reason: str | None = None
-    mode: Mode
-    tool: str
-    call_id: str | None = None
-    exit_code: int | None = None
-    #: How the output was captured, when that needs saying (e.g. a background process kept the
-    #: pipe open); the pointer's notice says it too.
-    note: str | None = None
-    #: Secrets masked, by kind (s3spill.context.secrets); empty when none were found.
-    masked: dict[str, int] = Field(default_factory=dict)
-    #: True when they were masked in the stored copy too (policy ``secrets="at_rest"``).
-    masked_at_rest: bool = False
-    #: Bytes of the stored copy when it is truncated (over the policy's ``max_stored_bytes``).
-    stored_bytes: int | None = Field(default=None, ge=0)
-
 
 def _inline_limit(policy: SpillPolicy, rule: ToolPolicy) -> int:
     """Bytes after which an output is certainly over a threshold (a char is <= 4 bytes)."""
@@ -129,8 +81,8 @@ class SpillJob:
         self.chunks: Iterator[bytes] = iter(())
         self.mask = SecretMask(policy.secrets)
         self.retainer = TextRetainer(self.mask.retention(self.rule.retention()))
-        self.scanner: SalientScanner | None = None
-        self.structure: StructureScanner | None = None
+        #: What the model will be shown; plain text until the spill knows the output's kind.
+        self.preview: Preview = TextPreview(self, self.retainer, salient=False)
         self.buffer: bytearray | None = None
         #: The buffered prefix is the whole output (the stream ended within the limit).
         self.complete = False
@@ -179,40 +131,45 @@ class SpillJob:
             return self._degraded(f"internal error: {describe_error(exc)}")
 
     def _retain_prefix(self) -> None:
-        """Move the buffered prefix into the retainer (and the scanner), once."""
+        """Move the buffered prefix into the preview, once."""
         if self.buffer is None:
             return
         prefix, self.buffer = self.buffer, None
-        self.retainer.push(prefix)
-        if self.scanner is not None:
-            self.scanner.push(prefix)
-        if self.structure is not None:
-            self.structure.push(bytes(prefix))
+        self.preview.push(bytes(prefix))
 
     def _run(self) -> SpillResult:
-        limit = _inline_limit(self.policy, self.rule)
-        if self.rule.log_compress and self.spillable:
-            limit = max(limit, self.policy.log_compress_max_bytes)
-        buffer = self.buffer = bytearray()
-        complete = True
-        for chunk in self.chunks:
-            buffer += chunk
-            if len(buffer) > limit:
-                complete = False
-                break
-        self.complete = complete
+        """Buffer up to the inline limit; what ends within it may stay inline, the rest is spilled."""
+        complete = self._buffer_prefix()
         if self.read.error is not None:
             self._retain_prefix()
             self.ended()
             return self._degraded(f"reading the output failed: {describe_error(self.read.error)}")
         if not complete:
             if not self.spillable:
+                buffer = self.buffer or bytearray()
                 total = len(buffer) + sum(len(chunk) for chunk in self.chunks)
                 self.ended()
                 return self._clipped(bytes(buffer), total)
             return self._spill()
         self.ended()
-        data = bytes(buffer)
+        return self._small(bytes(self.buffer or b""))
+
+    def _buffer_prefix(self) -> bool:
+        """Read into ``self.buffer`` up to the inline limit; True when the output ended within it."""
+        limit = _inline_limit(self.policy, self.rule)
+        if self.rule.log_compress and self.spillable:
+            limit = max(limit, self.policy.log_compress_max_bytes)
+        buffer = self.buffer = bytearray()
+        self.complete = True
+        for chunk in self.chunks:
+            buffer += chunk
+            if len(buffer) > limit:
+                self.complete = False
+                break
+        return self.complete
+
+    def _small(self, data: bytes) -> SpillResult:
+        """An output that ended within the inline limit: inline, unless over a threshold."""
         if not isinstance(self.output, str):
             self.detected = detect(data, complete=True)
             if self.detected.kind == "binary":
@@ -231,24 +188,18 @@ class SpillJob:
 
     # -- not stored --------------------------------------------------------------------
 
-    def _binary_facts(self, head: bytes, total: int, **extra: Any) -> BinaryFacts:
-        return BinaryFacts(tool=self.tool, description=self.detected.description, total_bytes=total,
-                           rows=tuple(hexdump(head)), mime=self.detected.mime, call_id=self.call_id,
-                           exit_code=self.exit_code, read_tool=self.policy.read_tool,
-                           style=self.policy.pointer_style, **extra)
-
     def _small_binary(self, data: bytes) -> SpillResult:
         """A binary output under every threshold: all of it as a hexdump if that fits, else
         stored (a tool result the model cannot read raw is never pasted raw)."""
-        facts = self._binary_facts(data, len(data), sha256=hashlib.sha256(data).hexdigest(),
-                                   whole=True)
-        budget = self._budget()
-        if whole_fits(facts, budget) and not self.policy.should_externalize(
+        facts = binary_facts(self, data, len(data), sha256=hashlib.sha256(data).hexdigest(),
+                             whole=True)
+        budget = self.budget()
+        if not self.force and whole_fits(facts, budget) and not self.policy.should_externalize(
                 render_binary(facts, budget)[0], self.tool):
             return self.result(render_binary(facts, budget)[0], "inline", len(data), 0)
         if self.spillable:
             return self._spill()
-        text, _ = render_binary(self._binary_facts(data[:NOTICE_BYTES], len(data)), budget)
+        text, _ = render_binary(binary_facts(self, data[:NOTICE_BYTES], len(data)), budget)
         return self.result(text, "clipped", len(data), len(data))
 
     def _inline(self, text: str, data: bytes) -> SpillResult:
@@ -268,8 +219,8 @@ class SpillJob:
         if not isinstance(self.output, str):
             self.detected = detect(data)
             if self.detected.kind == "binary":
-                text, _ = render_binary(self._binary_facts(data[:NOTICE_BYTES], total),
-                                        self._budget())
+                text, _ = render_binary(binary_facts(self, data[:NOTICE_BYTES], total),
+                                        self.budget())
                 return self.result(text, "clipped", total, total)
         cap = self.policy.hard_cap_chars
         room = max(0, cap - len(CLIPPED_MARKER))
@@ -294,14 +245,7 @@ class SpillJob:
         if refusal is not None:
             return self._refused(refusal, fallback)
         self.detected = detect(self.buffer or b"", complete=self.complete)
-        if self.detected.structured and view is None:
-            self.structure = StructureScanner(self.detected)
-        elif self.policy.salient_lines and view is None and self.detected.kind != "binary":
-            self.scanner = SalientScanner(skip_bytes=self.rule.smallest_head(),
-                                          max_lines=self.policy.salient_lines,
-                                          max_line_bytes=self.policy.salient_line_bytes,
-                                          max_scan_bytes=self.policy.salient_scan_bytes,
-                                          view=self.mask.line)
+        self.preview = choose_preview(self, self.retainer, view)
 
         upload = self.sink.open(self.tool, self.call_id, self.label, self.detected)
         started = time.monotonic()
@@ -335,7 +279,7 @@ class SpillJob:
                             bytes=total, reason=reason, shown="inline")
                 return self.result(self.mask.text(fallback), "inline", total, 0, reason=reason)
             return self._degraded(reason, waited=time.monotonic() - started)
-        return self._pointer(ref, view)
+        return self.preview.pointer(ref)
 
     def _refused(self, refusal: str, fallback: str | None) -> SpillResult:
         """Nothing may be stored (a quota, a purge): the bounded preview, honestly marked."""
@@ -364,11 +308,7 @@ class SpillJob:
     def _consume(self, chunk: bytes, upload: BoundedUpload[ArtifactReference]) -> None:
         if not chunk:
             return
-        self.retainer.push(chunk)
-        if self.scanner is not None:
-            self.scanner.push(chunk)
-        if self.structure is not None:
-            self.structure.push(chunk)
+        self.preview.push(chunk)
         if not upload.failed:
             self._store(upload, chunk)
 
@@ -377,67 +317,14 @@ class SpillJob:
         part = self.cap.take(chunk)
         return upload.feed(part) if part else True
 
-    def _budget(self) -> ContextBudget:
+    def budget(self) -> ContextBudget:
         """The policy's budget, its hard cap narrowed to the caller's ``max_chars``."""
         budget = self.policy.budget()
         if self.max_chars is None or self.max_chars >= budget.max_chars:
             return budget
         return dataclasses.replace(budget, max_chars=max(0, self.max_chars))
 
-    def _salient(self) -> list[Any]:
-        return self.mask.salient(self.scanner.finish()) if self.scanner is not None else []
-
-    def _pointer(self, ref: ArtifactReference, view: CompressedLog | None = None) -> SpillResult:
-        retained = self.retainer.finish()
-        if self.detected.kind != "binary":  # a binary notice shows hex only, never text
-            retained = self.mask.retained(retained)
-            ref = self.mask.reference(ref, retained)
-        notes = self._notes(retained, stored=True)
-        capped = self.capped is not None
-        if self.detected.kind == "binary":
-            notice = self._binary_facts(retained.head[:NOTICE_BYTES], ref.size_bytes,
-                                        sha256=ref.sha256, source_id=ref.source_id)
-            text, held = render_binary(notice, self._budget())
-            return self.result(text, "pointer" if held else "pointer_hard_cap", ref.size_bytes,
-                               ref.size_bytes, artifact=ref)
-        facts = PointerFacts(
-            source_id=ref.source_id, tool=self.tool, sha256=ref.sha256,
-            summary=summarize(retained, self.tool, self.exit_code, self.policy.summary_chars),
-            call_id=self.call_id, exit_code=self.exit_code,
-            total_bytes=retained.total_bytes if capped else ref.size_bytes,
-            stored_bytes=ref.size_bytes if capped else None,
-            line_count=retained.line_count if capped else ref.line_count,
-            read_tool=self.policy.read_tool, grep_tool=self.policy.grep_tool,
-            view=view.describe() if view is not None else None, note=self.note,
-            style=self.policy.pointer_style, type_note=self._type_note(), notes=notes,
-        )
-        head, tail = self.rule.preview(self.exit_code)
-        if self.structure is not None:
-            try:
-                rendered = render_structured(facts, retained, self.detected.kind, head_bytes=head,
-                                             tail_bytes=tail, budget=self._budget(),
-                                             note=self._structured_note(retained, ref))
-                return self._from_rendered(rendered, retained, artifact=ref)
-            except Exception as exc:  # noqa: BLE001 - the typed preview is extra: show it as text
-                log.warning("spill.typed_preview_failed", tool=self.tool, error=describe_error(exc))
-        shown = RetainedText.of(self.mask.text(view.text)) if view is not None else retained
-        salient = self._salient()
-        rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
-                                  budget=self._budget(), salient=salient)
-        if view is None and (exact := self._notes(rendered.shown, stored=True, narrow=False)) != notes:
-            facts = dataclasses.replace(facts, notes=exact)  # the notice names what it shows
-            rendered = render_pointer(facts, shown, head_bytes=head, tail_bytes=tail,
-                                      budget=self._budget(), salient=salient)
-        if rendered.mode == "clipped" and self.max_chars is not None:
-            # The caller's share cannot hold the notice: the smallest pointer, never a clipped locator.
-            rendered = render_pointer(facts, shown, head_bytes=0, tail_bytes=0, budget=self.policy.budget())
-        if view is not None:  # the view is not a slice of the output: count what it leaves out
-            omitted = max(0, retained.total_bytes - rendered.shown.kept_bytes)
-            return self.result(rendered.text, _pointer_mode(rendered), retained.total_bytes, omitted,
-                               artifact=ref)
-        return self._from_rendered(rendered, retained, artifact=ref)
-
-    def _notes(self, view: RetainedText, *, stored: bool, narrow: bool = True) -> tuple[str, ...]:
+    def notes(self, view: RetainedText, *, stored: bool, narrow: bool = True) -> tuple[str, ...]:
         """The notice's notes on masking and the cap; masking counts what ``view`` shows
         (``narrow``: of it, the part this exit code's preview keeps)."""
         if narrow:
@@ -445,80 +332,16 @@ class SpillJob:
         capped = StoreCap.note(self.capped) if self.capped and stored else None
         return tuple(n for n in (self.mask.sentence(stored=stored, view=view), capped) if n)
 
-    def _structured_note(self, retained: RetainedText,
-                         ref: ArtifactReference) -> Callable[[RetainedText | None], str]:
-        structure = self.structure
-        assert structure is not None
-        outline = structure.outline()
-        records: int | None = None
-        if self.detected.kind == "ndjson":
-            records = retained.line_count
-        elif self.detected.kind in ("csv", "tsv"):
-            # Counted once, by the writer's record table (the index), not a second time here.
-            index = self.sink.artifacts.written_index(ref)
-            records = total_records(index) if index is not None and index.chunk_records else None
-
-        def note(view: RetainedText | None) -> str:
-            return type_note(self.detected, view, read_tool=self.policy.read_tool, outline=outline,
-                             total_records=records,
-                             record_pages=self.detected.kind in ("csv", "tsv"),
-                             style=self.policy.pointer_style)
-
-        return note
-
-    def _type_note(self) -> str | None:
-        if self.detected.kind == "text":
-            return None
-        return f"Type: {self.detected.description} (detected from the first bytes)."
-
     def _degraded(self, reason: str, waited: float | None = None) -> SpillResult:
-        retained = self.retainer.finish()
-        if self.detected.kind != "binary":
-            retained = self.mask.retained(retained)
+        """Not saved: what the preview keeps, honestly marked; never a pointer."""
         log.warning("spill.degraded", tool=self.tool, session_hash=self.sink.session_hash,
-                    bytes=retained.total_bytes, reason=reason,
+                    bytes=self.retainer.total_bytes, reason=reason,
                     waited=None if waited is None else round(waited, 3))
-        if self.detected.kind == "binary":
-            notice = self._binary_facts(retained.head[:NOTICE_BYTES], retained.total_bytes,
-                                        reason=reason)
-            text, held = render_binary(notice, self._budget())
-            return self.result(text, "degraded" if held else "degraded_hard_cap",
-                               retained.total_bytes, retained.total_bytes, reason=reason)
-        try:
-            facts = DegradedFacts(tool=self.tool, reason=reason, call_id=self.call_id,
-                                  exit_code=self.exit_code, note=self.note,
-                                  notes=self._notes(retained, stored=False))
-            head, tail = self.rule.preview(self.exit_code)
-            shown = retained
-            if self.structure is not None:  # JSON/records: cut between elements here too
-                shown = snap(retained.narrow(head, tail), self.detected.kind)
-                head, tail = len(shown.head), len(shown.tail)
-            rendered = render_degraded(facts, shown, head_bytes=head, tail_bytes=tail,
-                                       budget=self._budget(), salient=self._salient())
-        except Exception as exc:  # noqa: BLE001 - the renderer itself failed: fixed marker
-            log.warning("spill.render_failed", tool=self.tool, error=describe_error(exc))
-            return self._last_resort(retained, reason)
-        return self._from_rendered(rendered, retained, reason=reason)
+        return self.preview.degraded(reason)
 
-    def _last_resort(self, retained: RetainedText, reason: str) -> SpillResult:
-        bare = reason[len("not saved:"):].strip() if reason.lower().startswith("not saved:") else reason
-        note = f"\n[s3spill] The full output could NOT be saved ({bare[:200]})."
-        text = clip(retained.head_text, max(0, self.policy.hard_cap_chars - len(note)))
-        text = (text + note)[: self.policy.hard_cap_chars]
-        shown = len(text.encode("utf-8", "replace"))
-        return self.result(text, "degraded_hard_cap", retained.total_bytes,
-                           retained.total_bytes - min(shown, len(retained.head)), reason=reason)
-
-    def _from_rendered(self, rendered: RenderedContext, retained: RetainedText, *,
+    def from_rendered(self, rendered: RenderedContext, retained: RetainedText, *,
                        artifact: ArtifactReference | None = None, reason: str | None = None) -> SpillResult:
-        mode = _pointer_mode(rendered) if artifact is not None else _degraded_mode(rendered)
+        mode = pointer_mode(rendered) if artifact is not None else degraded_mode(rendered)
         return self.result(rendered.text, mode, retained.total_bytes, rendered.shown.omitted_bytes,
                            artifact=artifact, reason=reason)
 
-
-def _pointer_mode(rendered: RenderedContext) -> Mode:
-    return "pointer" if rendered.mode == "pointer" else "pointer_hard_cap"
-
-
-def _degraded_mode(rendered: RenderedContext) -> Mode:
-    return "degraded" if rendered.mode == "degraded" else "degraded_hard_cap"

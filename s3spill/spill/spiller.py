@@ -39,7 +39,8 @@ from s3spill.leases.liveness import LivenessMark
 from s3spill.live.run import LiveHandle, LiveSource, start_live
 from s3spill.log import get_logger
 from s3spill.spill.block_spill import BlocksResult, externalize_blocks
-from s3spill.spill.job import ExitCode, Note, SpillJob, SpillResult
+from s3spill.spill.job import ExitCode, Note, SpillJob
+from s3spill.spill.result import SpillResult
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import Output
 from s3spill.store.base import ObjectStore

@@ -92,7 +92,7 @@ def json_tail_start(tail: bytes) -> int | None:
             first.setdefault(depth, pos)
         preferred = [first[d] for d in sorted(first) if first[d] <= len(tail) // 2]
         for start in [*preferred, *sorted(first.values())]:
-            if _elements_close(tail[start:]):
+            if _elements_close(tail[start:]) and _close_is_followed_by_json(tail[start:]):
                 return start
     return None
 
@@ -118,6 +118,33 @@ def _elements_close(rest: bytes) -> bool:
             if depth == 0:
                 return True
     return False
+
+
+def _close_is_followed_by_json(rest: bytes) -> bool:
+    """What follows the container that ``rest`` closes can continue a JSON document.
+
+    ``[",]"]`` seen from its last four bytes, ``,]"]``, parses as an element run closing
+    its array, but a string cannot follow a closed container: the comma was inside a
+    string, and the other reading of the window is the right one.
+    """
+    depth, in_string, escaped = 0, False, False
+    for i, c in enumerate(rest):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == 0x5C:  # backslash
+                escaped = True
+            elif c == 0x22:
+                in_string = False
+        elif c == 0x22:
+            in_string = True
+        elif c in b"[{":
+            depth += 1
+        elif c in b"]}":
+            depth -= 1
+            if depth < 0:
+                return rest[i + 1 :].lstrip()[:1] in (b"", b",", b"]", b"}")
+    return True
 
 
 def record_head_cut(head: bytes, quotes: bool) -> int | None:

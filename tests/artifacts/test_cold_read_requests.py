@@ -10,7 +10,7 @@ from s3spill.config import TransferConfig
 from s3spill.errors import ArtifactNotFound, IntegrityError
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import record_operations
-from tests.artifact_support import overwrite
+from tests.artifacts.inspect_store import overwrite
 
 CONFIG = TransferConfig(index_chunk_size=64 * 1024)
 DATA = b"".join(b"%08d an ordinary log line of moderate length here\n" % i for i in range(40_000))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -86,3 +87,15 @@ def test_no_secret_rule_lacks_a_trigger_the_fast_path_checks() -> None:
 def test_inline_as_is_is_true_only_when_certain(data: bytes, as_is: bool) -> None:
     """Valid UTF-8, no binary control byte, no secret trigger, within the limit."""
     assert inline_as_is(data) is as_is
+
+
+
+def test_a_store_that_cannot_be_opened_still_shows_the_output(run_sh: RunSh, tmp_path: Path) -> None:
+    """The command ran already when opening the store fails (its parent is a file): the model gets
+    a bounded head and tail marked as not saved, with the reason, and the command's exit code."""
+    (tmp_path / "plain").write_text("a file, not a directory")
+    got = run_sh("seq 1 100000; exit 4", S3SPILL_STORE=(tmp_path / "plain" / "store").as_uri())
+    out = got.stdout.decode()
+    assert got.returncode == 4, got.stderr
+    assert out.startswith("1\n2\n3\n") and "\n100000\n" in out and len(out) < 40_000
+    assert "NOT" in out and "Not a directory" in out and "source_id=" not in out

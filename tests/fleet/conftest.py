@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from s3spill.store.local import LocalStore
-
 
 @pytest.fixture
 def fleet_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No S3SPILL_* variable, empty config dirs, a fresh local store and session; the work dir."""
+    """No S3SPILL_* variable, empty config dirs, the ``local_store`` (tmp_path/store) and a
+    session through the environment; returns tmp_path (the working directory is tmp_path/work)."""
     for name in list(os.environ):
         if name.startswith("S3SPILL_"):
             monkeypatch.delenv(name)
@@ -39,7 +38,3 @@ def write_policy(tmp_path: Path) -> Callable[..., Path]:
 
     return write
 
-
-@pytest.fixture
-def local_store(tmp_path: Path) -> LocalStore:
-    return LocalStore(tmp_path / "store")

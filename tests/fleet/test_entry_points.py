@@ -16,7 +16,7 @@ from s3spill.fleet.policy_file import load_policy
 from s3spill.proxy.settings import ProxySettings
 from s3spill.spill.spiller import Spiller
 from s3spill.store.local import LocalStore
-from tests.cli_support import cli_call
+from tests.cli.in_process import cli_call
 
 KiB, MiB = 1024, 1024 * 1024
 CAPPED = """\

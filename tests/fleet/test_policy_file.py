@@ -10,7 +10,7 @@ import pytest
 
 from s3spill.errors import PolicyError
 from s3spill.fleet.policy_file import load_policy
-from tests.cli_support import cli_call
+from tests.cli.in_process import cli_call
 
 FLEET = """\
 # one operator's fleet

@@ -17,7 +17,7 @@ from s3spill.gc.plan import plan_cleanup
 from s3spill.keys import session_hash
 from s3spill.spill.spiller import Spiller
 from s3spill.store.local import LocalStore
-from tests.cli_support import cli_call
+from tests.cli.in_process import cli_call
 
 KiB = 1024
 LINE = b"an orphan output that GC will delete when its TTL has passed\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.proxy_support import RawProxy, proxy_command
+from tests.proxy.servers import RawProxy, proxy_command
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_upstream.py"
 SESSION = "proxy-tests"

@@ -12,7 +12,7 @@ import pytest
 from mcp import MCPError
 
 from tests.proxy.conftest import SESSION, hostile_command
-from tests.proxy_support import OURS, RawProxy, connect, proxy_command
+from tests.proxy.servers import OURS, RawProxy, connect, proxy_command
 
 LIST = OURS[2]
 

@@ -18,8 +18,8 @@ from s3spill.agent.resources import TEMPLATE
 from s3spill.proxy.schemas import widened
 from s3spill.testing import child_env
 from tests.proxy.conftest import SESSION
+from tests.proxy.servers import OURS, RawProxy, proxy_command, server_command, source_id
 from tests.proxy.test_every_tool import _git_repo, _git_server
-from tests.proxy_support import OURS, RawProxy, proxy_command, server_command, source_id
 
 BIG = "".join(f"conformance line {i}\n" for i in range(40_000))
 OUR_CAPABILITIES = {"tools": {}, "resources": {}}

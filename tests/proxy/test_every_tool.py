@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from tests.proxy.conftest import SESSION
-from tests.proxy_support import connect, proxy_command, server_command, source_id, ts_client
+from tests.proxy.servers import connect, proxy_command, server_command, source_id, ts_client
 
 BIG_MESSAGE = "".join(f"line {i} of a large echo\n" for i in range(60_000))
 #: Every tool server-everything lists to a client without sampling or elicitation, but

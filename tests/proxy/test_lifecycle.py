@@ -14,7 +14,7 @@ import pytest
 from mcp import MCPError
 
 from tests.proxy.conftest import SESSION, hostile_command
-from tests.proxy_support import RawProxy, connect, proxy_command, server_command
+from tests.proxy.servers import RawProxy, connect, proxy_command, server_command
 
 
 def end(proxy: RawProxy, how: str) -> int:

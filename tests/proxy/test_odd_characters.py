@@ -11,7 +11,7 @@ import pytest
 
 from tests.proxy.conftest import SESSION, hostile_command
 from tests.proxy.hostile_upstream import BULK
-from tests.proxy_support import OURS, connect, proxy_command, read_back, source_id
+from tests.proxy.servers import OURS, connect, proxy_command, read_back, source_id
 
 HALF = len(BULK) // 2
 #: What each odd character is stored as (docs/harnesses.md, "Characters").

@@ -13,7 +13,7 @@ from mcp import MCPError
 
 from s3spill.artifacts.paging import unrender
 from tests.proxy.conftest import SESSION, hostile_command
-from tests.proxy_support import connect, proxy_command, server_command, source_id
+from tests.proxy.servers import connect, proxy_command, server_command, source_id
 
 FIVE_MB = "".join(f"{i:08d} a line of a five-megabyte result ✓\n" for i in range(120_000))
 

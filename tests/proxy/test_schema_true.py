@@ -14,7 +14,7 @@ import anyio
 from s3spill.agent.resources import uri_of
 from s3spill.testing import child_env
 from tests.proxy.conftest import SESSION
-from tests.proxy_support import OURS, connect, proxy_command, read_back, server_command, source_id, ts_client
+from tests.proxy.servers import OURS, connect, proxy_command, read_back, server_command, source_id, ts_client
 
 READ = OURS[0]
 #: Every tool of server-memory, with arguments that succeed on the graph below.

@@ -44,6 +44,7 @@ def populate(root: Path, calls: int = 24) -> Populated:
     return Populated(store, shash, spills[0]["source_id"], plan_id, keys.session_hash("to-be-purged"))
 
 
-@pytest.fixture
-def populated(tmp_path: Path) -> Populated:
-    return populate(tmp_path / "store")
+@pytest.fixture(scope="module")
+def populated(tmp_path_factory: pytest.TempPathFactory) -> Populated:
+    """One populated store per test module: the web view only reads, so its tests share it."""
+    return populate(tmp_path_factory.mktemp("ui") / "store")

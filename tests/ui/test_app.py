@@ -13,7 +13,7 @@ from s3spill.ui.metrics import ui_metrics
 from tests.ui.conftest import SECRET, Populated
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def client(populated: Populated) -> TestClient:
     return TestClient(build_app(populated.store, metrics=ui_metrics()))
 
@@ -83,3 +83,18 @@ def test_metrics_are_exposed_in_the_prometheus_format(client: TestClient) -> Non
     """/metrics carries the tool-call counters the recorder fed."""
     text = _ok(client, "/metrics")
     assert "s3spill_tool_calls_total" in text
+
+
+def test_binary_and_json_outputs_are_shown_by_kind(client: TestClient, populated: Populated) -> None:
+    """A binary output pages as a hexdump, a JSON document by element: the reader the model has."""
+    from s3spill.keys import HashedSession
+    from s3spill.spill.spiller import Spiller
+
+    spiller = Spiller(populated.store, HashedSession(populated.shash), journal=None)
+    blob = spiller.externalize(bytes(range(256)) * 2000, "dump")
+    doc = spiller.externalize('{"items": [' + ",".join(f'{{"n": {i}}}' for i in range(20_000)) + "]}", "api")
+    assert blob.artifact is not None and doc.artifact is not None
+    html = _ok(client, f"/a/{blob.artifact.source_id}")
+    assert "binary" in html and "00000000" in html
+    html = _ok(client, f"/a/{doc.artifact.source_id}?path=/items")
+    assert 'JSON at path="/items"'.replace('"', "&#34;") in html and "[0] {&#34;n&#34;:0}" in html

@@ -13,7 +13,7 @@ from s3spill.gc.planfile import PlanWriter
 from s3spill.store.base import ObjectStore
 from s3spill.usage.recorder import UsageRecorder
 from s3spill.usage.source import usage_objects
-from tests.gc_support import later
+from tests.gc.aged_artifacts import later
 from tests.usage.conftest import SESSION, scripted_run
 
 REAL = CleanupPolicy(dry_run=False)

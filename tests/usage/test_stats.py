@@ -14,7 +14,7 @@ from s3spill.usage.compact import compact_usage
 from s3spill.usage.recorder import UsageRecorder
 from s3spill.usage.source import usage_objects
 from s3spill.usage.stats import compute_stats
-from tests.cli_support import cli_call, local_cli_env
+from tests.cli.in_process import cli_call, local_cli_env
 from tests.usage.conftest import SECRET, SESSION, scripted_run
 
 
@@ -102,3 +102,18 @@ def test_the_cli_prints_stats_as_json_and_as_a_table(tmp_path: Path, monkeypatch
     assert len(list(usage_objects(store))) == 30  # one-shot: one small object per call
     code, out, _ = cli_call(["stats", "--since", "1h"], capsys)
     assert code == 0 and "build" in out and "raise" in out
+
+
+def test_prefix_reads_a_tenants_layout_under_the_store_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``--prefix P`` counts the usage of the layout under ``<root>/P``, not the root's own."""
+    from s3spill.store.local import LocalStore
+
+    root = tmp_path / "root"
+    tenant = LocalStore(root / "tenant-a")
+    scripted_run(tenant, UsageRecorder(tenant, batch=False), calls=8)
+    monkeypatch.setenv("S3SPILL_STORE", root.as_uri())
+    code, out, _ = cli_call(["stats", "--prefix", "tenant-a", "--json"], capsys)
+    assert code == 0 and json.loads(out)["events"] == 8
+    code, out, _ = cli_call(["stats", "--json"], capsys)
+    assert code == 0 and json.loads(out)["events"] == 0

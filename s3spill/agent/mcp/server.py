@@ -31,12 +31,8 @@ from mcp.server.lowlevel import Server
 from s3spill._version import __version__
 from s3spill.agent.mcp.config import check_bind, rebinding_allowlist
 from s3spill.agent.resources import RESOURCE_NOT_FOUND, TEMPLATE, ArtifactResources
-from s3spill.agent.tools import (
-    EXTERNALIZE_DESCRIPTION,
-    AgentTools,
-    ToolOutcome,
-    error_line,
-)
+from s3spill.agent.tool_specs import EXTERNALIZE_DESCRIPTION
+from s3spill.agent.tools import AgentTools, ToolOutcome, error_line
 from s3spill.log import get_logger
 from s3spill.spill.spiller import Spiller
 

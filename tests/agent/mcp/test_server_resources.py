@@ -11,7 +11,7 @@ from mcp import MCPError
 
 from s3spill.agent.resources import uri_of
 from s3spill.artifacts.paging import unrender
-from tests.proxy_support import connect, source_id
+from tests.proxy.servers import connect, source_id
 
 TEXT = "".join(f"{i:07d} stored by externalize, read back as a resource\n" for i in range(40_000))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.proxy_support import RawProxy
+from tests.proxy.servers import RawProxy
 
 
 @pytest.mark.parametrize("how", ["eof", "sigint", "sigterm"])

@@ -18,7 +18,7 @@ from s3spill.config import LiveConfig
 from s3spill.context.policy import SpillPolicy
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
-from tests.cli_support import cli_call, local_cli_env
+from tests.cli.in_process import cli_call, local_cli_env
 from tests.context.secrets.conftest import KINDS, Kind, leaks, placeholder
 
 MODES = ["preview", "at_rest"]
