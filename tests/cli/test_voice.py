@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 
@@ -49,6 +50,8 @@ def test_a_missing_mcp_sdk_hints_the_extra_only(cli: CliCall, local: object,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the MCP SDK, `s3spill mcp` says what to install, and no generic hint."""
     monkeypatch.setitem(sys.modules, "s3spill.agent.mcp.server", None)  # import fails
+    # ... even when another test module already imported it (the package keeps the attribute).
+    monkeypatch.delattr(importlib.import_module("s3spill.agent.mcp"), "server", raising=False)
     code, _, err = cli("--session", "s", "mcp")
     assert code == 2 and err.endswith("(pip install 's3spill[mcp]')\n") and err.count("(") == 1, err
 

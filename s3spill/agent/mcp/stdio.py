@@ -56,11 +56,16 @@ class _Out:
 
 
 async def _pipes() -> tuple[_Lines, _Out] | None:
-    """Our stdin/stdout as asyncio pipes, or None when either is not a pipe (a file)."""
+    """Our stdin/stdout as asyncio pipes, or None when either is not a pipe (a file, or no
+    descriptor at all): the SDK's own transport serves those."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_LINE)
-    read_end = os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0)
-    write_end = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    try:
+        read_fd, write_fd = sys.stdin.fileno(), sys.stdout.fileno()
+    except (OSError, ValueError):  # not backed by a descriptor (an embedding's stand-in)
+        return None
+    read_end = os.fdopen(os.dup(read_fd), "rb", buffering=0)
+    write_end = os.fdopen(os.dup(write_fd), "wb", buffering=0)
     try:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), read_end)
         transport, protocol = await loop.connect_write_pipe(
