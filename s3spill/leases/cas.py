@@ -48,8 +48,8 @@ from s3spill.errors import (
 )
 from s3spill.failpoints import declare, failpoint
 from s3spill.leases.chain import ManifestReader
+from s3spill.leases.journal_fold import JournalFold
 from s3spill.leases.journal_format import (
-    JournalFold,
     JournalManifest,
     JournalSegment,
     SegmentRef,

@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from s3spill import keys
 from s3spill.errors import NotFound, SessionErased
 from s3spill.leases.erased import read_tombstone
+from s3spill.leases.journal_fold import JournalFold
 from s3spill.leases.journal_format import (
-    JournalFold,
     JournalManifest,
     JournalRecord,
     JournalSegment,

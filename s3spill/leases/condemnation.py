@@ -14,7 +14,8 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from s3spill.leases.cas import AppendDecision, AppendPlanner, ManifestCas, PlannedAppend
-from s3spill.leases.journal_format import JournalFold, JournalManifest
+from s3spill.leases.journal_fold import JournalFold
+from s3spill.leases.journal_format import JournalManifest
 
 __all__ = ["CondemnItem", "CondemnVerdict", "condemnation_planner", "finish_planner"]
 

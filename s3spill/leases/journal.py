@@ -61,10 +61,10 @@ from s3spill.leases.condemnation import (
     finish_planner,
 )
 from s3spill.leases.evidence import read_history_evidence
+from s3spill.leases.journal_fold import JournalFold
 from s3spill.leases.journal_format import (
     GENESIS_HASH,
     TXID_PATTERN,
-    JournalFold,
     JournalManifest,
     TxView,
     claim_json,

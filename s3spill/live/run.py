@@ -32,16 +32,18 @@ from s3spill import keys
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig, TransferConfig
 from s3spill.context.secrets import StreamRedactor
-from s3spill.errors import LiveFenced, S3SpillError
+from s3spill.errors import LiveFenced, NotFound, PreconditionFailed, S3SpillError, SessionErased
+from s3spill.keys import session_hash
 from s3spill.leases.liveness import LivenessMark
 from s3spill.live.finish import cas_state, finish_live
 from s3spill.live.group import ProcessGroup, end_group, identify
-from s3spill.live.reader import LiveReader, LiveSummary
+from s3spill.live.reader import LiveReader
 from s3spill.live.segments import read_state
 from s3spill.live.state import LiveState
+from s3spill.live.summary import LiveSummary
 from s3spill.live.writer import LiveWriter
 from s3spill.log import get_logger
-from s3spill.store.base import ObjectStore, iter_body
+from s3spill.store.base import ObjectInfo, ObjectStore, iter_body
 
 log = get_logger("s3spill.live.run")
 
@@ -234,6 +236,13 @@ class _LiveRun:
     def _finish(self) -> None:
         self.final = finish_live(self.arts.store, self.session_id, self.writer.live_id,
                                  config=self.config, transfer=self.arts.config)
+        if is_sealed(self.arts.store, self.writer.shash):
+            # Purged while running: undo what this run stored (the purge's sweep or the next
+            # GC run takes anything this misses).
+            final = self.final.final_source_id if self.final is not None else None
+            undo_live(self.arts.store, self.writer.shash, self.writer.live_id.name,
+                      keys.SourceId.parse(final).name if final else None)
+            raise SessionErased("the session was erased on request while the command ran")
         self._touch(force=True)
 
     def _touch(self, force: bool = False) -> None:
@@ -278,6 +287,33 @@ class _LiveRun:
             os.killpg(self.proc.pid, sig)
 
 
+def is_sealed(store: ObjectStore, shash: str) -> bool:
+    """Is the purge's seal (its audit record) there? Fails open: a failed HEAD is "no"."""
+    try:
+        store.head(keys.erasure_key(shash))
+        return True
+    except NotFound:
+        return False
+    except S3SpillError:
+        return False
+
+
+def undo_live(store: ObjectStore, shash: str, name: str, final: str | None) -> None:
+    """Delete a live run's objects and its final artifact (each by its ETag; gone is fine)."""
+    finals = (keys.index_key(shash, final), keys.artifact_key(shash, final)) if final else ()
+    found = [*store.list(keys.live_prefix(shash, name)), *(i for k in finals for i in _heads(store, k))]
+    for info in found:
+        with contextlib.suppress(NotFound, PreconditionFailed):
+            store.delete_if_match(info.key, info.etag)
+
+
+def _heads(store: ObjectStore, key: str) -> list[ObjectInfo]:
+    try:
+        return [store.head(key)]
+    except NotFound:
+        return []
+
+
 def start_live(store: ObjectStore, session_id: str, source: LiveSource, tool: str = "bash", *,
                label: str | None = None, config: LiveConfig | None = None,
                transfer: TransferConfig | None = None, journal: LivenessMark | None = None,
@@ -292,7 +328,12 @@ def start_live(store: ObjectStore, session_id: str, source: LiveSource, tool: st
     command get SIGTERM if this process dies: nothing runs on unobserved. ``mask``
     (``secrets="at_rest"``) masks the output before it is stored; a line is committed once
     its newline arrives (or 1 MiB of it).
+
+    Raises :class:`~s3spill.errors.SessionErased` when the session was purged: a live run
+    would create a state, segments and a final artifact in a sealed session.
     """
+    if is_sealed(store, session_hash(session_id)):
+        raise SessionErased(f"session {session_hash(session_id)} was erased on request; nothing started")
     run = _LiveRun(store, session_id, source, tool, label=label, config=config or LiveConfig(),
                    transfer=transfer, journal=journal, touch_interval=touch_interval, env=env,
                    cwd=cwd, die_with_parent=die_with_parent, mask=mask)

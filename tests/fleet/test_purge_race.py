@@ -70,6 +70,9 @@ def test_a_writer_frozen_at_a_failpoint_leaves_nothing_after_purge_and_one_gc(po
     assert record.state == "erased"
     writer.stderr.read()
     writer.wait(timeout=120)
+    # The writer checks the seal before each artifact and live run and undoes a late final
+    # copy: nothing of it is left even before GC; GC (planned_erase) is the backstop.
+    assert _left(store, shash)[0] == [keys.manifest_key(shash)]
     _gc(store, tmp_path, shash)
     inside, slots = _left(store, shash)
     assert inside == [keys.manifest_key(shash)], inside
