@@ -20,9 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from test_context_logcompress import eslint_log, vitest_failure_log  # noqa: E402
+sys.path[:0] = [str(ROOT)]
 
 from s3spill.context.logcompress import compress_log  # noqa: E402
 from s3spill.context.pointer import PointerFacts, render_pointer  # noqa: E402
@@ -30,6 +28,7 @@ from s3spill.context.policy import SpillPolicy  # noqa: E402
 from s3spill.context.retention import TextRetainer  # noqa: E402
 from s3spill.context.salient import SalientScanner  # noqa: E402
 from s3spill.context.tokens import estimate_tokens  # noqa: E402
+from tests.context.test_logcompress import eslint_log, vitest_failure_log  # noqa: E402
 
 CHUNK = 1 << 20
 LINE = b"2026-01-01T00:00:00Z INFO GET /api/v1/items/12345 status=200 bytes=5123 took=12ms\n"

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]
 
 import s3spill.spill.job as job  # noqa: E402
 from s3spill.spill.spiller import Spiller  # noqa: E402

@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 from s3spill.adapters.claude_bash import decode_payload
 from s3spill.adapters.claude_post import persisted_bash, read_answer, saved_mcp, saved_opencode
+from s3spill.adapters.hook_stream import LongString, SpooledPayload
 from s3spill.context.policy import SHELL_TOOLS, KiB, SpillPolicy, ToolPolicy
 from s3spill.context.secrets import redact_text
 from s3spill.context.secrets.detector import may_hold_secret
@@ -125,6 +126,12 @@ class HookSpiller:
 
     def value(self, value: Any, tool: str, call_id: str | None) -> Any:
         """``value`` with every oversized string spilled and its shape kept (same object if none)."""
+        if isinstance(value, LongString):  # a huge payload's string, streamed from its file
+            if self.policy.never_spills(tool) or value.min_chars <= self.policy.hard_cap_chars:
+                return self.value(value.text(), tool, call_id)
+            out = self.spiller.externalize(value.pieces(), tool, call_id)
+            log.info("hooks.spilled", tool=tool, bytes=out.total_bytes, spilled=out.spilled)
+            return out.context_text
         if self.policy.never_spills(tool):  # the fleet policy's never_spill: as it is, but masked
             return self.masked(value) if isinstance(value, str) else value
         if isinstance(value, str):
@@ -152,6 +159,17 @@ def _is_content(value: Any) -> bool:
     """Does ``value`` look like MCP content blocks (a list of dicts with a ``type``)?"""
     return isinstance(value, list) and bool(value) and all(
         isinstance(item, dict) and isinstance(item.get("type"), str) for item in value)
+
+
+def streams_long_strings(payload: dict[str, Any]) -> bool:
+    """Does :func:`claude_code` spill ``tool_response``'s strings as they are (so a huge
+    payload's may stay :class:`~s3spill.adapters.hook_stream.LongString`)? A Bash-like
+    PostToolUse that the harness did not persist; MCP and Read results are read whole."""
+    tool = payload.get("tool_name")
+    response = payload.get("tool_response")
+    return (payload.get("hook_event_name") == "PostToolUse" and isinstance(tool, str)
+            and not tool.startswith("mcp__") and tool not in READ_TOOLS
+            and not (isinstance(response, dict) and "persistedOutputPath" in response))
 
 
 def claude_code(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | None:
@@ -254,7 +272,7 @@ ANSWERS: dict[Harness, Callable[[dict[str, Any], HookSpiller], dict[str, Any] | 
     "claude-code": claude_code, "gemini-cli": gemini_cli, "opencode": opencode}
 
 
-def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], *,
+def answer(harness: Harness, raw: bytes | SpooledPayload, open_store: Callable[[], ObjectStore], *,
            server: str = DEFAULT_SERVER, session: str | None = None, debug: bool = False,
            fleet: Callable[[], LoadedPolicy] | None = None) -> bytes:
     """What the hook prints for the payload ``raw``: the JSON answer, or b"" for no change.
@@ -269,10 +287,13 @@ def answer(harness: Harness, raw: bytes, open_store: Callable[[], ObjectStore], 
     """
     try:
         policy = hook_policy(harness, server)
-        if len(raw) <= floor_bytes(policy) and not any(marker in raw for marker in SAVED_MARKERS) and (
+        if isinstance(raw, SpooledPayload):  # huge: read from its file (docs: hook_stream)
+            payload = raw.decode(streams_long_strings)
+        elif len(raw) <= floor_bytes(policy) and not any(marker in raw for marker in SAVED_MARKERS) and (
                 policy.secrets == "off" or not may_hold_secret(raw)):
             return b""  # nothing in it can be over a threshold, name a saved file or be a secret
-        payload = decode_payload(raw)
+        else:
+            payload = decode_payload(raw)
         if payload is None:
             log.warning("hooks.unreadable_payload", harness=harness, bytes=len(raw),
                         detail="not a UTF-8 JSON object; the tool's result goes on unchanged")

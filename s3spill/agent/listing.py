@@ -26,8 +26,8 @@ from s3spill.context.pointer import one_line
 from s3spill.context.quoting import no_ids
 from s3spill.context.secrets import redact_text
 from s3spill.errors import IntegrityError, InvalidRequest, NotFound
-from s3spill.live.reader import LiveSummary, summarize
 from s3spill.live.segments import read_state
+from s3spill.live.summary import LiveSummary, summarize
 from s3spill.models import ArtifactReference
 
 DEFAULT_LIST_LIMIT = 20

@@ -143,6 +143,13 @@ def hook_pass_through(argv: Sequence[str]) -> bool:
     return False
 
 
+def payload_prefix() -> bytes:
+    """What :func:`hook_pass_through` read of stdin (once; b"" when it read nothing)."""
+    global PAYLOAD_PREFIX
+    prefix, PAYLOAD_PREFIX = PAYLOAD_PREFIX or b"", None
+    return prefix
+
+
 def payload() -> bytes:
     """The hook's whole payload: what the fast path read, then the rest of stdin."""
     global PAYLOAD_PREFIX

@@ -13,7 +13,8 @@ import re
 import sys
 from typing import Any
 
-from s3spill.cli.fastpath import HOOK_FLOOR_BYTES, needs_work, payload
+from s3spill.adapters.hook_stream import SpooledPayload, read_payload
+from s3spill.cli.fastpath import HOOK_FLOOR_BYTES, needs_work, payload_prefix
 
 __all__ = ["HOOK_FLOOR_BYTES", "cmd_hook", "register"]
 
@@ -79,12 +80,21 @@ def _capture(args: argparse.Namespace, payload: dict[str, Any]) -> list[str] | N
     return capture_args(sys.executable, store, session, args.server, call, args.harness, tool)
 
 
+def _read(args: argparse.Namespace) -> bytes | SpooledPayload:
+    """stdin: bytes, or a huge payload spooled to a file when its long strings can be streamed
+    (a Claude Code PostToolUse of a Bash-like tool; anything else is read whole, as before)."""
+    raw = read_payload(payload_prefix())
+    if isinstance(raw, SpooledPayload) and (args.harness != "claude-code" or raw.event() != "PostToolUse"):
+        return raw.raw()
+    return raw
+
+
 def cmd_hook(args: argparse.Namespace) -> int:
-    raw = payload()
-    if not needs_work(raw, complete=True):
+    raw = _read(args)
+    if isinstance(raw, bytes) and not needs_work(raw, complete=True):
         return 0
     out: bytes | None = None
-    if b"PreToolUse" in raw or b"BeforeTool" in raw:
+    if isinstance(raw, bytes) and (b"PreToolUse" in raw or b"BeforeTool" in raw):
         from s3spill.adapters.claude_bash import pre_answer
 
         out = pre_answer(raw, lambda p: _capture(args, p))

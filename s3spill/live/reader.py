@@ -10,8 +10,8 @@ page included); grep reads every committed segment, as it does for a stored arti
 
 The footer says how the run stands (running with its last heartbeat, exited, killed,
 lost), how much is committed, whether the size cap dropped the middle, and the ``since``
-to pass to read only what is new. Once the output is finished, the live id reads the
-ordinary artifact it became.
+to pass to read only what is new (:mod:`s3spill.live.summary`). Once the output is
+finished, the live id reads the ordinary artifact it became.
 """
 
 from __future__ import annotations
@@ -20,9 +20,6 @@ import dataclasses
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
-
-from pydantic import BaseModel, ConfigDict
 
 from s3spill import keys
 from s3spill.artifacts.grep.engine import Grep
@@ -33,7 +30,6 @@ from s3spill.artifacts.paging import Page, build_page
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.artifacts.views import CONTEXT_BYTES, ChunkView, viewed
 from s3spill.config import LiveConfig
-from s3spill.context.read_args import ArgStyle, spell_args
 from s3spill.errors import ConfigError, InvalidRequest, NotFound
 from s3spill.live.segments import (
     fetch_segment,
@@ -42,101 +38,12 @@ from s3spill.live.segments import (
     read_state,
 )
 from s3spill.live.state import LiveSegment, LiveState, Span
+from s3spill.live.summary import LiveGrepResult, LivePage, LiveSummary, summarize
 from s3spill.store.base import ObjectStore
 
 #: Characters a live page keeps free for its live footer and its larger header numbers.
 LIVE_RESERVE = 480
 _WINDOW_CHUNK = 1024 * 1024
-
-
-class LiveSummary(BaseModel):
-    """How a live output stands, as the footer of every read and grep of it says."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    live_id: str
-    status: str
-    exit_code: int | None
-    signal: int | None
-    heartbeat: datetime
-    heartbeat_age: float
-    committed_bytes: int
-    total_bytes: int
-    line_count: int
-    truncated: bool
-    dropped_bytes: int
-    dropped_lines: int
-    final_source_id: str | None
-    note: str | None = None
-    #: Pass as ``since`` to read only what comes after what this answer covered.
-    next_since: int
-
-    def line(self, style: ArgStyle = "call") -> str:
-        if self.status == "running":
-            run = f"running, heartbeat {self.heartbeat_age:.0f}s ago"
-        elif self.status == "exited":
-            run = f"exited with code {self.exit_code}"
-        elif self.status == "killed":
-            run = f"killed (signal {self.signal})" if self.signal else "killed"
-        else:
-            run = (f"lost: no heartbeat for {self.heartbeat_age:.0f}s (its writer died; what is"
-                   " committed is kept)")
-        cut = (f" | truncated: {self.dropped_bytes:,} bytes ({self.dropped_lines:,} lines) in the"
-               " middle dropped by the size cap" if self.truncated else "")
-        so_far = "so far " if self.status == "running" else ""
-        done = f" | stored as {self.final_source_id}" if self.final_source_id else ""
-        if self.note:
-            done += f" | {self.note}"
-        new = (f" | new output from here: {spell_args(style, since=self.next_since)}"
-               if self.status == "running" else "")
-        return (f"[{self.live_id}: {run} | {so_far}{self.committed_bytes:,} bytes,"
-                f" {self.line_count:,} lines committed{cut}{done}{new}]")
-
-
-def summarize(state: LiveState, config: LiveConfig, next_since: int,
-              now: datetime | None = None) -> LiveSummary:
-    now = now or datetime.now(UTC)
-    t = state.truncated
-    return LiveSummary(
-        live_id=str(state.live_id), status=state.effective_status(now, config.lost_after),
-        exit_code=state.exit_code, signal=state.signal, heartbeat=state.heartbeat,
-        heartbeat_age=max(0.0, (now - state.heartbeat).total_seconds()),
-        committed_bytes=state.committed_bytes, total_bytes=state.total_bytes,
-        line_count=state.line_count, truncated=t is not None,
-        dropped_bytes=t.dropped_bytes if t else 0, dropped_lines=t.dropped_lines if t else 0,
-        final_source_id=state.final_source_id, note=state.note, next_since=next_since)
-
-
-class LivePage(Page):
-    """A :class:`Page` of a live output, with the live footer."""
-
-    live: LiveSummary
-
-    def footer(self, style: ArgStyle = "call") -> str:
-        running = self.live.status == "running"
-        if self.eof and running:
-            if self.lines:
-                base = (f"[end of the output so far: line {self.total_lines:,}; the command is"
-                        " still running]")
-            elif self.total_lines:
-                base = (f"[nothing after line {self.total_lines:,} yet; the command is still"
-                        " running]")
-            else:
-                base = "[no output yet; the command is still running]"
-        elif self.eof and not self.lines:
-            base = "[no new output]" if self.byte_start else super().footer(style)
-        else:
-            base = super().footer(style)
-        return f"{base}\n{self.live.line(style)}"
-
-
-class LiveGrepResult(GrepResult):
-    """A :class:`GrepResult` over the committed part of a live output."""
-
-    live: LiveSummary
-
-    def footer(self, style: ArgStyle = "call") -> str:
-        return f"{super().footer(style)}\n{self.live.line(style)}"
 
 
 def _dropped(state: LiveState, what: str) -> InvalidRequest:

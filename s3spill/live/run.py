@@ -37,9 +37,10 @@ from s3spill.keys import session_hash
 from s3spill.leases.liveness import LivenessMark
 from s3spill.live.finish import cas_state, finish_live
 from s3spill.live.group import ProcessGroup, end_group, identify
-from s3spill.live.reader import LiveReader, LiveSummary
+from s3spill.live.reader import LiveReader
 from s3spill.live.segments import read_state
 from s3spill.live.state import LiveState
+from s3spill.live.summary import LiveSummary
 from s3spill.live.writer import LiveWriter
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore, iter_body
