@@ -55,6 +55,15 @@ def test_streamed_strings_decode_as_json_loads_does(small_limits: None, text: st
     assert streamed["tool_response"]["other"] == want["tool_response"]["other"]
 
 
+@settings(max_examples=300, deadline=None)
+@given(body=st.lists(st.sampled_from([b"a", b"\\", b'"', b"\\u00e9", b"\xc3\xa9"]), max_size=400))
+def test_the_closing_quote_is_found_as_the_uniform_masking_finds_it(body: list[bytes]) -> None:
+    """The quick search (quote by quote, backslashes before each) and its fallback for many
+    escaped quotes (masking) agree on every body, including a trailing lone backslash."""
+    buf = b"".join(body)
+    assert hook_stream._string_end(buf, 0) == hook_stream._masked_end(buf, 0)
+
+
 def _hook(payload: Path, store: str) -> tuple[bytes, int]:
     """``s3spill hook claude-code`` with ``payload`` on stdin: its answer and peak RSS (KiB)."""
     env = child_env({})
