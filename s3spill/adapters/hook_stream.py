@@ -16,12 +16,13 @@ so every other answer is what it was.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import secrets
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 __all__ = ["LONG_BYTES", "SPOOL_BYTES", "LongString", "SpooledPayload", "read_payload"]
@@ -47,41 +48,55 @@ class LongString:
         return (self.end - self.start) // 12
 
     def pieces(self) -> Iterator[str]:
-        """The text in pieces cut between escapes, characters and surrogate pairs."""
+        """The text in pieces cut between escapes, characters and surrogate pairs.
+
+        Each piece is read into one buffer between the quotes ``json.loads`` needs (no
+        concatenation): the read, the decode and the Spiller's encode are its only passes.
+        """
         fd, offset, carry = self.file.fileno(), self.start, b""
-        while offset < self.end or carry:
-            read = os.pread(fd, min(_PIECE, self.end - offset), offset)
-            offset += len(read)
-            raw = carry + read
-            cut = len(raw) if offset >= self.end else _cut(raw)
-            text: str = json.loads(b'"' + raw[:cut] + b'"')
-            if offset < self.end and text and "\ud800" <= text[-1] <= "\udbff" \
-                    and raw[cut - _ESCAPE:cut - 4] == b"\\u":  # its low half may come next
-                cut -= _ESCAPE
-                text = text[:-1]
-            carry = raw[cut:]
+        while offset < self.end:
+            n = min(_PIECE, self.end - offset)
+            buf = bytearray(len(carry) + n + 2)
+            buf[0], buf[1:1 + len(carry)] = 0x22, carry
+            body_end = 1 + len(carry) + n
+            if os.preadv(fd, [memoryview(buf)[1 + len(carry):body_end]], offset) != n:
+                raise OSError("the spooled payload ended early")
+            offset += n
+            cut = body_end if offset >= self.end else _cut(buf, 1, body_end)
+            carry = bytes(buf[cut:body_end])
+            high = bytes(buf[cut - _ESCAPE:cut]) if offset < self.end else b""
+            buf[cut] = 0x22
+            del buf[cut + 1:]
+            text: str = json.loads(buf)
+            if high[:2] == b"\\u" and text and "\ud800" <= text[-1] <= "\udbff":
+                text = text[:-1]  # its low half may come next: decode them together
+                carry = high + carry
             yield text
 
     def text(self) -> str:
         return "".join(self.pieces())
 
 
-def _cut(raw: bytes) -> int:
-    """Where ``raw`` (a string body from a token boundary) may be cut: no escape or character split.
+def _cut(buf: bytearray, lo: int, hi: int) -> int:
+    """Where the string body ``buf[lo:hi]`` (from a token boundary) may be cut: no escape or
+    character split.
 
     Only the tail is looked at: an escape is at most 6 bytes, so without a backslash in the
     last 12 the end is between tokens; else the last backslash starts an escape when an odd
     run of them ends there (cut before it); else it closes an escaped backslash. Then a
     character cut short at the end is left for the next piece.
     """
-    k = raw.rfind(b"\\", max(0, len(raw) - 2 * _ESCAPE))
+    k = buf.rfind(b"\\", max(lo, hi - 2 * _ESCAPE), hi)
     if k >= 0:
-        run = k + 1 - len(raw[:k + 1].rstrip(b"\\"))
+        window = buf[max(lo, k - 63):k + 1]  # the run of backslashes ending at k, usually 1
+        run = len(window) - len(window.rstrip(b"\\"))
+        if run == len(window):
+            run = k + 1 - lo - len(buf[lo:k + 1].rstrip(b"\\"))
         if run % 2:
             return k
-    m = len(raw)
-    for back in range(1, min(4, m) + 1):
-        byte = raw[m - back]
+    m = hi
+    for back in range(1, min(4, hi - lo) + 1):
+        byte = buf[m - back]
         if byte < 0x80:
             break
         if byte >= 0xC0:
@@ -97,7 +112,8 @@ class SpooledPayload:
     def __init__(self, file: IO[bytes], size: int) -> None:
         self.file, self.size = file, size
         self._nonce = secrets.token_hex(8)
-        self._scanned: tuple[bytes, list[tuple[int, int]]] | bool | None = False
+        #: The document with placeholders and the long strings' spans (None: not JSON).
+        self.scanned: tuple[bytes, list[tuple[int, int]]] | None = None
 
     def __len__(self) -> int:
         return self.size
@@ -106,16 +122,14 @@ class SpooledPayload:
         """The whole payload (for an answer that needs it all, as before)."""
         return os.pread(self.file.fileno(), self.size, 0)
 
-    def _placeholder(self, n: int) -> str:
+    def placeholder(self, n: int) -> str:
         return f"\x00s3spill-long:{self._nonce}:{n}"
 
     def _skeleton(self) -> tuple[dict[str, Any], list[tuple[int, int]]] | None:
         """The payload with placeholders for its long strings, and their spans (None: no JSON object)."""
-        if self._scanned is False:
-            self._scanned = _scan(self.file, self._placeholder)
-        if not isinstance(self._scanned, tuple):
+        if self.scanned is None:
             return None
-        skeleton, spans = self._scanned
+        skeleton, spans = self.scanned
         try:
             payload = json.loads(skeleton)
         except (UnicodeDecodeError, ValueError, RecursionError):
@@ -135,7 +149,7 @@ class SpooledPayload:
         if got is None:
             return None
         payload, spans = got
-        longs = {self._placeholder(n): LongString(self.file, a, b) for n, (a, b) in enumerate(spans)}
+        longs = {self.placeholder(n): LongString(self.file, a, b) for n, (a, b) in enumerate(spans)}
         if not longs:
             return payload
         streamed = _materialize(payload, longs, depth=0, keep_at=(1, 2) if keep(payload) else ())
@@ -162,14 +176,47 @@ def _materialize(value: Any, longs: dict[str, LongString], depth: int, keep_at: 
     return value
 
 
-def _scan(file: IO[bytes], placeholder: Callable[[int], str]) -> tuple[bytes, list[tuple[int, int]]] | None:
+def _masked_end(buf: bytes, i: int) -> tuple[int, bool]:
+    """:func:`_string_end` the uniform way: escaped backslashes, then escaped quotes, masked
+    (same length), so the first quote left closes the string."""
+    masked = buf[i:].replace(b"\\\\", b"__").replace(b'\\"', b"__")
+    q = masked.find(b'"')
+    if q >= 0:
+        return i + q, True
+    return len(buf) - (1 if masked.endswith(b"\\") else 0), False
+
+
+def _string_end(buf: bytes, i: int) -> tuple[int, bool]:
+    """(where the string body from ``i`` ends in ``buf``, whether its closing quote is there).
+
+    Without a closing quote the end leaves out a backslash that may start an escape, for
+    the next piece. ``find`` for each quote, checking the backslashes before it; a piece with
+    many escaped quotes is handed to :func:`_masked_end`.
+    """
+    q = buf.find(b'"', i)
+    for _ in range(64):
+        if q < 0:
+            break
+        k = q - 1
+        while k >= i and buf[k] == 0x5C:
+            k -= 1
+        if (q - 1 - k) % 2 == 0:
+            return q, True
+        q = buf.find(b'"', q + 1)
+    else:
+        return _masked_end(buf, i)
+    return _masked_end(buf, i) if buf.endswith(b"\\") else (len(buf), False)
+
+
+def _scan(chunks: Iterable[bytes],
+          placeholder: Callable[[int], str]) -> tuple[bytes, list[tuple[int, int]]] | None:
     """The document with each long string replaced by a placeholder, and the long strings' spans."""
     skeleton, body = bytearray(), bytearray()
     spans: list[tuple[int, int]] = []
-    file.seek(0)
     base, carry, in_str, start, long = 0, b"", False, 0, False
+    source = iter(chunks)
     while True:
-        chunk = file.read(_PIECE)
+        chunk = next(source, b"")
         buf, final, i = carry + chunk, not chunk, 0
         carry = b""
         while i < len(buf):
@@ -182,17 +229,13 @@ def _scan(file: IO[bytes], placeholder: Callable[[int], str]) -> tuple[bytes, li
                 in_str, start, long, i = True, base + j + 1, False, j + 1
                 body.clear()
                 continue
-            # Escaped backslashes, then escaped quotes, masked (same length): the first quote
-            # left is the closing one. A lone backslash at the end may start an escape.
-            masked = buf[i:].replace(b"\\\\", b"__").replace(b'\\"', b"__")
-            q = masked.find(b'"')
-            m = len(buf) - (1 if masked.endswith(b"\\") else 0) if q < 0 else i + q
+            m, closed = _string_end(buf, i)
             if not long:
                 body += buf[i:m]
                 if len(body) > LONG_BYTES:
                     long = True
                     body.clear()
-            if q >= 0:
+            if closed:
                 if long:
                     skeleton += json.dumps(placeholder(len(spans))).encode()
                     spans.append((start, base + m))
@@ -208,7 +251,8 @@ def _scan(file: IO[bytes], placeholder: Callable[[int], str]) -> tuple[bytes, li
 
 
 def read_payload(prefix: bytes, stdin: IO[bytes] | None = None) -> bytes | SpooledPayload:
-    """``prefix`` and the rest of stdin: bytes up to :data:`SPOOL_BYTES`, else spooled to a file."""
+    """``prefix`` and the rest of stdin: bytes up to :data:`SPOOL_BYTES`, else spooled to a file
+    (and scanned for its strings on the way, so the file is read again only for them)."""
     stream = stdin if stdin is not None else sys.stdin.buffer
     head = bytearray(prefix)
     while len(head) <= SPOOL_BYTES:
@@ -217,11 +261,17 @@ def read_payload(prefix: bytes, stdin: IO[bytes] | None = None) -> bytes | Spool
             return bytes(head)
         head += piece
     file = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the payload's LongStrings
-    file.write(head)
-    size = len(head)
-    del head
-    while piece := stream.read(_PIECE):
-        file.write(piece)
-        size += len(piece)
-    file.flush()
-    return SpooledPayload(file, size)
+    spooled = SpooledPayload(file, 0)
+
+    def spool() -> Iterator[bytes]:
+        first = bytes(head)
+        head.clear()
+        for piece in itertools.chain((first[n:n + _PIECE] for n in range(0, len(first), _PIECE)),
+                                     iter(lambda: stream.read(_PIECE), b"")):
+            file.write(piece)
+            spooled.size += len(piece)
+            yield piece
+        file.flush()
+
+    spooled.scanned = _scan(spool(), spooled.placeholder)
+    return spooled

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -55,18 +54,40 @@ def test_streamed_strings_decode_as_json_loads_does(small_limits: None, text: st
     assert streamed["tool_response"]["other"] == want["tool_response"]["other"]
 
 
+@settings(max_examples=300, deadline=None)
+@given(body=st.lists(st.sampled_from([b"a", b"\\", b'"', b"\\u00e9", b"\xc3\xa9"]), max_size=400))
+def test_the_closing_quote_is_found_as_the_uniform_masking_finds_it(body: list[bytes]) -> None:
+    """The quick search (quote by quote, backslashes before each) and its fallback for many
+    escaped quotes (masking) agree on every body, including a trailing lone backslash."""
+    buf = b"".join(body)
+    assert hook_stream._string_end(buf, 0) == hook_stream._masked_end(buf, 0)
+
+
+#: Starts the hook and reports its peak RSS. Why a launcher: a child's ``ru_maxrss`` starts at
+#: the high-water mark of the process it was forked from (kept across exec), and this test
+#: process holds the 40 MB text; the launcher is small, so what it reports is the hook's own.
+LAUNCH = """
+import os, subprocess, sys
+payload, *argv = sys.argv[1:]
+with open(payload, "rb") as stdin:
+    proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+sys.stdout.buffer.write(b"%d %d\\n" % (os.waitstatus_to_exitcode(status), usage.ru_maxrss) + out)
+"""
+
+
 def _hook(payload: Path, store: str) -> tuple[bytes, int]:
     """``s3spill hook claude-code`` with ``payload`` on stdin: its answer and peak RSS (KiB)."""
     env = child_env({})
     env.pop("S3SPILL_SESSION", None)
-    with open(payload, "rb") as stdin:
-        proc = subprocess.Popen([sys.executable, "-m", "s3spill", "--store", store, "hook", "claude-code"],
-                                stdin=stdin, stdout=subprocess.PIPE, env=env)
-        out = proc.stdout.read() if proc.stdout else b""
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0
-    return out, usage.ru_maxrss
+    argv = [sys.executable, "-c", LAUNCH, str(payload), sys.executable, "-m", "s3spill", "--store", store,
+            "hook", "claude-code"]
+    proc = subprocess.run(argv, capture_output=True, env=env, timeout=300, check=True)
+    first, _, out = proc.stdout.partition(b"\n")
+    code, rss = (int(x) for x in first.split())
+    assert code == 0, proc.stderr.decode()[-2000:]
+    return out, rss
 
 
 def test_a_40_mb_bash_payload_is_stored_whole_in_less_memory_than_itself(tmp_path: Path) -> None:

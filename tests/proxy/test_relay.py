@@ -12,7 +12,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from tests.proxy.servers import OURS, Pipe, relay
+from tests.proxy.servers import OURS, Pipe, relay, relay_with
 
 
 def _tools(*names: str) -> list[dict[str, Any]]:
@@ -113,5 +113,41 @@ def test_never_spill_and_per_tool_thresholds(tmp_path: Path) -> None:
             other = await call(client, upstream, 3, "other")
             text = other["result"]["content"][0]["text"]
             assert len(text) < 10_000 and "source_id=" in text
+
+    asyncio.run(run())
+
+
+def test_a_result_cancelled_while_it_is_spilled_is_stored_whole_and_not_sent(tmp_path: Path) -> None:
+    """The client cancels a call whose 3 MB result the proxy is spilling: the client gets no
+    answer for it, and the artifact the spill committed is whole (its size the result's)."""
+    text = "".join(f"cancelled spill line {i}\n" for i in range(120_000))
+
+    async def run() -> None:
+        async with relay_with(tmp_path) as (client, upstream, relay_):
+            await client.put({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "dump"}})
+            pid = (await upstream.get())["id"]
+            await upstream.put({"jsonrpc": "2.0", "id": pid, "result": {"content": [{"type": "text",
+                                                                                    "text": text}]}})
+            for _ in range(2000):  # until the relay has taken the answer and started the spill
+                if relay_._spilling:
+                    break
+                await asyncio.sleep(0.005)
+            assert relay_._spilling, "the spill never started"
+            await client.put({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                              "params": {"requestId": 1}})
+            await client.put({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                              "params": {"name": OURS[2], "arguments": {}}})
+            listed = None
+            while listed is None:
+                answer = await client.get(timeout=60)
+                assert answer["id"] == 2, answer  # never an answer to the cancelled call
+                listed = answer["result"]["structuredContent"]["artifacts"]
+                if not listed:  # our list ran before the spill committed: ask again
+                    await asyncio.sleep(0.2)
+                    await client.put({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                      "params": {"name": OURS[2], "arguments": {}}})
+                    listed = None
+            assert [a["size_bytes"] for a in listed] == [len(text.encode())]
+            assert upstream.inbox.empty()  # the cancel was not forwarded: the upstream had answered
 
     asyncio.run(run())
