@@ -104,3 +104,22 @@ def test_a_big_output_is_spilled_and_a_dead_capture_gives_the_raw_output(tmp_pat
     broken = capture_args(str(tmp_path / "no-python"), (tmp_path / "store").as_uri(), "s", "s3spill", None)
     out, status, _ = _claude_shell(wrap(command, broken), tmp_path)
     assert status == 3 and out == subprocess.run(["seq", "1", "200000"], capture_output=True).stdout
+
+
+def test_gemini_before_tool_rewrites_run_shell_command_once_and_leaves_background_alone() -> None:
+    """Gemini CLI's BeforeTool answer overrides only ``command`` in ``tool_input``; a
+    rewritten command, a background one and other tools get no answer."""
+    from s3spill.adapters.claude_bash import before_tool
+
+    payload = {"hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+               "tool_input": {"command": "make test", "dir_path": "src"}}
+    capture = capture_args("python3", "file:///s", "s", "s3spill", None, "gemini-cli", "run_shell_command")
+    out = before_tool(payload, capture)
+    assert out is not None and out["hookSpecificOutput"]["hookEventName"] == "BeforeTool"
+    command = out["hookSpecificOutput"]["tool_input"]["command"]
+    assert set(out["hookSpecificOutput"]["tool_input"]) == {"command"} and is_wrapped(command)
+    assert " gemini-cli run_shell_command;" in command
+    assert before_tool({**payload, "tool_input": {"command": command}}, capture) is None
+    background = {"command": "sleep 9", "is_background": True}
+    assert before_tool({**payload, "tool_input": background}, capture) is None
+    assert before_tool({**payload, "tool_name": "read_file"}, capture) is None
