@@ -268,12 +268,20 @@ def mask_view(data: bytes, before: bytes = b"", after: bytes = b"", *, headless:
 
 
 def redact_text(text: str, **kwargs: Any) -> tuple[str, Counter[str]]:
-    """:func:`redact_bytes` for a ``str`` (lone surrogates round-trip)."""
-    raw = text.encode("utf-8", "surrogateescape")
+    """:func:`redact_bytes` for a ``str`` (lone surrogates round-trip).
+
+    A surrogate escape (``\\udc80``-``\\udcff``) is the byte it stands for; any other lone
+    surrogate (``\\ud800``, from a JSON ``\\ud800`` escape) has no UTF-8 form and is masked as
+    its WTF-8 bytes, then turned back into itself.
+    """
+    try:
+        raw, errors = text.encode("utf-8", "surrogateescape"), "surrogateescape"
+    except UnicodeEncodeError:
+        raw, errors = text.encode("utf-8", "surrogatepass"), "surrogatepass"
     done = redact_bytes(raw, **kwargs)
     if not done.counts:
         return text, done.counts
-    return done.data.decode("utf-8", "surrogateescape"), done.counts
+    return done.data.decode("utf-8", errors), done.counts
 
 
 def describe_counts(counts: Counter[str]) -> str:
