@@ -149,6 +149,8 @@ class Relay:
         self._sent = Outstanding()
         self._local: dict[Any, asyncio.Task[None]] = {}  # client id -> our own tool's answer
         self._spilling: dict[Any, Sent] = {}  # client id -> a result being spilled
+        #: Upstream lines taken off the wire whose answer is still being written to the client.
+        self._delivering = 0
         self._schemas: dict[str, dict[str, Any] | None] = {}  # tool -> its outputSchema, as listed
         self.resources = ProxyResources(tools)
         self._links = True  # resource_link blocks in pointers (not before 2025-06-18)
@@ -163,8 +165,8 @@ class Relay:
                   drain_timeout: float = 10.0) -> str:
         """Relay until one side closes or ``stop`` is set: "client", "upstream" or "stopped".
 
-        When the client goes, the upstream is told (its input is closed) and answers still
-        on their way get up to ``drain_timeout`` seconds to reach the client; when the
+        When the client goes, answers still on their way get up to ``drain_timeout``
+        seconds to reach the client, then the upstream is told (its input is closed); when the
         upstream goes, every request it left unanswered gets an error.
         """
         self._client, self._upstream = client, upstream
@@ -176,9 +178,11 @@ class Relay:
             task.result()  # a crash of the relay itself is not hidden
         first = "stopped" if stopper in done else "upstream" if down in done else "client"
         if first == "client":
-            await upstream.close()
+            # Answers first, then the upstream's input: a server that exits at EOF (as
+            # server-everything does) would otherwise drop a request it had not answered yet.
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._settled(down), drain_timeout)
+            await upstream.close()
         for task in (up, down, stopper):
             task.cancel()
         await self._finish_tasks(first, drain_timeout)
@@ -191,7 +195,7 @@ class Relay:
 
     async def _settled(self, down: asyncio.Task[None]) -> None:
         """Until the upstream has ended, or nothing the client asked for is outstanding."""
-        while not down.done() and (len(self._sent) or self._spilling):
+        while not down.done() and (len(self._sent) or self._spilling or self._delivering):
             await asyncio.wait({down}, timeout=0.05)
 
     async def _finish_tasks(self, first: str, timeout: float) -> None:
@@ -330,10 +334,14 @@ class Relay:
             if msg is MALFORMED:
                 self.dropped("proxy.upstream_malformed_dropped", len(line))
                 continue
-            for item in msg if isinstance(msg, list) and msg else [msg]:
-                out = self._from_upstream(item, line if item is msg else None, len(line))
-                if out:
-                    await self._client.send(out)
+            self._delivering += 1  # answered upstream, not yet written to the client
+            try:
+                for item in msg if isinstance(msg, list) and msg else [msg]:
+                    out = self._from_upstream(item, line if item is msg else None, len(line))
+                    if out:
+                        await self._client.send(out)
+            finally:
+                self._delivering -= 1
 
     def _from_upstream(self, msg: Any, raw: bytes | None, size: int) -> bytes | None:
         """What goes to the client for one upstream message (None: nothing, or later)."""
