@@ -203,6 +203,18 @@ class Planner:
                 return replace(info, sha256=sha, metadata={META_COMMIT: COMMIT_SIDECAR})
         return self._head(info.key)
 
+    def held(self, kind: ObjectKind, info: ObjectInfo, created: datetime, facts: SessionFacts, *,
+             shash: str, name: str, size: int | None = None, index: ObjectSnapshot | None = None) -> bool:
+        """Record why an unclaimed object stays — too young, or the run's deletion limit reached —
+        and say so (True); False when nothing holds it back."""
+        why = self._recent(created, facts, name)
+        if why is None and not self._full:
+            return False
+        status: PlanStatus = "retained_recent" if why else "retained_limit"
+        self._emit(status, kind, info, shash=shash, name=name, size=size, index=index,
+                   reason=why or f"max_deletions={self.policy.max_deletions} reached")
+        return True
+
     def _recent(self, created: datetime, facts: SessionFacts, name: str) -> str | None:
         """Why an unclaimed object is still too young to go, or ``None``."""
         ref = created
@@ -348,14 +360,8 @@ class Planner:
                            index=idx,
                            reason=f"{len(claims)} active claim(s): {states}")
             return
-        why = self._recent(object_created(name, info), facts, name)
-        if why:
-            self._emit("retained_recent", "artifact", info, shash=shash, name=name, size=size, reason=why,
-                       index=idx)
-            return
-        if self._full:
-            self._emit("retained_limit", "artifact", info, shash=shash, name=name, size=size, index=idx,
-                       reason=f"max_deletions={self.policy.max_deletions} reached")
+        if self.held("artifact", info, object_created(name, info), facts, shash=shash, name=name,
+                     size=size, index=idx):
             return
         head = self._content(shash, name, info, index)
         if head is None:
@@ -374,13 +380,7 @@ class Planner:
             self._emit("retained_referenced", "index", info, shash=shash, name=name,
                        reason="sidecar of a claimed (missing) artifact")
             return
-        why = self._recent(info.last_modified, facts, name)
-        if why:
-            self._emit("retained_recent", "index", info, shash=shash, name=name, reason=why)
-            return
-        if self._full:
-            self._emit("retained_limit", "index", info, shash=shash, name=name,
-                       reason=f"max_deletions={self.policy.max_deletions} reached")
+        if self.held("index", info, info.last_modified, facts, shash=shash, name=name):
             return
         self._emit("planned_delete", "index", info, shash=shash, name=name,
                    reason="sidecar without its artifact, older than orphan_ttl", snapshot=snapshot_of(info))

@@ -22,13 +22,7 @@ __all__ = ["apply_usage_log", "plan_usage_log"]
 
 def plan_usage_log(planner: Any, shash: str, name: str, info: ObjectInfo, facts: SessionFacts) -> None:
     """Plan one usage object (``planner``: gc.plan's planner): retained while recent, else deleted."""
-    why = planner._recent(info.last_modified, facts, name)
-    if why:
-        planner._emit("retained_recent", "usage_log", info, shash=shash, name=name, reason=why)
-        return
-    if planner._full:
-        planner._emit("retained_limit", "usage_log", info, shash=shash, name=name,
-                      reason=f"max_deletions={planner.policy.max_deletions} reached")
+    if planner.held("usage_log", info, info.last_modified, facts, shash=shash, name=name):
         return
     head = info if info.sha256 is not None else planner._head(info.key)
     if head is None:
