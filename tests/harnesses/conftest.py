@@ -157,9 +157,9 @@ def claude(tmp_path: Path) -> Iterator[ClaudeCode]:
 
 
 def npm_bin(name: str) -> Path:
-    """A harness installed by ``npm ci --prefix tests/harnesses/npm`` (.ci/run does it)."""
+    """A harness installed by ``npm install --prefix tests/harnesses/npm`` (.ci/run does it)."""
     path = Path(__file__).with_name("npm") / "node_modules" / ".bin" / name
-    assert path.exists(), f"{path} missing: run npm ci --prefix tests/harnesses/npm"
+    assert path.exists(), f"{path} missing: run npm install --prefix tests/harnesses/npm"
     return path
 
 
