@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from s3spill.agent.mcp.config import check_bind, parse_http_address
-from s3spill.cli.argtypes import session_from_args, store_from_args
+from s3spill.cli.argtypes import served_store_from_args, session_from_args
 from s3spill.cli.voice import MCP_EXTRA
 from s3spill.errors import ConfigError
 
@@ -73,7 +73,7 @@ def _cmd_mcp_tokens(args: argparse.Namespace) -> int:
     except ImportError as exc:  # the optional extra is missing
         raise ConfigError(f"s3spill mcp needs the MCP SDK: module {exc.name!r} is not installed",
                           hint=MCP_EXTRA) from None
-    store = store_from_args(args)
+    store = served_store_from_args(args)
     pool = mcp_sessions.SessionPool(store, externalize=not args.no_externalize)
     try:
         server = mcp_sessions.build_token_server(pool, tokens)
@@ -104,7 +104,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from s3spill.usage.recorder import usage_recorder
 
     loaded = policy_from_args(args)
-    store = store_from_args(args)
+    store = served_store_from_args(args)
     spiller: Spiller | None = None
     try:
         usage = usage_recorder(store)

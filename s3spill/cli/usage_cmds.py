@@ -35,9 +35,9 @@ def _store(args: argparse.Namespace) -> object:
     if getattr(args, "stats_prefix", None):
         from s3spill.store import open_store
 
-        base = store_from_args(args)
-        return open_store(base.url.rstrip("/") + "/" + args.stats_prefix.strip("/"))
-    return store_from_args(args)
+        base = store_from_args(args, create=False)
+        return open_store(base.url.rstrip("/") + "/" + args.stats_prefix.strip("/"), create=False)
+    return store_from_args(args, create=False)  # figures of a store that exists
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -59,7 +59,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_compact(args: argparse.Namespace) -> int:
     from s3spill.usage.compact import compact_usage
 
-    with store_from_args(args) as store:
+    with store_from_args(args, create=False) as store:  # nothing to compact in a missing store
         report = compact_usage(store)
     if args.json:
         print(json.dumps(report.__dict__, indent=2))
