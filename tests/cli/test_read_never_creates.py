@@ -7,23 +7,19 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import CliCall
+from tests.conftest import Refuse
 
 
 @pytest.fixture
-def no_serving(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_serving(refuse: Refuse) -> None:
     """The servers' loops (ui, mcp) fail the test instead of serving: the store is opened first."""
     import uvicorn
 
     from s3spill.agent.mcp import server as mcp_server
     from s3spill.agent.mcp import sessions as mcp_sessions
 
-    def served(*args: object, **kwargs: object) -> None:
-        raise AssertionError("served")
-
-    monkeypatch.setattr(uvicorn, "run", served)
-    monkeypatch.setattr(mcp_server, "serve_stdio", served)
-    monkeypatch.setattr(mcp_server, "serve_http", served)
-    monkeypatch.setattr(mcp_sessions, "serve_http_tokens", served)
+    refuse("served", (uvicorn, "run"), (mcp_server, "serve_stdio"), (mcp_server, "serve_http"),
+           (mcp_sessions, "serve_http_tokens"))
 
 
 SID = "artifact:" + "0" * 32 + ":20260101T000000Z-000000000000-bash:0123456789abcdef"
