@@ -16,7 +16,7 @@ import itertools
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -28,7 +28,8 @@ from s3spill.keys import LiveId, SourceId, is_live_id
 __all__ = ["SCHEMA_VERSION", "SHOWN_CAP", "EventMaker", "UsageEvent", "grep_event", "read_event",
            "spill_event"]
 
-SCHEMA_VERSION = 1
+#: 2: a part holds the events' fact rows first, then ``{"id", "shown"}`` rows (1: ``shown`` inline).
+SCHEMA_VERSION = 2
 #: Most characters of the shown text an event keeps (a page or a pointer is smaller).
 SHOWN_CAP = 200_000
 
@@ -69,8 +70,13 @@ class UsageEvent:
     def day(self) -> str:
         return self.ts[:10]
 
-    def to_json(self) -> bytes:
-        return orjson.dumps(asdict(self))
+    def fact_json(self) -> bytes:
+        """Every field but the shown text, Nones left out (a missing key reads as NULL)."""
+        return orjson.dumps({k: v for k, v in vars(self).items() if v is not None and k != "shown"})
+
+    def shown_json(self) -> bytes | None:
+        """The shown-text row of this event (joined back by id), or None when nothing was shown."""
+        return orjson.dumps({"id": self.id, "shown": self.shown}) if self.shown else None
 
 
 #: Event ids: 48 random bits per process and a counter — unique without a syscall per event
