@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,7 +60,7 @@ def test_stats_reads_only_the_fact_lines_of_each_part(tmp_path: Path) -> None:
 def test_a_part_with_the_shown_text_inline_is_still_read(tmp_path: Path) -> None:
     """A part written before the split (``shown`` inline, no length in its key) reads whole."""
     store = LocalStore(f"{tmp_path}/s")
-    rows = [{**vars(_event(i)), "v": 1} for i in range(3)]
+    rows = [{**dataclasses.asdict(_event(i)), "v": 1} for i in range(3)]
     store.put_if_absent(keys.usage_part_key(SHASH, DAY), b"".join(json.dumps(r).encode() + b"\n" for r in rows))
     (obj,) = usage_objects(store)
     assert obj.facts is None
