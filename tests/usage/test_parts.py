@@ -61,7 +61,8 @@ def test_a_part_with_the_shown_text_inline_is_still_read(tmp_path: Path) -> None
     """A part written before the split (``shown`` inline, no length in its key) reads whole."""
     store = LocalStore(f"{tmp_path}/s")
     rows = [{**dataclasses.asdict(_event(i)), "v": 1} for i in range(3)]
-    store.put_if_absent(keys.usage_part_key(SHASH, DAY), b"".join(json.dumps(r).encode() + b"\n" for r in rows))
+    body = b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+    store.put_if_absent(keys.usage_part_key(SHASH, DAY), body)
     (obj,) = usage_objects(store)
     assert obj.facts is None
     assert compute_stats(store).events == 3
