@@ -17,6 +17,8 @@ import struct
 from datetime import datetime
 from typing import IO
 
+import orjson
+
 from s3spill.errors import IntegrityError
 from s3spill.store.base import ObjectInfo
 
@@ -36,7 +38,7 @@ def encode(trailer: dict[str, object]) -> bytes:
 def parse(raw: bytes, room: int, key: str) -> dict[str, object]:
     """The trailer's JSON, checked field by field; ``room``: the bytes before it (the body's at most)."""
     try:
-        trailer = json.loads(raw)
+        trailer = orjson.loads(raw)  # a ValueError on anything but UTF-8 JSON, as json's
         fields_ok = isinstance(trailer, dict) and all(
             isinstance(trailer.get(name), kind) for name, kind in _FIELDS.items())
         if fields_ok:
