@@ -20,7 +20,6 @@ is :mod:`s3spill.context.secrets.masking`'s. Pure: no I/O.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import threading
@@ -30,9 +29,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from s3spill.context.secrets.triggers import TRIGGERS
+from s3spill.context.secrets.engine import Candidate, Re2Engine, make_engine
+from s3spill.context.secrets.triggers import PREFILTERS, TRIGGERS, may_hold_secret, prefilter
 
-__all__ = ["TRIGGERS", "Finding", "SecretDetector", "default_detector", "shannon_entropy"]
+__all__ = ["TRIGGERS", "Finding", "SecretDetector", "default_detector", "may_hold_secret", "shannon_entropy"]
 
 #: Kind names for detect-secrets' secret types where its own name is long or unclear.
 _KIND_NAMES = {
@@ -61,6 +61,9 @@ _DIGEST_VALUE = re.compile(r"^(?:sha(?:1|224|256|384|512)[-:_]|md5[-:]|h1:)", re
 
 _ENTROPY_LIMIT = 4.5
 _SECRETISH_LIMIT = 3.8
+#: The fewest distinct characters that can exceed each limit (2 ** limit, rounded up).
+_ENTROPY_DISTINCT = math.ceil(2 ** _ENTROPY_LIMIT)
+_SECRETISH_DISTINCT = math.ceil(2 ** _SECRETISH_LIMIT)
 _SECRETISH = re.compile(r"(?i)token|secret|passw|api_?key|private|credential|auth")
 _MIXED = re.compile(r"(?=.*[0-9])(?=.*[g-rt-zG-Z+/])")  # the trigger needs a letter past f
 #: An alphabet or a counting run (``ABCDEFGH…``, ``0123456789``) is a constant, not a secret.
@@ -152,10 +155,13 @@ def _plain_value(value: str) -> bool:
 
 
 class SecretDetector:
-    """The rules, their triggers and the RE2 prefilter; thread-safe once built."""
+    """The rules, their triggers and the trigger pass; thread-safe once built.
 
-    def __init__(self) -> None:
-        import re2
+    ``engine``: ``"hyperscan"`` or ``"re2"`` for the chunk pass (default: Hyperscan when
+    it is installed).
+    """
+
+    def __init__(self, engine: str | None = None) -> None:
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
         from detect_secrets.plugins.base import RegexBasedDetector
         from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP
@@ -176,21 +182,11 @@ class SecretDetector:
                            self._keyword_rule(CONFIG_DENYLIST_REGEX_TO_GROUP)))
         rules.append(_Rule("high-entropy", TRIGGERS["high-entropy"], self._entropy_rule))
         self.rules = tuple(rules)
-        opts = re2.Options()
-        opts.max_mem = 64 << 20
-        opts.never_capture = True  # bounds only: submatches would cost an NFA run per match
-        self._any = re2.compile("|".join(f"(?:{r.trigger})" for r in rules).encode(), opts)
-        # The binding's ``search`` wraps each call in a generator and a match object, which
-        # costs three times the search itself on a candidate-rich log; its compiled regexp
-        # answers spans directly (used when this version of google-re2 exposes it).
-        raw, anchor = getattr(self._any, "_regexp", None), getattr(re2, "_Anchor", None)
-        self._spans: Callable[[bytes, int, int], Any] | None = (
-            functools.partial(raw.Match, anchor.UNANCHORED) if raw is not None and anchor is not None
-            else None)
-        self._set = re2.Set.SearchSet(opts)
-        for rule in rules:
-            self._set.Add(rule.trigger.encode())
-        self._set.Compile()
+        patterns = [(r.trigger, prefilter(r.kind) if r.kind in PREFILTERS else r.trigger) for r in rules]
+        #: RE2 for one line's rule set and a long line's windows; the chunk pass is
+        #: :attr:`engine`'s (Hyperscan when installed).
+        self.re2 = Re2Engine(patterns)
+        self.engine = make_engine(patterns, engine) if engine != "re2" else self.re2
 
     # -- rules ---------------------------------------------------------------------------
 
@@ -250,6 +246,10 @@ class SecretDetector:
             # A name that says "secret" needs less proof: a 32-character random token can
             # measure under 4.5 bits, but not under 3.8 with letters and digits mixed.
             secretish = bool(_SECRETISH.search(match.group("name"))) and bool(_MIXED.match(value))
+            # n distinct characters carry at most log2(n) bits each: most values of a log
+            # (paths, flags) are ruled out by their alphabet before their entropy is measured.
+            if len(set(value)) < (_SECRETISH_DISTINCT if secretish else _ENTROPY_DISTINCT):
+                continue
             if shannon_entropy(value) > (_SECRETISH_LIMIT if secretish else _ENTROPY_LIMIT):
                 out.append(match.span("value"))
         return out
@@ -258,19 +258,24 @@ class SecretDetector:
 
     def next_candidate(self, data: bytes, pos: int = 0, end: int | None = None) -> int:
         """Where the next trigger match starts in ``data[pos:end]``; -1 if none."""
-        stop = len(data) if end is None else end
-        if self._spans is not None:
-            return int(self._spans(data, pos, stop)[0][0])
-        m = self._any.search(data, pos, stop)
-        return -1 if m is None else int(m.start())
+        return self.re2.next_candidate(data, pos, len(data) if end is None else end)
 
-    def scan_line(self, line: bytes, *, every_rule: bool = False) -> list[Finding]:
+    def candidates(self, data: bytes, pos: int = 0, end: int | None = None) -> list[Candidate]:
+        """The candidate lines of ``data[pos:end]`` and the rules to run on each (one pass)."""
+        return self.engine.candidates(data, pos, len(data) if end is None else end)
+
+    def scan_line(self, line: bytes, *, every_rule: bool = False,
+                  hits: Iterable[int] | None = None) -> list[Finding]:
         """Secrets in one line (no newline), as byte spans, overlaps merged.
 
-        Only the rules whose trigger the line matches run; ``every_rule`` runs them all
-        (what the tests compare the prefilter against).
+        Only the rules whose trigger the line matches run (``hits``, when the trigger pass
+        said so already); ``every_rule`` runs them all (what the tests compare the
+        prefilter against).
         """
-        hits = range(len(self.rules)) if every_rule else self._set.Match(line)
+        if every_rule:
+            hits = range(len(self.rules))
+        elif hits is None:
+            hits = self.re2.hits(line)
         if not hits:
             return []
         text = line.decode("utf-8", "surrogateescape")
@@ -302,23 +307,6 @@ def _merge(spans: list[tuple[int, int, str]]) -> list[Finding]:
         else:
             out.append(Finding(kind, s, e))
     return out
-
-
-_TRIGGERS_ONLY: Any = None
-
-
-def may_hold_secret(data: bytes) -> bool:
-    """Whether any rule's trigger matches ``data`` (one RE2 search, no detect-secrets import):
-    a hook on every tool call skips the detector's start-up for the many outputs that
-    cannot hold a secret."""
-    global _TRIGGERS_ONLY
-    if _TRIGGERS_ONLY is None:
-        import re2
-
-        opts = re2.Options()
-        opts.max_mem = 64 << 20
-        _TRIGGERS_ONLY = re2.compile("|".join(f"(?:{t})" for t in TRIGGERS.values()).encode(), opts)
-    return _TRIGGERS_ONLY.search(data) is not None
 
 
 _DETECTOR: SecretDetector | None = None
