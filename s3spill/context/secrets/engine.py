@@ -90,9 +90,15 @@ class Re2Engine(TriggerEngine):
         import re2
 
         opts = _re2_options()
-        prefilters = dict.fromkeys(p for _, p in rules)
-        self._any = re2.compile("|".join(f"(?:{p})" for p in prefilters).encode(), opts)
-        self._found = _searcher(self._any)
+
+        def union(patterns: Sequence[str]) -> Callable[[bytes, int, int], int]:
+            alternatives = "|".join(f"(?:{p})" for p in dict.fromkeys(patterns))
+            return _searcher(re2.compile(alternatives.encode(), opts))
+
+        #: Where some trigger matches (exact: a long line's windows start there) ...
+        self._exact = union([t for t, _ in rules])
+        #: ... and where some prefilter does (the pass over every byte: cheaper).
+        self._loose = union([p for _, p in rules]) if any(t != p for t, p in rules) else self._exact
         self._set = re2.Set.SearchSet(opts)
         for trigger, _ in rules:
             self._set.Add(trigger.encode())
@@ -100,7 +106,7 @@ class Re2Engine(TriggerEngine):
 
     def next_candidate(self, data: bytes, pos: int, stop: int) -> int:
         """Where the next trigger match starts in ``data[pos:stop]``; -1 if none."""
-        return self._found(data, pos, stop)
+        return self._exact(data, pos, stop)
 
     def hits(self, line: bytes) -> frozenset[int]:
         """The rules whose trigger matches somewhere in ``line``."""
@@ -109,7 +115,7 @@ class Re2Engine(TriggerEngine):
     def candidates(self, data: bytes, pos: int, end: int) -> list[Candidate]:
         out: list[Candidate] = []
         while pos < end:
-            at = self.next_candidate(data, pos, end)
+            at = self._loose(data, pos, end)
             if at < 0:
                 break
             start = max(pos, data.rfind(b"\n", 0, at) + 1)

@@ -1,8 +1,9 @@
 """The trigger of every secret rule, and the one question a small output asks of them.
 
 A module of constants and one function, importing nothing of detect-secrets: the
-detector (:mod:`.detector`) builds its RE2 prefilter and rule set from :data:`TRIGGERS`,
-and :func:`may_hold_secret` asks the same union whether a text can hold a secret at all.
+detector (:mod:`.detector`) builds its trigger pass (:mod:`.engine`) and rule set from
+:data:`TRIGGERS` and :data:`PREFILTERS`, and :func:`may_hold_secret` asks the same union
+whether a text can hold a secret at all.
 When it cannot, masking it changes nothing, so ``s3spill run`` of a small output never
 builds the detector (~0.2 s).
 """
@@ -33,31 +34,43 @@ _KEYWORD_TRIGGER = (
 
 _B64 = r"[A-Za-z0-9+/=_-]"
 _HEXISH = r"[0-9a-fA-F_=-]"
-
-
-def _entropy_value() -> str:
-    """A value the entropy rule can flag: 20 or more base64 characters, one of them past
-    ``f`` (hex alone carries at most 4 bits a character, under both limits), and not a
-    digest's ``sha512-``/``sha256:`` prefix (the rule skips those)."""
-    at_start = [(r"[g-rt-zG-Z+/]", 1), (r"s[A-Za-gi-z0-9+/=_-]", 2), (r"sh[A-Zb-z0-9+/=_-]", 3),
-                (r"sha[A-Za-z+/=_-]", 4)]
-    alts = [f"{x}{_B64}{{{20 - n}}}" for x, n in at_start]
-    alts += [f"{_HEXISH}{{{k}}}[g-zG-Z+/]{_B64}{{{19 - k}}}" for k in range(1, 19)]
-    alts.append(f"{_HEXISH}{{19,}}[g-zG-Z+/]")
-    return "(?:" + "|".join(alts) + ")"
-
-
-#: ``name = value`` (``_ASSIGNMENT`` of the detector): a name of three or more
-#: characters, and a value as above. The hex commit ids, UUIDs and digests of a build log
-#: (and go.sum's ``h1:``, npm's ``sha512-``) and short values (``PATH=/usr/bin``) are no
-#: candidates. Left out: a value of hex digits in both cases and ``_=-`` only, which needs
-#: 23 distinct characters of those 25 to pass the 4.5-bit limit.
-_ENTROPY_TRIGGER = rf"[A-Za-z_][A-Za-z0-9_.-]{{2,}}[\"']?[ \t]*[:=][ \t]*[\"'`]?{_entropy_value()}"
-#: The same, looser (and 3x cheaper for Hyperscan and RE2: shorter counted runs), for the
-#: pass over every byte; a line it finds is confirmed with the exact trigger.
+#: The high-entropy trigger, looser (and 3x cheaper for Hyperscan and RE2: shorter counted
+#: runs, no length bound), for the pass over every byte; a line it finds runs the rule
+#: only if the exact trigger matches the line too.
 _ENTROPY_PREFILTER = (rf"[A-Za-z0-9_.-]{{3}}[\"']?[ \t]*[:=][ \t]*[\"'`]?"
                       rf"(?:(?:[g-rt-zG-Z+/]|s[A-Za-gi-z0-9+/=_-]|sh[A-Zb-z0-9+/=_-]|sha[A-Za-z+/=_-])"
                       rf"{_B64}{{12}}|{_HEXISH}{{1,7}}[g-zG-Z+/]{_B64}{{12}}|{_HEXISH}{{8,}}[g-zG-Z+/])")
+
+
+def _high_entropy() -> str:
+    """The high-entropy rule's trigger (``_ASSIGNMENT`` of :mod:`.detector`, checked by entropy).
+
+    A name of three or more characters (the last three count: ``config.v2=`` is a name),
+    an assignment, and a value holding a letter past ``f`` or a base64 symbol: the hex
+    commit ids, UUIDs and digests of a build log (and go.sum's ``h1:``, npm's ``sha512-``)
+    are no candidates; hex carries at most 4 bits of entropy per character, under the
+    limit anyway. And a length: entropy is at most log2 of the distinct characters, so a
+    value passes the plain 4.5-bit limit only with 23 or more of them (2**4.5 = 22.6); the
+    3.8-bit limit (14 characters, fewer than the rule's 20) applies only after a name that
+    says secret. So a shorter value is a candidate only after such a name:
+    ``path=/api/v1/items/00000014`` on every line of a request log is none.
+    """
+    hex_run, b64 = "[0-9a-fA-F_=-]", "[A-Za-z0-9+/=_-]"
+    assign = r"[\"']?[ \t]*[:=][ \t]*[\"'`]?"
+    # The first character that is no hex digit (``sha`` spelled out as a prefix is not
+    # one: the rule skips digests), by its length in characters.
+    non_hex = {1: "[g-rt-zG-Z+/]", 2: "s[A-Za-gi-z0-9+/=_-]", 3: "sh[A-Zb-z0-9+/=_-]", 4: "sha[A-Za-z+/=_-]"}
+    any_value = f"{hex_run}*(?:{'|'.join(non_hex.values())}){b64}{{12}}"
+    # The same value, 23 characters or more in all: p hex characters, the non-hex one(s)
+    # of length m, then at least max(12, 23 - p - m) more.
+    long_value = []
+    for m, first in non_hex.items():
+        for p in range(0, 11 - m):
+            long_value.append(f"{hex_run}{{{p}}}{first}{b64}{{{23 - p - m}}}")
+        long_value.append(f"{hex_run}{{{11 - m},}}{first}{b64}{{12}}")
+    secretish = "(?i:token|secret|passw|api_?key|private|credential|auth)"
+    return (f"{secretish}[A-Za-z0-9_.-]*{assign}{any_value}"
+            f"|[A-Za-z0-9_.-]{{3}}{assign}(?:{'|'.join(long_value)})")
 
 
 #: The trigger of each rule: a cheap RE2 pattern that every line the rule can flag
@@ -90,7 +103,7 @@ TRIGGERS: dict[str, str] = {
     "telegram-bot-token": r"[0-9]{8}:[0-9A-Za-z_-]{8}",
     "twilio-api-key": r"(?:AC|SK)[a-z0-9]{12}",
     "password": _KEYWORD_TRIGGER,
-    "high-entropy": _ENTROPY_TRIGGER,
+    "high-entropy": _high_entropy(),
 }
 
 
