@@ -114,7 +114,7 @@ class UsageRecorder:
         if event is None:
             return
         observe_event(event.op, event.tool, event.raw_bytes, event.shown_bytes, event.spilled,
-                      event.stored_bytes)
+                      event.stored_bytes, load=self.batch)  # a one-shot process exposes no metrics
         with self._lock:
             queued = len(self._queue) + len(self._made)
             if self._closed or queued >= self.max_queued or event.session in self._erased:
@@ -179,7 +179,7 @@ class UsageRecorder:
                 continue
             if event is not None:
                 built.append(event)
-        observe_events(built)
+        observe_events(built, load=self.batch)
         with self._lock:
             self._queue.extend(e for e in built if e.session not in self._erased)
 
