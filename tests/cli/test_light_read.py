@@ -37,8 +37,8 @@ def test_a_read_with_no_policy_loads_no_policy_and_one_with_a_policy_file_does(t
     source = _spill(tmp_path)
     plain = probe(["read", source], XDG_CONFIG_HOME=str(tmp_path / "none"))
     assert plain["code"] == 0 and "two" in plain["printed"]
-    skipped = {"s3spill.fleet.policy_file", "s3spill.config", "s3spill.artifacts.writer", "s3spill.typed.jsonpath",
-               "s3spill.artifacts.grep.engine", "detect_secrets"}
+    skipped = {"s3spill.fleet.policy_file", "s3spill.config", "s3spill.artifacts.writer",
+               "s3spill.typed.jsonpath", "s3spill.artifacts.grep.engine", "detect_secrets"}
     assert not skipped & set(plain["modules"])
     (tmp_path / "cfg" / "s3spill").mkdir(parents=True)
     (tmp_path / "cfg" / "s3spill" / "config.toml").write_text("[spill]\n")
