@@ -17,17 +17,24 @@ import selectors
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import IO
 
 from s3spill.errors import ConfigError
 from s3spill.log import get_logger
+from s3spill.proxy import channel as channels
 from s3spill.proxy.relay import Relay
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from s3spill.spill.json_spool import Spool
 
 log = get_logger("s3spill.proxy")
 
 #: Longest message accepted on either side (a longer one ends the connection, loudly).
 MAX_MESSAGE_BYTES = 1024 * 1024 * 1024
+#: Longest upstream message spooled to a file (its memory is bounded; its disk is not free).
+MAX_SPOOLED_BYTES = 16 * 1024 * 1024 * 1024
 #: Bytes read from a pipe at a time (and about what the reader buffers ahead).
 READ_CHUNK = 1024 * 1024
 #: Seconds the upstream gets to exit after its stdin closes, then after SIGTERM.
@@ -42,40 +49,75 @@ class StreamChannel:
     Lines are assembled from chunks rather than by ``readuntil``: a 100 MB message then
     costs its chunks and one joined copy, not a growing buffer (copied as it grows) plus
     the copy handed out; the reader's own buffer stays at a few chunks (backpressure).
+    With ``spool_over`` (the upstream's side), a line longer than that many bytes is
+    written to a :class:`~s3spill.spill.json_spool.Spool` as it arrives instead
+    (:mod:`~s3spill.proxy.channel`): held in memory are its skeleton and one chunk.
     """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 spool_over: int | None = None) -> None:
         self.reader = reader
         self.writer = writer
+        self.spool_over = spool_over
         self._rest = b""
 
-    async def receive(self) -> bytes | None:
+    async def receive(self) -> bytes | Spool | None:
         """The next non-empty line, newline included (stripping it would copy a huge message)."""
         while True:
             line = await self._line()
-            if line is None or len(line) > 2 or line.strip():
+            if line is None or len(line) > 2 or (isinstance(line, bytes) and line.strip()):
                 return line
 
-    async def _line(self) -> bytes | None:
+    async def _line(self) -> bytes | Spool | None:
         parts: list[bytes] = []
         size = 0
         rest = self._rest
+        spool: Spool | None = None
         while True:
             end = rest.find(b"\n")
             if end >= 0:
-                parts.append(rest[: end + 1])
                 self._rest = rest[end + 1 :]
+                if spool is not None:
+                    spool.feed(rest[: end + 1])
+                    spool.finish()
+                    return spool
+                parts.append(rest[: end + 1])
                 return parts[0] if len(parts) == 1 else b"".join(parts)
             if rest:
-                parts.append(rest)
                 size += len(rest)
-                if size > MAX_MESSAGE_BYTES:
-                    log.error("proxy.message_too_large", limit=MAX_MESSAGE_BYTES)
+                if spool is not None:
+                    spool.feed(rest)
+                else:
+                    parts.append(rest)
+                    if self.spool_over is not None and size > self.spool_over:
+                        spool = _spooled(parts)
+                if size > MAX_SPOOLED_BYTES or (spool is None if size > MAX_MESSAGE_BYTES
+                                                else spool is not None and spool.held > MAX_MESSAGE_BYTES):
+                    log.error("proxy.message_too_large", limit=MAX_MESSAGE_BYTES, spooled=MAX_SPOOLED_BYTES)
                     return None
             rest = await self.reader.read(READ_CHUNK)
             if not rest:  # end of stream: a last line without its newline still counts
                 self._rest = b""
+                if spool is not None:
+                    spool.finish()
+                    return spool
                 return b"".join(parts) if parts else None
+
+    async def send_pieces(self, pieces: Iterable[bytes]) -> None:
+        """One message written piece by piece (a spooled line: :func:`~s3spill.proxy.channel.deliver`)."""
+        if self.writer.is_closing():
+            return
+        last = b""
+        for piece in pieces:
+            if piece:
+                self.writer.write(piece)
+                last = piece
+                with contextlib.suppress(ConnectionError):
+                    await self.writer.drain()
+        if not last.endswith(b"\n"):
+            self.writer.write(b"\n")
+        with contextlib.suppress(ConnectionError):
+            await self.writer.drain()
 
     async def send(self, message: bytes) -> None:
         if self.writer.is_closing():
@@ -89,6 +131,17 @@ class StreamChannel:
     async def close(self) -> None:
         with contextlib.suppress(OSError, RuntimeError):
             self.writer.close()
+
+
+def _spooled(parts: list[bytes]) -> Spool:
+    """A spool holding ``parts`` (emptied: from here on the line goes to the file)."""
+    from s3spill.spill.json_spool import Spool
+
+    spool = Spool(lenient=True)
+    for part in parts:
+        spool.feed(part)
+    parts.clear()
+    return spool
 
 
 class FileChannel:
@@ -172,7 +225,7 @@ async def start_upstream(command: Sequence[str]) -> tuple[asyncio.subprocess.Pro
     except OSError as exc:
         raise ConfigError(f"cannot start the upstream server {command[0]!r}: {exc.strerror or exc}") from None
     assert proc.stdin is not None and proc.stdout is not None
-    return proc, StreamChannel(proc.stdout, proc.stdin)
+    return proc, StreamChannel(proc.stdout, proc.stdin, spool_over=channels.SPOOL_BYTES)
 
 
 class Spawned:
@@ -189,7 +242,8 @@ class Spawned:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self.proc.stdout)
         transport, protocol = await loop.connect_write_pipe(
             lambda: asyncio.streams.FlowControlMixin(loop=loop), self.proc.stdin)
-        return StreamChannel(reader, asyncio.StreamWriter(transport, protocol, None, loop))
+        return StreamChannel(reader, asyncio.StreamWriter(transport, protocol, None, loop),
+                             spool_over=channels.SPOOL_BYTES)
 
     def terminate(self) -> None:
         self.proc.terminate()
