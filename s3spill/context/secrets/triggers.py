@@ -14,6 +14,38 @@ from collections.abc import Callable
 
 __all__ = ["TRIGGERS", "may_hold_secret"]
 
+
+def _high_entropy() -> str:
+    """The high-entropy rule's trigger (``_ASSIGNMENT`` of :mod:`.detector`, checked by entropy).
+
+    A name of three or more characters (the last three count: ``config.v2=`` is a name),
+    an assignment, and a value holding a letter past ``f`` or a base64 symbol: the hex
+    commit ids, UUIDs and digests of a build log (and go.sum's ``h1:``, npm's ``sha512-``)
+    are no candidates; hex carries at most 4 bits of entropy per character, under the
+    limit anyway. And a length: entropy is at most log2 of the distinct characters, so a
+    value passes the plain 4.5-bit limit only with 23 or more of them (2**4.5 = 22.6); the
+    3.8-bit limit (14 characters, fewer than the rule's 20) applies only after a name that
+    says secret. So a shorter value is a candidate only after such a name:
+    ``path=/api/v1/items/00000014`` on every line of a request log is none.
+    """
+    hex_run, b64 = "[0-9a-fA-F_=-]", "[A-Za-z0-9+/=_-]"
+    assign = r"[\"']?[ \t]*[:=][ \t]*[\"'`]?"
+    # The first character that is no hex digit (``sha`` spelled out as a prefix is not
+    # one: the rule skips digests), by its length in characters.
+    non_hex = {1: "[g-rt-zG-Z+/]", 2: "s[A-Za-gi-z0-9+/=_-]", 3: "sh[A-Zb-z0-9+/=_-]", 4: "sha[A-Za-z+/=_-]"}
+    any_value = f"{hex_run}*(?:{'|'.join(non_hex.values())}){b64}{{12}}"
+    # The same value, 23 characters or more in all: p hex characters, the non-hex one(s)
+    # of length m, then at least max(12, 23 - p - m) more.
+    long_value = []
+    for m, first in non_hex.items():
+        for p in range(0, 11 - m):
+            long_value.append(f"{hex_run}{{{p}}}{first}{b64}{{{23 - p - m}}}")
+        long_value.append(f"{hex_run}{{{11 - m},}}{first}{b64}{{12}}")
+    secretish = "(?i:token|secret|passw|api_?key|private|credential|auth)"
+    return (f"{secretish}[A-Za-z0-9_.-]*{assign}{any_value}"
+            f"|[A-Za-z0-9_.-]{{3}}{assign}(?:{'|'.join(long_value)})")
+
+
 #: The trigger of each rule: a cheap RE2 pattern that every line the rule can flag
 #: matches (a superset: literal anchors and short counted runs, so the combined DFA stays
 #: small and one pass runs at memory-like speed). tests/test_context_secrets.py checks
@@ -48,13 +80,7 @@ TRIGGERS: dict[str, str] = {
     "password": r"(?i:key|pass|pwd|secret|contrase)[A-Za-z0-9_]*[\]'\"]{0,2}[ \t]*[:=!]"
                 r"|(?i:key|pass|pwd|secret|contrase)[^\s]{0,50}[ \t]*[\"'`][^\n]*[\"'`];"
                 r"|[=!]=[ \t]*[A-Za-z0-9_]*(?i:key|pass|pwd|secret|contrase)",
-    # A name of three or more characters, and a value holding a letter past ``f`` or a
-    # base64 symbol: the hex commit ids, UUIDs and digests of a build log (and go.sum's
-    # ``h1:``, npm's ``sha512-``) are no candidates; hex carries at most 4 bits of
-    # entropy per character, under the limit anyway.
-    "high-entropy": r"[A-Za-z_][A-Za-z0-9_.-]{2}[\"']?[ \t]*[:=][ \t]*[\"'`]?[0-9a-fA-F_=-]*"
-                    r"(?:[g-rt-zG-Z+/]|s[A-Za-gi-z0-9+/=_-]|sh[A-Zb-z0-9+/=_-]|sha[A-Za-z+/=_-])"
-                    r"[A-Za-z0-9+/=_-]{12}",
+    "high-entropy": _high_entropy(),
 }
 
 
