@@ -38,7 +38,8 @@ from s3spill.agent.tools import LIST_TOOL, AgentTools
 from s3spill.context.block_plan import UNKNOWN_IMAGE_TOKENS
 from s3spill.log import get_logger
 from s3spill.proxy.channel import Channel, Closed, Drops, deliver
-from s3spill.proxy.listing import listed_page, with_capabilities
+from s3spill.proxy.handshake import handshake
+from s3spill.proxy.listing import listed_page
 from s3spill.proxy.outstanding import Outstanding, Sent
 from s3spill.proxy.resources import LISTS, ProxyResources
 from s3spill.proxy.results import UNLISTED, ResultSpiller
@@ -65,10 +66,6 @@ _HANDSHAKES = ("initialize", "server/discover")
 #: Answers the relay changes (its handshake, tools and resources lists): a spooled one is
 #: read into memory first. Any other answer is sent on from its spool.
 _LOOKED_INTO = frozenset({*_HANDSHAKES, "tools/list", *LISTS})
-#: What the proxy itself serves, added to the upstream's capabilities.
-_OUR_CAPABILITIES: dict[str, Any] = {"tools": {}, "resources": {}}
-#: The first protocol version with ``resource_link`` content.
-_LINKS_SINCE = "2025-06-18"
 #: Where a 2026-07-28 request names its protocol version (there is no handshake), and the
 #: first such version: its results must carry ``resultType`` (a stricter client rejects one
 #: without, an older one rejects one with it).
@@ -355,11 +352,19 @@ class Relay:
         return encode(answer)
 
     def _handshake(self, answer: dict[str, Any]) -> dict[str, Any]:
-        result = answer.get("result")
-        version = result.get("protocolVersion") if isinstance(result, dict) else None
-        if isinstance(version, str):
-            self._links = version >= _LINKS_SINCE
-        return with_capabilities(answer, _OUR_CAPABILITIES)
+        answer, links = handshake(answer)
+        self.negotiated(links)
+        return answer
+
+    def adopt(self, pid: int, client_id: Any, method: str) -> None:
+        """Answer a request that was sent upstream before the relay ran (under ``pid``)."""
+        self._sent.adopt(pid, client_id, method)
+
+    def negotiated(self, links: bool | None) -> None:
+        """What the handshake said (also when it was answered before the relay ran:
+        :mod:`~s3spill.proxy.quick_start`): pointers carry ``resource_link`` blocks or not."""
+        if links is not None:
+            self._links = links
 
     async def _merge_resources(self, answer: dict[str, Any], sent: Sent) -> None:
         try:

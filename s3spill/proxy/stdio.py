@@ -23,10 +23,12 @@ from typing import IO
 from s3spill.errors import ConfigError
 from s3spill.log import get_logger
 from s3spill.proxy import channel as channels
-from s3spill.proxy.relay import Relay
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # not imported: the handshake is answered before the relay loads (quick_start)
+    from s3spill.proxy.channel import Channel
+    from s3spill.proxy.quick_start import Early
+    from s3spill.proxy.relay import Relay
     from s3spill.spill.json_spool import Spool
 
 log = get_logger("s3spill.proxy")
@@ -180,15 +182,18 @@ class FileChannel:
             self.stdout.flush()
 
 
-async def own_stdio(stdin: IO[bytes] | None = None,
-                    stdout: IO[bytes] | None = None) -> StreamChannel | FileChannel:
-    """Our stdin/stdout as a channel (the client's side of the proxy)."""
+async def own_stdio(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None,
+                    read: bytes = b"") -> StreamChannel | FileChannel:
+    """Our stdin/stdout as a channel (the client's side of the proxy); ``read``: what was
+    already read of stdin (by :mod:`~s3spill.proxy.quick_start`, only from a pipe)."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
     if not (_watchable(stdin, selectors.EVENT_READ) and _watchable(stdout, selectors.EVENT_WRITE)):
         return FileChannel(stdin, stdout)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_CHUNK)
+    if read:
+        reader.feed_data(read)
     # The pipe transports close what they are given: copies of the descriptors, so that
     # sys.stdin/sys.stdout stay open for the interpreter's own flush at exit.
     read_end = os.fdopen(os.dup(stdin.fileno()), "rb", buffering=0)
@@ -235,10 +240,13 @@ class Spawned:
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
 
-    async def channel(self) -> StreamChannel:
+    async def channel(self, read: bytes = b"") -> StreamChannel:
+        """``read``: what was already read of its stdout."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=READ_CHUNK)
+        if read:
+            reader.feed_data(read)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self.proc.stdout)
         transport, protocol = await loop.connect_write_pipe(
             lambda: asyncio.streams.FlowControlMixin(loop=loop), self.proc.stdin)
@@ -303,9 +311,32 @@ async def relay_stdio(relay: Relay, command: Sequence[str] | subprocess.Popen[by
     client = await own_stdio()
     stop = asyncio.Event()
     stop_on_signals(stop)
-    closed = "stopped"
+    return await relay_on(relay, proc, upstream, client, stop)
+
+
+async def serve_after(relay: Relay, proc: subprocess.Popen[bytes], early: Early) -> int:
+    """:func:`relay_stdio` after :mod:`~s3spill.proxy.quick_start` relayed the handshake."""
+    spawned = Spawned(proc)
+    upstream = await spawned.channel(early.upstream)
+    client = await own_stdio(read=early.client)
+    stop = asyncio.Event()
+    stop_on_signals(stop)
+    relay.negotiated(early.links)
+    if early.pending is not None:
+        from s3spill.proxy.quick_start import INIT_ID
+
+        relay.adopt(INIT_ID, early.pending, "initialize")
+    return await relay_on(relay, spawned, upstream, client, stop, ended=early.ended)
+
+
+async def relay_on(relay: Relay, proc: asyncio.subprocess.Process | Spawned, upstream: StreamChannel,
+                   client: Channel, stop: asyncio.Event, ended: str | None = None) -> int:
+    """:func:`relay_stdio` once the channels are open (``ended``: the session ended before
+    the relay ran, as :meth:`Relay.run` says it: only the ending is left to do)."""
+    closed = ended or "stopped"
     try:
-        closed = await relay.run(client, upstream, stop=stop)
+        if ended is None:
+            closed = await relay.run(client, upstream, stop=stop)
         log.info("proxy.closed", side=closed)
     finally:
         code = await stop_upstream(proc, upstream, STOP_GRACE if closed == "stopped" else EXIT_GRACE)

@@ -26,7 +26,8 @@ def _spooled(line: bytes, cut: int) -> Spool:
 
 @settings(max_examples=300, deadline=None)
 @given(body=BODY, cut=st.integers(1, 50))
-def test_a_long_string_decodes_piece_by_piece_to_what_the_whole_line_gives(body: list[bytes], cut: int) -> None:
+def test_a_long_string_decodes_piece_by_piece_to_what_the_whole_line_gives(body: list[bytes],
+                                                                          cut: int) -> None:
     """Fed in any pieces and decoded 17 bytes at a time, the long string is the whole-line
     parser's string (surrogateescape for bad bytes), hence the same stored bytes."""
     raw = b"".join(body)
