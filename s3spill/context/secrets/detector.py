@@ -20,7 +20,6 @@ is :mod:`s3spill.context.secrets.masking`'s. Pure: no I/O.
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import re
@@ -31,10 +30,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from s3spill.context.secrets.triggers import TRIGGERS
+from s3spill.context.secrets.engine import Candidate, Re2Engine, make_engine
+from s3spill.context.secrets.triggers import PREFILTERS, TRIGGERS, may_hold_secret
 
 __all__ = ["LIBRARY_VERSION", "TRIGGERS", "Finding", "SecretDetector", "default_detector", "library_version",
-           "shannon_entropy"]
+           "may_hold_secret", "shannon_entropy"]
 
 #: Kind names for detect-secrets' secret types where its own name is long or unclear.
 _KIND_NAMES = {
@@ -188,7 +188,10 @@ def _plain_value(value: str) -> bool:
 
 
 class SecretDetector:
-    """The rules, their triggers and the RE2 prefilter; thread-safe once built.
+    """The rules, their triggers and the trigger pass; thread-safe once built.
+
+    ``engine``: ``"hyperscan"`` or ``"re2"`` for the pass over every byte (default:
+    Hyperscan when it is installed, :mod:`.engine`).
 
     Why the library's rules are loaded on demand: detect-secrets' import (with ``requests``)
     is most of the detector's cost (~0.2 s in a fresh process), and a log whose lines only
@@ -200,9 +203,7 @@ class SecretDetector:
     a plugin without a trigger of ours still runs on its own pattern.
     """
 
-    def __init__(self, *, lazy: bool | None = None) -> None:
-        import re2
-
+    def __init__(self, engine: str | None = None, *, lazy: bool | None = None) -> None:
         self._lock = threading.Lock()
         self._library: tuple[_Rule, ...] | None = None
         self._untriggered: list[str] = []
@@ -218,21 +219,11 @@ class SecretDetector:
                 if rule.kind not in TRIGGERS or rule.trigger != TRIGGERS[rule.kind]:
                     self._kinds.append(rule.kind)
                     triggers.append(rule.trigger)
-        opts = re2.Options()
-        opts.max_mem = 64 << 20
-        opts.never_capture = True  # bounds only: submatches would cost an NFA run per match
-        self._any = re2.compile("|".join(f"(?:{t})" for t in triggers).encode(), opts)
-        # The binding's ``search`` wraps each call in a generator and a match object, which
-        # costs three times the search itself on a candidate-rich log; its compiled regexp
-        # answers spans directly (used when this version of google-re2 exposes it).
-        raw, anchor = getattr(self._any, "_regexp", None), getattr(re2, "_Anchor", None)
-        self._spans: Callable[[bytes, int, int], Any] | None = (
-            functools.partial(raw.Match, anchor.UNANCHORED) if raw is not None and anchor is not None
-            else None)
-        self._set = re2.Set.SearchSet(opts)
-        for trigger in triggers:
-            self._set.Add(trigger.encode())
-        self._set.Compile()
+        patterns = [(t, PREFILTERS.get(k, t)) for k, t in zip(self._kinds, triggers, strict=True)]
+        #: RE2: one line's rule set and a long line's windows; the chunk pass is
+        #: :attr:`engine`'s (Hyperscan when installed, else this one).
+        self.re2 = Re2Engine(patterns)
+        self.engine = make_engine(patterns, engine) if engine != "re2" else self.re2
 
     # -- rules ---------------------------------------------------------------------------
 
@@ -353,22 +344,24 @@ class SecretDetector:
 
     def next_candidate(self, data: bytes, pos: int = 0, end: int | None = None) -> int:
         """Where the next trigger match starts in ``data[pos:end]``; -1 if none."""
-        stop = len(data) if end is None else end
-        if self._spans is not None:
-            return int(self._spans(data, pos, stop)[0][0])
-        m = self._any.search(data, pos, stop)
-        return -1 if m is None else int(m.start())
+        return self.re2.next_candidate(data, pos, len(data) if end is None else end)
 
-    def scan_line(self, line: bytes, *, every_rule: bool = False) -> list[Finding]:
+    def candidates(self, data: bytes, pos: int = 0, end: int | None = None) -> list[Candidate]:
+        """The candidate lines of ``data[pos:end]`` and the rules to run on each (one pass)."""
+        return self.engine.candidates(data, pos, len(data) if end is None else end)
+
+    def scan_line(self, line: bytes, *, every_rule: bool = False,
+                  hits: Iterable[int] | None = None) -> list[Finding]:
         """Secrets in one line (no newline), as byte spans, overlaps merged.
 
-        Only the rules whose trigger the line matches run; ``every_rule`` runs them all
-        (what the tests compare the prefilter against).
+        Only the rules whose trigger the line matches run (``hits``: the trigger pass said
+        which already); ``every_rule`` runs them all (what the tests compare the
+        prefilter against).
         """
         if every_rule:
             rules: Iterable[_Rule] = self.rules
         else:
-            hits = self._set.Match(line)
+            hits = self.re2.hits(line) if hits is None else hits
             if not hits:
                 return []
             rules = self._rules_of(self._kinds[i] for i in hits)
@@ -400,23 +393,6 @@ def _merge(spans: list[tuple[int, int, str]]) -> list[Finding]:
         else:
             out.append(Finding(kind, s, e))
     return out
-
-
-_TRIGGERS_ONLY: Any = None
-
-
-def may_hold_secret(data: bytes) -> bool:
-    """Whether any rule's trigger matches ``data`` (one RE2 search, no detect-secrets import):
-    a hook on every tool call skips the detector's start-up for the many outputs that
-    cannot hold a secret."""
-    global _TRIGGERS_ONLY
-    if _TRIGGERS_ONLY is None:
-        import re2
-
-        opts = re2.Options()
-        opts.max_mem = 64 << 20
-        _TRIGGERS_ONLY = re2.compile("|".join(f"(?:{t})" for t in TRIGGERS.values()).encode(), opts)
-    return _TRIGGERS_ONLY.search(data) is not None
 
 
 _DETECTOR: SecretDetector | None = None
