@@ -37,19 +37,6 @@ def store_from_args(args: argparse.Namespace, *, create: bool = True) -> ObjectS
         raise
 
 
-def served_store_from_args(args: argparse.Namespace) -> ObjectStore:
-    """The store of a server (``mcp``): a store that is named (``--store``, ``$S3SPILL_STORE``,
-    the policy's ``[store] url``) must exist, as for a read; the default store is made.
-
-    A harness starts its MCP servers before the first tool call, so on a fresh machine the
-    default store does not exist yet, and its ``externalize`` writes there anyway.
-    """
-    from s3spill.cli.policy_args import policy_from_args
-
-    named = getattr(args, "store", None) or policy_from_args(args).policy.store.url
-    return store_from_args(args, create=not named)
-
-
 #: Harness variables that name the harness's own session, in the order they are tried.
 #: Claude Code sets CLAUDE_CODE_SESSION_ID (the hook payload's session_id) for its Bash
 #: tool, its hooks and the stdio MCP servers it starts (seen in the env it builds for

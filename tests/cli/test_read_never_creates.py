@@ -29,7 +29,7 @@ SID = "artifact:" + "0" * 32 + ":20260101T000000Z-000000000000-bash:0123456789ab
     ["read", SID], ["grep", SID, "x"], ["ls"], ["journal", "show"], ["ref", "list"],
     ["gc", "plan", "--all"], ["status", "live:" + "0" * 32 + ":20260101T000000Z-000000000000-sh"],
     ["ui"], ["stats"], ["stats", "--prefix", "tenant-a"], ["usage", "compact"],
-    ["mcp"], ["mcp", "--http", "127.0.0.1:8799"],
+    ["mcp", "--no-externalize"], ["mcp", "--no-externalize", "--http", "127.0.0.1:8799"],
 ], ids=lambda a: " ".join(a[:3]))
 def test_a_mistyped_store_path_creates_nothing(argv: list[str], cli: CliCall, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch, no_serving: None) -> None:
@@ -59,25 +59,24 @@ def test_the_first_spill_still_creates_the_store(cli: CliCall, tmp_path: Path,
 def test_the_multi_session_mcp_server_refuses_a_mistyped_store(cli: CliCall, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch,
                                                               no_serving: None) -> None:
-    """`mcp --http --tokens` opens its named store as `mcp` does: a missing one is refused."""
+    """`mcp --http --tokens --no-externalize` opens its store as a reader: a missing one is refused."""
     tokens = str(tmp_path / "tokens.json")
     assert cli("--session", "s", "mcp", "--tokens", tokens, "--issue-token")[0] == 0
     typo = tmp_path / "stroe"
-    code, _, err = cli("--store", typo.as_uri(), "mcp", "--http", "127.0.0.1:8799", "--tokens", tokens)
+    code, _, err = cli("--store", typo.as_uri(), "mcp", "--no-externalize", "--http", "127.0.0.1:8799",
+                       "--tokens", tokens)
     assert code == 2 and err.startswith("s3spill: StoreNotFound: "), err
     assert not typo.exists()
 
 
-def test_mcp_on_the_default_store_still_creates_it(cli: CliCall, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """A harness starts `s3spill mcp` before the first spill: with no store named, the default
-    store is made (externalize writes there); only a named path that is missing is refused."""
+def test_mcp_that_externalizes_makes_its_store(cli: CliCall, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mcp` with externalize is a writer: a harness starts it before the first spill, so it
+    makes a missing store, as `run` and the hooks do."""
     from s3spill.agent.mcp import server as mcp_server
 
     monkeypatch.setenv("S3SPILL_SESSION", "s")
-    monkeypatch.delenv("S3SPILL_STORE", raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setattr(mcp_server, "serve_stdio", lambda server: None)
-    code, _, err = cli("mcp")
+    code, _, err = cli("--store", (tmp_path / "fresh").as_uri(), "mcp")
     assert code == 0, err
-    assert (tmp_path / "state" / "s3spill" / "store" / "objects").is_dir()
+    assert (tmp_path / "fresh" / "objects").is_dir()
