@@ -28,6 +28,14 @@ from a file after the shell exits. The rewrite therefore:
 The shell side is :data:`WRAP_SCRIPT` (``shell_wrap.sh``), sourced by the rewritten
 command. Gemini CLI's ``run_shell_command`` runs a command the same way (a fresh ``bash -c``
 per call) and its ``BeforeTool`` hook can override ``tool_input``: :func:`before_tool`.
+Codex CLI (0.171.0) sends the same ``PreToolUse`` payload for its shell tool (``tool_name``
+"Bash", ``tool_input`` ``{"command": …}``, run as ``bash -lc 'COMMAND'``) and applies
+``updatedInput`` only beside ``permissionDecision: "allow"`` (without it the rewrite is
+refused as invalid and the command runs unwrapped). That "allow" carries nothing else in
+Codex: its ``PreToolUseOutcome`` has no approval field, so the sandbox and the approval
+policy still judge the rewritten command (codex-rs/hooks, ``parse_pre_tool_use``; measured
+in tests/harnesses). Claude Code's answer never says "allow": there it would skip the
+user's permission prompt.
 
 ``run_in_background`` commands are left alone: their output is read while they run
 through Claude Code's own task output, which a wrapper that prints at the end would hide.
@@ -73,7 +81,8 @@ def wrap(command: str, capture: Sequence[str]) -> str:
             f"else eval {original}; fi # {MARKER}")
 
 
-def pre_tool_use(payload: dict[str, Any], capture: Sequence[str]) -> dict[str, Any] | None:
+def pre_tool_use(payload: dict[str, Any], capture: Sequence[str], harness: str = "claude-code",
+                 ) -> dict[str, Any] | None:
     """The PreToolUse answer that wraps a Bash call, or None to leave the call as it is."""
     if payload.get("hook_event_name") != "PreToolUse" or payload.get("tool_name") != "Bash":
         return None
@@ -86,7 +95,10 @@ def pre_tool_use(payload: dict[str, Any], capture: Sequence[str]) -> dict[str, A
     if tool_input.get("run_in_background") is True:
         return None
     updated = {**tool_input, "command": wrap(command, capture)}
-    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}}
+    specific: dict[str, Any] = {"hookEventName": "PreToolUse", "updatedInput": updated}
+    if harness == "codex":
+        specific["permissionDecision"] = "allow"
+    return {"hookSpecificOutput": specific}
 
 
 def before_tool(payload: dict[str, Any], capture: Sequence[str]) -> dict[str, Any] | None:
@@ -139,8 +151,9 @@ def capture_args(python: str, store: str, session: str, server: str, call_id: st
     return [python, store, session, server, harness, tool, *([call_id] if call_id else [])]
 
 
-def pre_answer(raw: bytes, capture: Callable[[dict[str, Any]], list[str] | None]) -> bytes | None:
-    """What ``s3spill hook`` prints for a PreToolUse (Claude Code) or BeforeTool (Gemini CLI)
+def pre_answer(raw: bytes, capture: Callable[[dict[str, Any]], list[str] | None],
+               harness: str = "claude-code") -> bytes | None:
+    """What ``s3spill hook`` prints for a PreToolUse (Claude Code, Codex) or BeforeTool (Gemini CLI)
     payload: b"" to leave the call as it is, None when ``raw`` is neither. ``capture`` gives the argv for it
     (None: no session to store in)."""
     payload = decode_payload(raw)
@@ -148,6 +161,10 @@ def pre_answer(raw: bytes, capture: Callable[[dict[str, Any]], list[str] | None]
     if payload is None or event not in ("PreToolUse", "BeforeTool"):
         return None
     argv = capture(payload)
-    answer = pre_tool_use if event == "PreToolUse" else before_tool
-    out = None if argv is None else answer(payload, argv)
+    if argv is None:
+        out = None
+    elif event == "PreToolUse":
+        out = pre_tool_use(payload, argv, harness)
+    else:
+        out = before_tool(payload, argv)
     return b"" if out is None else json.dumps(out, ensure_ascii=False).encode("utf-8")

@@ -23,6 +23,16 @@ replace what the model sees. The contracts, as documented by each harness:
   tests/harnesses: the model gets it as the call's ``error``). Its MCP tools are
   ``mcp_<server>_<tool>``. Shell commands are caught before they run instead
   (``BeforeTool``, :mod:`.claude_bash`).
+* Codex CLI ``PostToolUse`` (0.171.0; JSON on stdin like Claude Code's, ``tool_response``
+  an MCP tool's ``{"content": [...]}`` whole, a shell's text already cut by Codex to its
+  ``tool_output_token_limit``). ``hookSpecificOutput.updatedMCPToolOutput`` is parsed and
+  ignored; ``{"decision": "block", "reason": "<text>"}`` is what replaces the result the
+  model gets (measured in tests/harnesses: the call's output is the reason, nothing else).
+  So an MCP result whose content is text goes through the Spiller and its preview is the
+  reason; anything else is left to Codex. Shell commands are caught before they run
+  (``PreToolUse``, :mod:`.claude_bash`). The model sees an MCP server's tools in the
+  namespace ``mcp__<server>``; pointers name ``mcp__<server>__read_artifact``, as Codex
+  names the tool in its hooks.
 
 What is spilled: every string in the response that is over its tool's threshold goes
 through the Spiller and the shape is kept (an MCP result's content blocks go through the
@@ -60,13 +70,17 @@ from s3spill.usage.recorder import usage_recorder
 
 log = get_logger("s3spill.hooks")
 
-Harness = Literal["claude-code", "gemini-cli", "opencode"]
+Harness = Literal["claude-code", "gemini-cli", "codex", "opencode"]
 #: The model reaches our read/grep tools through ``s3spill mcp`` registered under this name.
 DEFAULT_SERVER = "s3spill"
 #: Claude Code keeps Bash output up to 30,000 characters inline; two spilled streams of
 #: at most 2 + 8 KiB of preview plus a notice each stay well under it together.
 SHELL_HOOK_POLICY = ToolPolicy(threshold=30_000, threshold_unit="chars", head_bytes=2 * KiB,
                                tail_bytes=8 * KiB)
+#: Codex cuts a shell output to 10,000 bytes when it has no metadata for the model (10,000
+#: tokens for the models it knows): a preview of 2 + 6 KiB and its notice stays under both.
+CODEX_SHELL_POLICY = ToolPolicy(threshold=30_000, threshold_unit="chars", head_bytes=2 * KiB,
+                                tail_bytes=6 * KiB)
 #: A file read is already paged by the harness (Claude Code caps a Read at 25,000 tokens):
 #: only one larger than our hard cap is spilled.
 READ_HOOK_POLICY = ToolPolicy(threshold=100_000, threshold_unit="chars", head_bytes=8 * KiB,
@@ -79,13 +93,15 @@ SAVED_MARKERS = (b"persistedOutputPath", b"saved to")
 
 def tool_names(harness: Harness, server: str) -> tuple[str, str, str]:
     """How the model sees ``s3spill mcp``'s read, grep and list tools in this harness."""
-    prefix = {"claude-code": f"mcp__{server}__", "gemini-cli": f"mcp_{server}_"}.get(harness, f"{server}_")
+    prefix = {"claude-code": f"mcp__{server}__", "codex": f"mcp__{server}__",
+              "gemini-cli": f"mcp_{server}_"}.get(harness, f"{server}_")
     return (f"{prefix}read_artifact", f"{prefix}grep_artifact", f"{prefix}list_artifacts")
 
 
 def hook_policy(harness: Harness, server: str = DEFAULT_SERVER) -> SpillPolicy:
     read, grep, _ = tool_names(harness, server)
-    return SpillPolicy(read_tool=read, grep_tool=grep, shell=SHELL_HOOK_POLICY,
+    shell = CODEX_SHELL_POLICY if harness == "codex" else SHELL_HOOK_POLICY
+    return SpillPolicy(read_tool=read, grep_tool=grep, shell=shell,
                        shell_tools=SHELL_TOOLS | {"run_shell_command"},
                        tools={name: READ_HOOK_POLICY for name in READ_TOOLS}, max_inline_tokens=25_000)
 
@@ -224,6 +240,34 @@ def gemini_cli(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | 
             "hookSpecificOutput": {"hookEventName": "AfterTool", "tool_output": out.context_text}}
 
 
+def codex(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | None:
+    """The PostToolUse answer for an MCP result over budget, or None for "no change".
+
+    Only text can be the ``reason`` that replaces the result, so a result with an image or
+    any other block, or with ``structuredContent`` (which Codex shows beside the text), is
+    left to Codex. A secret in a result that fits is masked the same way.
+    """
+    if payload.get("hook_event_name") != "PostToolUse":
+        return None
+    tool = str(payload.get("tool_name") or "")
+    response = payload.get("tool_response")
+    if not tool.startswith("mcp__") or tool in spill.own or not isinstance(response, dict):
+        return None
+    blocks = response.get("content")
+    if not isinstance(blocks, list) or not blocks or response.get("structuredContent") is not None:
+        return None
+    if not all(isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+               for b in blocks):
+        return None
+    text = "\n".join(str(b["text"]) for b in blocks)
+    if spill.policy.never_spills(tool) or not spill.policy.should_externalize(text, tool):
+        masked = spill.masked(text)
+        return None if masked is text else {"decision": "block", "reason": masked}
+    out = spill.spiller.externalize(text, tool, _str(payload.get("tool_use_id")))
+    log.info("hooks.spilled", tool=tool, bytes=out.total_bytes, spilled=out.spilled)
+    return {"decision": "block", "reason": out.context_text}
+
+
 def _llm_text(content: Any) -> str | None:
     """Gemini's ``llmContent`` (a string, a part, or a list of them) as text; None if not text."""
     if isinstance(content, str):
@@ -269,7 +313,7 @@ def opencode(payload: dict[str, Any], spill: HookSpiller) -> dict[str, Any] | No
 
 
 ANSWERS: dict[Harness, Callable[[dict[str, Any], HookSpiller], dict[str, Any] | None]] = {
-    "claude-code": claude_code, "gemini-cli": gemini_cli, "opencode": opencode}
+    "claude-code": claude_code, "gemini-cli": gemini_cli, "codex": codex, "opencode": opencode}
 
 
 def answer(harness: Harness, raw: bytes | SpooledPayload, open_store: Callable[[], ObjectStore], *,

@@ -17,19 +17,22 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from s3spill import keys
-from s3spill.artifacts.grep.engine import DEFAULT_MAX_MATCHES
-from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
-from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
 from s3spill.cli.policy_args import add_cap_flag
 from s3spill.cli.voice import say
-from s3spill.context.secrets import mask_view
+from s3spill.context.read_limits import (
+    DEFAULT_BYTES,
+    DEFAULT_LIMIT,
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_MATCHES,
+    MAX_BYTES,
+)
 from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
 from s3spill.log import get_logger
-from s3spill.typed.bytepage import DEFAULT_BYTES, MAX_BYTES
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the artifact layer loads when a command reads, not when flags are parsed
+    from s3spill.artifacts.store import ArtifactStore
     from s3spill.live.reader import LiveReader
 
 log = get_logger("s3spill.cli.artifacts")
@@ -43,6 +46,9 @@ def _out(text: str) -> None:
 def _artifacts(args: argparse.Namespace) -> tuple[ArtifactStore, str]:
     """The session's artifacts; pages and matches masked (the pointer sends a model here)
     unless the operator passed ``--show-secrets``."""
+    from s3spill.artifacts.store import ArtifactStore
+    from s3spill.context.secrets.masking import mask_view
+
     session = session_from_args(args)
     view = None if getattr(args, "show_secrets", True) else mask_view
     return ArtifactStore(store_from_args(args, create=False), session_id=session, view=view), session

@@ -31,7 +31,7 @@ HOOK_FLOOR_BYTES = 25_000
 #: Extending this tuple only sends more payloads to the full path; it never drops work.
 WORK_MARKERS: tuple[bytes, ...] = (b"persistedOutputPath", b"saved to", b"PreToolUse",
                                    b"BeforeTool", b"PostToolUseFailure")
-HARNESSES = frozenset({"claude-code", "gemini-cli", "opencode"})
+HARNESSES = frozenset({"claude-code", "gemini-cli", "codex", "opencode"})
 _GLOBAL_VALUES = frozenset({"--store", "--session", "--log-level"})
 _LOG_LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"})
 _SERVER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")

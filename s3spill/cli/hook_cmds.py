@@ -1,4 +1,4 @@
-"""``s3spill hook claude-code|gemini-cli``: the after-tool hook of a shell harness.
+"""``s3spill hook claude-code|gemini-cli|codex|opencode``: the tool hooks of a shell harness.
 
 Reads the harness's hook JSON on stdin and prints the replacement for an oversized tool
 result (nothing for one that fits). Always exits 0 once running: a hook must never block
@@ -28,7 +28,8 @@ def _server_name(value: str) -> str:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "hook", help="tool hook for Claude Code (PreToolUse, PostToolUse) or Gemini CLI (AfterTool)",
+        "hook", help="tool hook for Claude Code and Codex (PreToolUse, PostToolUse), Gemini CLI (BeforeTool, "
+        "AfterTool) or the opencode plugin",
         description="Read a harness's hook JSON on stdin. Claude Code PreToolUse (Bash): rewrite "
         "the command so that its output goes through `s3spill run` (prints the updatedInput). "
         "After a tool: when the result is over budget, or Claude Code saved it to a file, store "
@@ -44,7 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         '    "command": "s3spill --store s3://my-bucket/agents hook claude-code"}]}]}}\n'
         "wiring for every harness: docs/harnesses.md",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("harness", choices=("claude-code", "gemini-cli", "opencode"))
+    p.add_argument("harness", choices=("claude-code", "gemini-cli", "codex", "opencode"))
     p.add_argument("--server", default="s3spill", metavar="NAME", type=_server_name,
                    help="name under which `s3spill mcp` is registered with the harness (pointers "
                    "name its tools, e.g. mcp__NAME__read_artifact in Claude Code; default s3spill)")
@@ -76,7 +77,7 @@ def _capture(args: argparse.Namespace, payload: dict[str, Any]) -> list[str] | N
         store = default_store_url()
     call_id = payload.get("tool_use_id")
     call = call_id if isinstance(call_id, str) else None
-    tool = "Bash" if args.harness == "claude-code" else "run_shell_command"
+    tool = "run_shell_command" if args.harness == "gemini-cli" else "Bash"
     return capture_args(sys.executable, store, session, args.server, call, args.harness, tool)
 
 
@@ -97,7 +98,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
     if isinstance(raw, bytes) and (b"PreToolUse" in raw or b"BeforeTool" in raw):
         from s3spill.adapters.claude_bash import pre_answer
 
-        out = pre_answer(raw, lambda p: _capture(args, p))
+        out = pre_answer(raw, lambda p: _capture(args, p), args.harness)
     if out is None:
         from s3spill.adapters.harness_hooks import answer
         from s3spill.cli.policy_args import policy_from_args

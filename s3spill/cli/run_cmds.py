@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "DIR/rc holds its exit status (the Claude Code PreToolUse wrapper; docs/harnesses.md)")
     p.add_argument("--watch-pid", type=int, metavar="PID",
                    help="with --follow: the shell running the command; gone without DIR/rc means stopped")
-    p.add_argument("--harness", choices=("claude-code", "gemini-cli"),
+    p.add_argument("--harness", choices=("claude-code", "gemini-cli", "codex"),
                    help="the pointer and the limits as that harness's hook uses them (names its MCP tools)")
     p.add_argument("--server", default="s3spill", metavar="NAME",
                    help="with --harness: the name `s3spill mcp` is registered under (default s3spill)")

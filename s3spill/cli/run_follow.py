@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="s3spill-run-follow")
     p.add_argument("--store")
     p.add_argument("--session")
-    p.add_argument("--harness", choices=("claude-code", "gemini-cli"))
+    p.add_argument("--harness", choices=("claude-code", "gemini-cli", "codex"))
     p.add_argument("--server", default="s3spill")
     p.add_argument("--tool", default="Bash")
     p.add_argument("--call-id")

@@ -16,7 +16,7 @@ import itertools
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -28,16 +28,22 @@ from s3spill.keys import LiveId, SourceId, is_live_id
 __all__ = ["SCHEMA_VERSION", "SHOWN_CAP", "EventMaker", "UsageEvent", "grep_event", "read_event",
            "spill_event"]
 
-SCHEMA_VERSION = 1
+#: 2: a part holds the events' fact rows first, then ``{"id", "shown"}`` rows (1: ``shown`` inline).
+SCHEMA_VERSION = 2
 #: Most characters of the shown text an event keeps (a page or a pointer is smaller).
 SHOWN_CAP = 200_000
 
 Op = Literal["spill", "read", "grep", "live_read", "live_grep"]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class UsageEvent:
-    """One row of the usage table (see docs/usage.md for the column meanings)."""
+    """One row of the usage table (see docs/usage.md for the column meanings).
+
+    Treated as immutable once built, but not ``frozen``: a frozen dataclass sets each of
+    its 25 fields through ``object.__setattr__``, and with ``__slots__`` an event is one
+    small object instead of two for the collector — both on every tool call's path.
+    """
 
     session: str
     op: Op
@@ -69,9 +75,17 @@ class UsageEvent:
     def day(self) -> str:
         return self.ts[:10]
 
-    def to_json(self) -> bytes:
-        return orjson.dumps(asdict(self))
+    def fact_json(self) -> bytes:
+        """Every field but the shown text, Nones left out (a missing key reads as NULL)."""
+        return orjson.dumps({k: v for k in _FACT_FIELDS if (v := getattr(self, k)) is not None})
 
+    def shown_json(self) -> bytes | None:
+        """The shown-text row of this event (joined back by id), or None when nothing was shown."""
+        return orjson.dumps({"id": self.id, "shown": self.shown}) if self.shown else None
+
+
+#: Every field but ``shown``, in declaration order (the fact row's keys).
+_FACT_FIELDS = tuple(f.name for f in fields(UsageEvent) if f.name != "shown")
 
 #: Event ids: 48 random bits per process and a counter — unique without a syscall per event
 #: (``os.urandom`` per call was most of an event's cost on the caller's path).
@@ -91,7 +105,7 @@ def _stamp() -> tuple[str, str]:
 def _shown(text: str) -> dict[str, Any]:
     cut = text[:SHOWN_CAP]
     return {"shown": cut, "shown_chars": len(text),
-            "shown_bytes": len(text.encode("utf-8", "surrogatepass")),
+            "shown_bytes": len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass")),
             "shown_truncated": len(cut) < len(text)}
 
 

@@ -36,7 +36,7 @@ from s3spill.store.base import ObjectStore
 from s3spill.telemetry import observe_event
 from s3spill.usage.events import EventMaker, UsageEvent
 
-__all__ = ["UsageRecorder", "UsageSink", "close_all", "record_answer", "usage_recorder"]
+__all__ = ["UsageRecorder", "UsageSink", "close_all", "part_body", "record_answer", "usage_recorder"]
 
 log = get_logger("s3spill.usage")
 
@@ -57,6 +57,20 @@ def record_answer(usage: UsageSink, make: EventMaker, session_id: str, source_id
         usage.record(make(keys.session_hash(session_id), source_id, via, text, data or {}))
     except Exception as exc:  # noqa: BLE001 - whatever went wrong, the answer stands
         log.warning("usage.event_failed", error=type(exc).__name__)
+
+
+def part_body(events: list[UsageEvent]) -> tuple[bytes, int]:
+    """One part's NDJSON and the byte length of its leading fact lines.
+
+    Why the shown texts come last, one ``{"id", "shown"}`` row each: they are nearly all of
+    a part's bytes (a page the model read is kilobytes, its facts a few hundred bytes) and
+    ``stats`` needs none of them, so it reads only ``[0, facts)`` of each part — the length is
+    in the key, which a listing returns — and never parses the text. Readers that want the
+    text (the web view, compaction) join the rows back by id.
+    """
+    facts = b"".join(e.fact_json() + b"\n" for e in events)
+    shown = b"".join(row + b"\n" for e in events if (row := e.shown_json()) is not None)
+    return facts + shown, len(facts)
 
 
 class UsageRecorder:
@@ -153,9 +167,9 @@ class UsageRecorder:
 
     def _write(self, shash: str, day: str, events: list[UsageEvent]) -> int:
         try:
-            body = b"\n".join(e.to_json() for e in events) + b"\n"
+            body, facts = part_body(events)
             for _ in range(3):
-                key = keys.usage_part_key(shash, day)
+                key = keys.usage_part_key(shash, day, facts=facts)
                 try:
                     put = self.store.put_if_absent(key, body, content_type="application/x-ndjson")
                     break

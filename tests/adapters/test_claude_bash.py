@@ -28,10 +28,12 @@ CAPTURE = ["python3", "file:///nowhere", "s", "s3spill"]
 
 
 def test_a_bash_call_is_rewritten_once_and_keeps_its_other_fields() -> None:
-    """The answer replaces only ``command``; a rewritten command is never rewritten again."""
+    """The answer replaces only ``command``; a rewritten command is never rewritten again.
+    It says nothing of permissions (in Claude Code "allow" would skip the user's prompt)."""
     out = pre_tool_use(_payload(command="make test", timeout=600000, description="tests"), CAPTURE)
     assert out is not None
     updated = out["hookSpecificOutput"]["updatedInput"]
+    assert set(out["hookSpecificOutput"]) == {"hookEventName", "updatedInput"}
     assert out["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
     assert updated["timeout"] == 600000 and updated["description"] == "tests"
     assert is_wrapped(updated["command"]) and "'make test'" in updated["command"]

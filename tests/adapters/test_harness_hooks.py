@@ -1,4 +1,4 @@
-"""`s3spill hook claude-code|gemini-cli` on recorded payloads, run as the harness runs it.
+"""`s3spill hook claude-code|gemini-cli|codex` on recorded payloads, run as the harness runs it.
 
 Each test starts the real command with the payload on stdin (the harness's contract: JSON
 in, JSON out, exit 0) and checks the answer against the documented output fields, then
@@ -135,6 +135,41 @@ def test_gemini_after_tool_replaces_the_output_text(tmp_path: Path) -> None:
     payload["tool_response"].update(llmContent=output)
     named = json.loads(_run("gemini-cli", payload, store.url, "--session", "gemini-team").stdout)
     assert _stored(store, "gemini-team", named["hookSpecificOutput"]["tool_output"]) == output.encode()
+
+
+def test_codex_post_tool_use_replaces_a_big_mcp_text_result_through_block_and_reason(tmp_path: Path) -> None:
+    """Codex 0.171.0 ignores updatedMCPToolOutput: a text MCP result over budget is answered
+    with ``decision: "block"`` and our preview as ``reason``, naming mcp__s3spill__read_artifact,
+    the whole text stored; a small one, an image or a shell result gets no answer."""
+    store = LocalStore(tmp_path / "store")
+    payload = _payload("codex_mcp.json")
+    output = _log(60_000)
+    payload["tool_response"]["content"] = [{"type": "text", "text": output}]
+    answer = json.loads(_run("codex", payload, store.url, "--session", "codex-team").stdout)
+    assert set(answer) == {"decision", "reason"} and answer["decision"] == "block"
+    reason = answer["reason"]
+    assert len(reason) < BASH_INLINE_LIMIT and "mcp__s3spill__read_artifact(source_id" in reason
+    assert _stored(store, "codex-team", answer["reason"]) == output.encode()
+    image = {"type": "image", "data": base64.b64encode(b"x" * 40_000).decode(), "mimeType": "image/png"}
+    payload["tool_response"]["content"] = [{"type": "text", "text": output}, image]
+    assert _run("codex", payload, store.url).stdout == b""
+    payload["tool_response"]["content"] = [{"type": "text", "text": "ok\n"}]
+    assert _run("codex", payload, store.url).stdout == b""
+    shell = {**payload, "tool_name": "Bash", "tool_input": {"command": "seq 1 9"}, "tool_response": output}
+    assert _run("codex", shell, store.url).stdout == b""
+
+
+def test_codex_pre_tool_use_wraps_bash_with_permission_decision_allow(tmp_path: Path) -> None:
+    """Codex applies updatedInput only beside permissionDecision "allow": the answer carries
+    both, the command wrapped for the codex harness; MCP calls get no answer."""
+    payload = _payload("codex_bash_pre.json")
+    answer = json.loads(_run("codex", payload, (tmp_path / "s").as_uri(), "--session", "c").stdout)
+    specific = answer["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "allow" and specific["hookEventName"] == "PreToolUse"
+    assert " codex Bash call_1;" in specific["updatedInput"]["command"]
+    assert specific["updatedInput"]["command"].startswith("if [ -r ")
+    mcp = {**payload, "tool_name": "mcp__big__dump", "tool_input": {}}
+    assert _run("codex", mcp, (tmp_path / "s").as_uri(), "--session", "c").stdout == b""
 
 
 @pytest.mark.parametrize("raw", [b"{not json" + b" " * 30_000, json.dumps([1] * 20_000).encode()])

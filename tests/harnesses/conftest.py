@@ -219,6 +219,90 @@ def gemini(tmp_path: Path) -> Iterator[GeminiCli]:
     yield GeminiCli(home, project.resolve(), (tmp_path / "store").as_uri())
 
 
+#: What a scratch Codex must not do: check for updates, send analytics, export traces.
+CODEX_QUIET = {"check_for_update_on_startup": False, "analytics": {"enabled": False},
+               "otel": {"exporter": "none"}, "feedback": {"enabled": False}}
+
+
+@dataclass
+class Codex:
+    """A scratch ``CODEX_HOME`` for the real Codex CLI (0.171.0) against the Responses stand-in.
+
+    ``codex exec --json`` with a ``model_provider`` on 127.0.0.1 (``wire_api = "responses"``),
+    the model ``gpt-5.5`` from Codex's own catalog (so its output limits are the ones users
+    get: 10,000 tokens), no sandbox and no approvals (the stand-in asks for the calls), and
+    ``--dangerously-bypass-hook-trust``: Codex runs a hook from config.toml only once the
+    user has trusted it (``/hooks``), which a scratch home cannot have done.
+    """
+
+    home: Path
+    project: Path
+    store_url: str
+    session: str = "codex-test"
+    hooks: dict[str, Any] = field(default_factory=dict)
+    mcp: dict[str, Any] = field(default_factory=dict)
+
+    def hook(self, command: str | None = None, timeout: int = 60) -> dict[str, Any]:
+        return {"type": "command", "timeout": timeout, "command": command or s3spill_cmd(
+            "--store", self.store_url, "--session", self.session, "hook", "codex")}
+
+    def use_s3spill(self, *, pre: bool = True, post: bool = True, mcp: bool = True) -> None:
+        """The wiring of docs/harnesses.md: both hooks and ``s3spill mcp`` under one named session."""
+        if pre:
+            self.hooks["PreToolUse"] = [{"matcher": "^Bash$", "hooks": [self.hook()]}]
+        if post:
+            self.hooks["PostToolUse"] = [{"matcher": "^mcp__", "hooks": [self.hook()]}]
+        if mcp:
+            self.mcp["s3spill"] = python_server("-m", "s3spill", "--store", self.store_url, "--session",
+                                                self.session, "mcp")
+
+    def run(self, turns: list[Turn], timeout: float = 300) -> ScriptedModel:
+        import tomlkit
+
+        script = ScriptedModel(turns)
+        with StandIn(script) as api:
+            provider = {"name": "standin", "base_url": api.url + "/v1", "wire_api": "responses",
+                        "env_key": "STANDIN_API_KEY", "request_max_retries": 0, "stream_max_retries": 0}
+            # The grace: without it the first request goes out before a Python MCP server
+            # (1-2 s to start here) has listed its tools, and the call finds no such tool.
+            config = {"model": "gpt-5.5", "model_provider": "standin", "approval_policy": "never",
+                      "sandbox_mode": "danger-full-access", "mcp_optional_startup_grace_ms": 20_000,
+                      **CODEX_QUIET,
+                      "model_providers": {"standin": provider}, "mcp_servers": self.mcp, "hooks": self.hooks}
+            (self.home / "config.toml").write_text(tomlkit.dumps(config))
+            env = {"HOME": str(self.home), "CODEX_HOME": str(self.home), "PATH": os.environ.get("PATH", ""),
+                   "STANDIN_API_KEY": "sk-standin", "PYTHONPATH": child_env({})["PYTHONPATH"]}
+            proc = subprocess.run([str(codex_binary()), "exec", "--json", "--skip-git-repo-check",
+                                   "--dangerously-bypass-hook-trust", "go"], cwd=self.project, env=env,
+                                  stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
+        assert proc.returncode == 0, proc.stderr.decode()[-3000:] + proc.stdout.decode()[-2000:]
+        return script
+
+
+def codex_binary() -> Path:
+    """Codex's native binary (the npm package's per-platform build), run directly: the node
+    launcher in front of it adds nothing a test needs."""
+    vendor = Path(__file__).with_name("npm") / "node_modules" / "@openai" / "codex-linux-x64" / "vendor"
+    found = sorted(vendor.glob("*/bin/codex"))
+    assert found, f"no Codex binary under {vendor}: run npm install --prefix tests/harnesses/npm"
+    return found[0]
+
+
+def python_server(*args: str) -> dict[str, Any]:
+    """A stdio MCP server entry that runs this interpreter with this checkout importable
+    (Codex and Gemini CLI start MCP servers with only a few of their own variables)."""
+    return {"command": sys.executable, "args": list(args), "env": {"PYTHONPATH": child_env({})["PYTHONPATH"]}}
+
+
+@pytest.fixture
+def codex(tmp_path: Path) -> Iterator[Codex]:
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    project.mkdir(parents=True)
+    home.mkdir()
+    yield Codex(home, project.resolve(), (tmp_path / "store").as_uri())
+
+
 PLUGIN = Path(__file__).resolve().parents[2] / "examples" / "opencode" / "s3spill.js"
 
 

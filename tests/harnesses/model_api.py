@@ -78,6 +78,20 @@ class ScriptedModel:
                         seen.append(response)
         return seen
 
+    def call_outputs(self) -> list[str]:
+        """Responses API (Codex): the text of every ``function_call_output`` the model received,
+        in order (first time seen); an output of content items is their texts, one per line."""
+        seen: dict[str, str] = {}
+        for body in self.requests:
+            for item in body.get("input", []):
+                if isinstance(item, dict) and item.get("type") == "function_call_output":
+                    output = item.get("output")
+                    if isinstance(output, list):
+                        output = "\n".join(str(part.get("text", "")) for part in output
+                                           if isinstance(part, dict))
+                    seen.setdefault(str(item.get("call_id")), str(output))
+        return list(seen.values())
+
     def tool_results(self) -> list[dict[str, Any]]:
         """Every ``tool_result`` block the model received, in order (first time seen)."""
         seen: dict[str, dict[str, Any]] = {}
@@ -123,6 +137,62 @@ def _events(blocks: list[dict[str, Any]], model: str) -> Iterator[tuple[str, dic
     yield "message_stop", {"type": "message_stop"}
 
 
+def _response_events(blocks: list[dict[str, Any]], serial: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The Responses API's streamed events for one answer: each block one finished item."""
+    response_id = f"resp_{serial:04d}"
+    yield "response.created", {"type": "response.created", "response": {"id": response_id}}
+    for index, block in enumerate(blocks):
+        if block["type"] == "tool_use":
+            item: dict[str, Any] = {"type": "function_call", "id": f"fc_{block['id']}",
+                                    "call_id": block["id"], "name": block["name"],
+                                    "arguments": json.dumps(block["input"]), "status": "completed"}
+            namespace, _, name = block["name"].rpartition("__")
+            if block["name"].startswith("mcp__") and namespace:
+                # Codex offers an MCP server's tools as the namespace mcp__<server>
+                item.update(namespace=namespace, name=name)
+        else:
+            item = {"type": "message", "id": f"msg_{serial:04d}_{index}", "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": block["text"], "annotations": []}]}
+        yield "response.output_item.added", {"type": "response.output_item.added", "output_index": index,
+                                              "item": item}
+        yield "response.output_item.done", {"type": "response.output_item.done", "output_index": index,
+                                             "item": item}
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+    yield "response.completed", {"type": "response.completed",
+                                 "response": {"id": response_id, "status": "completed", "usage": usage}}
+
+
+def _route(path: str) -> str:
+    """Which API a POST is for: ``gemini``, ``responses`` (OpenAI), ``messages`` (Anthropic),
+    or ``other`` (token counts and anything else, answered with a small JSON object)."""
+    if "enerateContent" in path:
+        return "gemini"
+    if path.split("?")[0].rstrip("/").endswith("/responses"):
+        return "responses"
+    if path.startswith("/v1/messages") and not path.startswith("/v1/messages/count_tokens"):
+        return "messages"
+    return "other"
+
+
+def _side_answer(path: str) -> dict[str, Any]:
+    """The answer to a POST that is not a model turn: a token count, or an empty object."""
+    if ":countTokens" in path:
+        return {"totalTokens": 10}
+    return {"input_tokens": 10} if "count_tokens" in path else {}
+
+
+def _gemini_answer(blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    """One ``GenerateContentResponse`` holding the turn's blocks as parts."""
+    parts = [{"functionCall": {"name": b["name"], "args": b["input"]}}
+             if b["type"] == "tool_use" else {"text": b["text"]} for b in blocks]
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                            "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+            "modelVersion": "gemini-standin"}
+
+
 def _handler(script: ScriptedModel) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -134,15 +204,15 @@ def _handler(script: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             script.paths.append(self.path)
-            if "enerateContent" in self.path:
-                self._gemini(body)
-                return
-            if ":countTokens" in self.path:
-                self._json({"totalTokens": 10})
-                return
-            if not self.path.startswith("/v1/messages") or self.path.startswith("/v1/messages/count_tokens"):
-                self._json({"input_tokens": 10} if "count_tokens" in self.path else {})
-                return
+            turns = {"gemini": self._gemini, "responses": self._responses, "messages": self._messages}
+            serve = turns.get(_route(self.path))
+            if serve is None:
+                self._json(_side_answer(self.path))
+            else:
+                serve(body)
+
+        def _messages(self, body: dict[str, Any]) -> None:
+            """The Anthropic Messages API's answer (streamed when the request says so)."""
             blocks = script.answer(body)
             model = str(body.get("model", "claude-standin"))
             if not body.get("stream"):
@@ -161,18 +231,22 @@ def _handler(script: ScriptedModel) -> type[BaseHTTPRequestHandler]:
 
         def _gemini(self, body: dict[str, Any]) -> None:
             """The Gemini API's answer (``streamGenerateContent?alt=sse`` or ``generateContent``)."""
-            blocks = script.answer(body)
-            parts = [{"functionCall": {"name": b["name"], "args": b["input"]}}
-                     if b["type"] == "tool_use" else {"text": b["text"]} for b in blocks]
-            answer = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
-                                      "index": 0}],
-                      "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
-                                        "totalTokenCount": 15},
-                      "modelVersion": "gemini-standin"}
+            answer = _gemini_answer(script.answer(body))
             if "alt=sse" not in self.path:
                 self._json(answer)
                 return
             payload = f"data: {json.dumps(answer)}\r\n\r\n".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def _responses(self, body: dict[str, Any]) -> None:
+            """The OpenAI Responses API's streamed answer (``POST /v1/responses``, SSE)."""
+            blocks = script.answer(body)
+            payload = b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                               for name, data in _response_events(blocks, len(script.paths)))
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Content-Length", str(len(payload)))

@@ -12,7 +12,7 @@ from s3spill.store.local import LocalStore
 from s3spill.testing import Fault, FaultyStore
 from s3spill.usage.events import UsageEvent
 from s3spill.usage.recorder import UsageRecorder
-from s3spill.usage.source import usage_objects
+from s3spill.usage.source import part_events, usage_objects
 from tests.usage.conftest import SESSION
 
 
@@ -40,7 +40,7 @@ def test_a_batch_is_one_object_per_max_events_written_on_its_own_thread(store: O
     assert writers == {"s3spill-usage"}
     rec.close()
     assert rec.written == 1000 and rec.objects <= 10 + 1 and rec.lost == 0
-    lines = sum(store.get(o.key).count(b"\n") for o in usage_objects(store))
+    lines = sum(len(part_events(store.get(o.key))) for o in usage_objects(store))
     assert lines == 1000
 
 
@@ -115,5 +115,5 @@ def test_a_live_read_is_recorded_with_what_it_showed(tmp_path: object) -> None:
     outcome = tools.call(tools.read_name, {"source_id": handle.source_id})
     assert not outcome.is_error and "hello live" in outcome.text
     bodies = [store.get(o.key) for o in usage_objects(store)]
-    events = [line for b in bodies for line in b.splitlines()]
-    assert any(b'"op":"live_read"' in e and b"hello live" in e for e in events)
+    events = [e for b in bodies for e in part_events(b)]
+    assert any(e["op"] == "live_read" and "hello live" in e["shown"] for e in events)
