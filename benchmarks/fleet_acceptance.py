@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,7 +187,13 @@ def route_proxy(env: dict[str, str], gen: Path, total: int) -> tuple[dict[str, o
                 found["text"] = "".join(getattr(block, "text", "") for block in result.content)
                 found["rss"] = max((_hwm_mib(pid) for pid in _pids("mcp-proxy")), default=0.0)
 
-    anyio.run(call)
+    try:
+        anyio.run(call)
+    except Exception as exc:  # noqa: BLE001 - an acceptance step reports what failed and goes on
+        causes = getattr(exc, "exceptions", [exc])
+        while causes and hasattr(causes[0], "exceptions"):
+            causes = causes[0].exceptions
+        return {"error": f"{type(causes[0]).__name__}: {causes[0]}"[:300]}, "", 0.0
     text = str(found.get("text", ""))
     counts = re.search(r"Full output of generate \(call \d+\): ([\d]+) bytes, ([\d]+) lines", text)
     sid = re.search(r'source_id="([^"]+)"', text)
@@ -310,29 +317,27 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def measure(args: argparse.Namespace, env: dict[str, str], gen: Path) -> list[Outcome]:
-    """Every route in turn, in the one session."""
+def measure(args: argparse.Namespace, env: dict[str, str], gen: Path) -> Iterator[Outcome]:
+    """Every route in turn, in the one session (each reported as soon as it ended)."""
     total, cap, exact = int(args.gib * 1024 * MiB), args.cap_mib * MiB, leaked_bytes()
-    out = []
     for name, route, size in (("run", route_run, total), ("spill -", route_spill, total),
                               ("hook", route_hook, int(args.hook_gib * 1024 * MiB))):
         t0 = time.monotonic()
         doc, sid = route(env, gen, size)
-        out.append(Outcome(name, sid, doc.get("stored_bytes" if name == "run" else "size_bytes"), cap,
-                           peak_mib(), args.max_rss_mib, total + exact if name == "run" else None,
-                           doc.get("total_bytes"), bool(doc.get("leak")), time.monotonic() - t0,
-                           " (any child so far)"))
+        yield Outcome(name, sid, doc.get("stored_bytes" if name == "run" else "size_bytes"), cap,
+                      peak_mib(), args.max_rss_mib, total + exact if name == "run" else None,
+                      doc.get("total_bytes"), bool(doc.get("leak")), time.monotonic() - t0,
+                      " (any child so far)")
     size, t0 = int(args.proxy_gib * 1024 * MiB), time.monotonic()
     doc, sid, rss = route_proxy(env, gen, size)
-    out.append(Outcome("mcp-proxy", sid, doc.get("size_bytes"), cap, rss, args.proxy_max_rss_mib,
-                       size + exact, doc.get("total_bytes"), bool(doc.get("leak")), time.monotonic() - t0,
-                       f" (the proxy; a {size:,} B result)"))
+    yield Outcome("mcp-proxy", sid, doc.get("size_bytes"), cap, rss, args.proxy_max_rss_mib,
+                  size + exact, doc.get("total_bytes"), bool(doc.get("leak")), time.monotonic() - t0,
+                  f" (the proxy; a {size:,} B result){'; ' + str(doc['error']) if 'error' in doc else ''}")
     size, bg_cap, t0 = args.background_mib * MiB, args.background_cap_mib * MiB, time.monotonic()
     doc, sid, rss = route_background(env, gen, size, bg_cap)
-    out.append(Outcome("run --background", sid, doc.get("size_bytes"), bg_cap, rss, args.max_rss_mib,
-                       size + exact, doc.get("total_bytes") if doc.get("status") == "exited" else None,
-                       False, time.monotonic() - t0, f" (the supervisor; {size:,} B of output)"))
-    return out
+    yield Outcome("run --background", sid, doc.get("size_bytes"), bg_cap, rss, args.max_rss_mib,
+                  size + exact, doc.get("total_bytes") if doc.get("status") == "exited" else None,
+                  False, time.monotonic() - t0, f" (the supervisor; {size:,} B of output)")
 
 
 def main() -> int:
@@ -355,7 +360,7 @@ def accept(args: argparse.Namespace, tmp: Path) -> int:
     problems: list[str] = []
     stored_total = 0
     for outcome in measure(args, env, gen):
-        print(outcome.line())
+        print(outcome.line(), flush=True)
         problems += outcome.problems()
         if outcome.sid:
             problems += check_reads(env, outcome.sid)
