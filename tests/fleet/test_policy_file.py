@@ -138,8 +138,10 @@ def test_the_fast_paths_step_aside_for_a_policy_that_lowers_a_limit(
 SETS_NOTHING_THAT_MATTERS = {
     "empty": "",
     "comments only": "# nothing set yet\n",
-    "other keys": '[spill]\nsecrets = "at_rest"\nmax_stored_bytes = "256MiB"\n[quota]\nsession_bytes = "1GiB"\n',
-    "the proxy's own limits": "[proxy]\nmax_inline_tokens = 1000\n[harness.mcp-proxy.tools.echo]\nthreshold = 10\n",
+    "other keys": ('[spill]\nsecrets = "at_rest"\nmax_stored_bytes = "256MiB"\n'
+                   '[quota]\nsession_bytes = "1GiB"\n'),
+    "the proxy's own limits": ("[proxy]\nmax_inline_tokens = 1000\n"
+                               "[harness.mcp-proxy.tools.echo]\nthreshold = 10\n"),
     "a size above the floor": '[tools.Bash]\nthreshold = "64KiB"\n',
     "a project file allowed but absent": "[project]\nallow_file = true\n",
 }
@@ -147,7 +149,8 @@ SETS_NOTHING_THAT_MATTERS = {
 
 @pytest.mark.parametrize("name", sorted(SETS_NOTHING_THAT_MATTERS))
 def test_a_policy_that_lowers_no_hook_limit_keeps_the_hook_fast_path(
-        name: str, fleet_env: Path, write_policy: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
+        name: str, fleet_env: Path, write_policy: Callable[..., Path],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A small payload passes through the hook's fast path under such a file as with none;
     one that lowers a limit (also as a size string or in an allowed project file) does not."""
     import io
