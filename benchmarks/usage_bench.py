@@ -2,18 +2,23 @@
 
 Three measurements, each against a baseline taken in the same run:
 
-* ``overhead``: 10,000 tool calls (a mix of spilled and inline outputs) through a Spiller on a
-  local store, once with a batching :class:`UsageRecorder` and once without, alternating in
-  rounds; printed: the time the caller spent in the usage path (event built and queued)
-  against the spill time, the wall-clock ratio of the two runs, and objects per event.
-* ``stats``: 1,000,000 usage events (100 sessions x 10,000, realistic shown text) as Parquet
-  day files in a local store, and the same as NDJSON parts; ``compute_stats`` timed on each.
+* ``overhead``: 10,000 tool calls (a third spilled, 100-200 KB; the rest inline) through a
+  Spiller on a local store with a batching :class:`UsageRecorder` (its defaults), and as many
+  without, in interleaved blocks (A B B A ...); CPU time of the process, not wall time, so
+  the other work on a shared machine does not count. Printed: the usage path's own CPU
+  time (measured on each thread it runs on) against the spill CPU time, the A/B difference
+  per pair of blocks (median, quartiles, range) and in total, and objects per 100 events.
+* ``stats``: 1,000,000 usage events (100 sessions x 10,000, ~1.5 KB of shown text each) in a
+  local store, as a fleet leaves them before compaction — NDJSON parts, by default 99 % of the
+  events from long-lived processes at their batch bound (1,000 a part) and 1 % from one-shot
+  processes (one object each: 10,000 objects) — and as compacted Parquet day files;
+  ``compute_stats`` run ``--repeats`` times on each, wall and CPU seconds (sorted).
 * ``page``: ``s3spill ui`` in a child process over a store holding a 1 GiB artifact; the
   child's RSS after a warm-up request (its baseline), then a page from the middle of the
   artifact: its latency and the child's peak RSS over the baseline.
 
-    python benchmarks/usage_bench.py overhead
-    python benchmarks/usage_bench.py stats
+    python benchmarks/usage_bench.py overhead [--calls 10000 --block 500]
+    python benchmarks/usage_bench.py stats [--oneshot 0.01] [--batch 1000]
     python benchmarks/usage_bench.py page --gib 1
 """
 
@@ -24,13 +29,20 @@ import hashlib
 import json
 import os
 import random
+import resource
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -39,53 +51,98 @@ from s3spill import keys  # noqa: E402
 from s3spill.spill.spiller import Spiller  # noqa: E402
 from s3spill.store.local import LocalStore  # noqa: E402
 from s3spill.usage import recorder as recorder_module  # noqa: E402
-from s3spill.usage.recorder import UsageRecorder  # noqa: E402
+from s3spill.usage.events import UsageEvent  # noqa: E402
+from s3spill.usage.recorder import UsageRecorder, part_body  # noqa: E402
 from s3spill.usage.source import usage_objects  # noqa: E402
 from s3spill.usage.stats import compute_stats  # noqa: E402
 
 MiB = 1024 * 1024
 
 
-def overhead(calls: int, rounds: int) -> dict[str, float]:
+def _quartiles(values: list[float]) -> dict[str, float]:
+    q = statistics.quantiles(values, n=4)
+    return {"median": round(statistics.median(values), 5), "q1": round(q[0], 5), "q3": round(q[2], 5),
+            "min": round(min(values), 5), "max": round(max(values), 5)}
+
+
+def _block(outputs: list[str], tools: list[str], calls: int, with_usage: bool, first: int
+           ) -> tuple[float, tuple[float, float, float], int, int]:
+    """One block of ``calls`` spills on a fresh store: (process CPU seconds, CPU seconds of the
+    usage path — the caller's queueing, and the writer's event building, metrics, serialising
+    and PUTs, each measured on its own thread — objects written, events written)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = LocalStore(Path(tmp) / "s")
+        rec = UsageRecorder(store) if with_usage else None  # the defaults: 1,000 events or 30 s
+        spiller = Spiller(store, f"bench-{first}", usage=rec, journal=None)
+        usage_cpu = [0.0, 0.0, 0.0]  # the caller's; the writer's building, writing
+        lock = threading.Lock()
+        if rec is not None:
+            record, build, write = spiller._record, rec._build, rec._write
+
+            def timed_record(result: object) -> None:
+                c0 = time.thread_time()
+                record(result)  # type: ignore[arg-type]
+                usage_cpu[0] += time.thread_time() - c0
+
+            def timed_build() -> None:
+                c0 = time.thread_time()
+                build()
+                with lock:
+                    usage_cpu[1] += time.thread_time() - c0
+
+            def timed_write(shash: str, day: str, events: list[UsageEvent]) -> int:
+                c0 = time.thread_time()
+                n = write(shash, day, events)
+                with lock:
+                    usage_cpu[2] += time.thread_time() - c0
+                return n
+
+            spiller._record = timed_record  # type: ignore[method-assign]
+            rec._build = timed_build  # type: ignore[method-assign]
+            rec._write = timed_write  # type: ignore[method-assign]
+        c0 = _cpu()
+        for i in range(first, first + calls):
+            spiller.externalize(outputs[i % len(outputs)], tools[i % len(tools)])
+        if rec is not None:
+            rec.close()  # the block's last part is written inside the measured time
+        spent = _cpu() - c0
+        spiller.close()
+        return spent, (usage_cpu[0], usage_cpu[1], usage_cpu[2]), rec.objects if rec else 0, \
+            rec.written if rec else 0
+
+
+def overhead(calls: int, block: int) -> dict[str, Any]:
+    """Interleaved A/B blocks (with, without, without, with, ...) of ``block`` calls until
+    ``calls`` have run with usage; CPU time of the whole process (all threads), so a loaded
+    machine's waiting is not counted and the writer thread's work is."""
     rng = random.Random(7)
     outputs = [("x" * rng.randint(20, 400) + "\n") if i % 3 else
                "".join(f"line {n} of output {i}\n" for n in range(rng.randint(3000, 8000)))
                for i in range(200)]
     tools = ["build", "test", "ls", "grep"]
-    spent = {"with": 0.0, "without": 0.0}
-    usage_path = 0.0
+    _block(outputs, tools, 50, True, 0)  # warm-up: imports, first-use caches
+    cpu: dict[bool, list[float]] = {True: [], False: []}
+    caller = building = writing = 0.0
     objects = events = 0
+    rounds = calls // block
     for r in range(rounds):
-        for mode in (("with", "without") if r % 2 == 0 else ("without", "with")):
-            with tempfile.TemporaryDirectory() as tmp:
-                store = LocalStore(Path(tmp) / "s")
-                rec = UsageRecorder(store) if mode == "with" else None
-                spiller = Spiller(store, f"bench-{r}", usage=rec, journal=None)
-                record = spiller._record
-                timed = 0.0
-
-                def timed_record(result: object, _record: object = record) -> None:
-                    nonlocal timed
-                    t0 = time.perf_counter()
-                    _record(result)  # type: ignore[operator]
-                    timed += time.perf_counter() - t0
-
-                spiller._record = timed_record  # type: ignore[method-assign]
-                per = calls // rounds
-                t0 = time.perf_counter()
-                for i in range(per):
-                    spiller.externalize(outputs[i % len(outputs)], tools[i % len(tools)])
-                spent[mode] += time.perf_counter() - t0
-                if rec is not None:
-                    rec.close()
-                    usage_path += timed
-                    objects += rec.objects
-                    events += rec.written
-    return {"calls": calls, "spill_seconds_without": round(spent["without"], 3),
-            "spill_seconds_with": round(spent["with"], 3),
-            "caller_usage_seconds": round(usage_path, 4),
-            "caller_usage_share_of_spill_time": round(usage_path / spent["with"], 5),
-            "wall_ratio_with_over_without": round(spent["with"] / spent["without"], 4),
+        for mode in ((True, False) if r % 2 == 0 else (False, True)):
+            spent, usage, objs, evs = _block(outputs, tools, block, mode, r * block)
+            cpu[mode].append(spent)
+            caller += usage[0]
+            building += usage[1]
+            writing += usage[2]
+            objects += objs
+            events += evs
+    ratios = [w / wo - 1 for w, wo in zip(cpu[True], cpu[False], strict=True)]
+    without = sum(cpu[False])
+    return {"calls_with_usage": rounds * block, "block": block, "pairs": rounds,
+            "cpu_seconds_without": round(without, 2), "cpu_seconds_with": round(sum(cpu[True]), 2),
+            "usage_path_cpu_seconds": {"caller": round(caller, 3), "building": round(building, 3),
+                                       "writing": round(writing, 3)},
+            "usage_path_share_of_spill_cpu": round((caller + building + writing) / without, 5),
+            "ab_overhead_per_pair": _quartiles(ratios),
+            "ab_overhead_total": round(sum(cpu[True]) / without - 1, 5),
             "events": events, "objects": objects, "objects_per_100_events": round(100 * objects / events, 3)}
 
 
@@ -94,48 +151,93 @@ def _shown(rng: random.Random) -> str:
                    for _ in range(rng.randint(10, 60)))
 
 
-def stats_bench(sessions: int, per_session: int, formats: list[str]) -> dict[str, float]:
+def _fleet_events(sessions: int, per_session: int) -> Iterator[tuple[str, list[UsageEvent]]]:
+    """Each session's events as the recorder makes them: a third spills, a third page reads,
+    a third greps (re-reads of the spills), ~1.5 KB of shown text each, every locator set."""
+    rng = random.Random(3)
+    pool = [_shown(rng) for _ in range(1000)]
+    for s in range(sessions):
+        shash = keys.session_hash(f"bench-session-{s}")
+        events = []
+        for i in range(per_session):
+            op = ("spill", "read", "grep")[i % 3]
+            name = f"20261130T120000Z-{i // 3:08x}-{('build', 'test', 'search')[(i // 3) % 3]}"
+            shown = pool[rng.randrange(len(pool))]
+            events.append(UsageEvent(
+                session=shash, op=op, tool=name.split("-", 2)[2], artifact=name,  # type: ignore[arg-type]
+                source_id=f"artifact:{shash}:{name}:{i:012x}", call_id=f"toolu_{s:04x}{i:020x}",
+                via=None if op == "spill" else "s3spill_read", spilled=op == "spill", mode="stored",
+                raw_bytes=200_000, stored_bytes=20_000, threshold=50_000, shown=shown,
+                shown_chars=len(shown), shown_bytes=len(shown), id=f"{s:06x}{i:016x}",
+                ts="2026-11-30T12:00:00.000Z"))
+        yield shash, events
+
+
+def _populate_parts(store: LocalStore, sessions: int, per_session: int, oneshot: float, batch: int
+                    ) -> int:
+    """Write the events as a fleet's processes would: the ``oneshot`` share one object per
+    event (hooks, the CLI), the rest in parts of ``batch`` (a long-lived server at its
+    batch bound). Written from threads: a local put fsyncs, which dominates populating."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def put(item: tuple[str, list[UsageEvent]]) -> None:
+        body, facts = part_body(item[1])
+        store.put_if_absent(keys.usage_part_key(item[0], "2026-11-30", facts=facts), body)
+
+    objects = 0
+    with ThreadPoolExecutor(16) as pool:
+        for shash, events in _fleet_events(sessions, per_session):
+            cut = round(len(events) * oneshot)
+            groups = [[e] for e in events[:cut]]
+            groups += [events[k:k + batch] for k in range(cut, len(events), batch)]
+            objects += len(groups)
+            list(pool.map(put, [(shash, g) for g in groups]))
+    return objects
+
+
+def _populate_days(store: LocalStore, sessions: int, per_session: int, tmp: Path) -> int:
     import duckdb
 
-    results: dict[str, float] = {}
+    for shash, events in _fleet_events(sessions, per_session):
+        src, dst = tmp / "rows.ndjson", tmp / "day.parquet"
+        src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
+        duckdb.execute(f"COPY (SELECT * FROM read_json('{src}', format='newline_delimited')) TO "  # noqa: S608
+                       f"'{dst}' (FORMAT parquet, COMPRESSION zstd)")
+        data = dst.read_bytes()
+        store.put_if_absent(keys.usage_day_key(shash, "2026-11-30", hashlib.sha256(data).hexdigest()), data)
+    return sessions
+
+
+def _cpu() -> float:
+    """CPU seconds of this process, all threads (DuckDB's and the fetchers' included)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def stats_bench(sessions: int, per_session: int, formats: list[str], oneshot: float, batch: int,
+                repeats: int) -> dict[str, Any]:
+    results: dict[str, Any] = {"cores": os.cpu_count()}
     with tempfile.TemporaryDirectory() as tmp:
         for fmt in formats:
             store = LocalStore(Path(tmp) / fmt)
-            rng = random.Random(3)
             t0 = time.perf_counter()
-            for s in range(sessions):
-                shash = keys.session_hash(f"bench-session-{s}")
-                rows = []
-                for i in range(per_session):
-                    spill = i % 3 == 0
-                    op = "spill" if spill else ("read" if i % 3 == 1 else "grep")
-                    rows.append({"v": 1, "id": f"{s:04x}{i:012x}", "ts": "2026-11-30T12:00:00.000Z",
-                                 "session": shash, "op": op,
-                                 "tool": ("build", "test", "search")[(i // 3) % 3], "artifact": f"a{i // 3}",
-                                 "spilled": spill, "raw_bytes": 200_000, "stored_bytes": 20_000,
-                                 "threshold": 50_000, "shown": _shown(rng), "shown_chars": 2000,
-                                 "shown_bytes": 2000})
-                body = b"".join(json.dumps(r).encode() + b"\n" for r in rows)
-                if fmt == "ndjson":
-                    for k in range(10):  # ten parts of a thousand events, as a busy process writes
-                        part = b"".join(body.splitlines(keepends=True)[k * per_session // 10:
-                                                                          (k + 1) * per_session // 10])
-                        store.put_if_absent(keys.usage_part_key(shash, "2026-11-30"), part)
-                    continue
-                src = Path(tmp) / "rows.ndjson"
-                dst = Path(tmp) / "day.parquet"
-                src.write_bytes(body)
-                duckdb.execute(f"COPY (SELECT * FROM read_json('{src}', format='newline_delimited')) TO "  # noqa: S608
-                               f"'{dst}' (FORMAT parquet, COMPRESSION zstd)")
-                data = dst.read_bytes()
-                store.put_if_absent(keys.usage_day_key(shash, "2026-11-30", hashlib.sha256(data).hexdigest()),
-                                    data)
-            results[f"{fmt}_populate_seconds"] = round(time.perf_counter() - t0, 2)
+            if fmt == "ndjson":
+                objects = _populate_parts(store, sessions, per_session, oneshot, batch)
+            else:
+                objects = _populate_days(store, sessions, per_session, Path(tmp))
+            results[f"{fmt}_populate_seconds"] = round(time.perf_counter() - t0, 1)
+            results[f"{fmt}_objects"] = objects
             results[f"{fmt}_bytes"] = sum(o.size for o in usage_objects(store))
-            t0 = time.perf_counter()
-            stats = compute_stats(store)
-            results[f"{fmt}_stats_seconds"] = round(time.perf_counter() - t0, 3)
+            walls, cpus = [], []
+            for _ in range(repeats):
+                t0, c0 = time.perf_counter(), _cpu()
+                stats = compute_stats(store)
+                walls.append(time.perf_counter() - t0)
+                cpus.append(_cpu() - c0)
             results[f"{fmt}_events"] = stats.events
+            results[f"{fmt}_stats_wall_seconds"] = [round(w, 2) for w in sorted(walls)]
+            results[f"{fmt}_stats_cpu_seconds"] = [round(c, 2) for c in sorted(cpus)]
+            results[f"{fmt}_load_average_1min"] = round(os.getloadavg()[0], 1)
     return results
 
 
@@ -205,19 +307,24 @@ def main() -> None:
     sub = parser.add_subparsers(dest="what", required=True)
     o = sub.add_parser("overhead")
     o.add_argument("--calls", type=int, default=10_000)
-    o.add_argument("--rounds", type=int, default=4)
+    o.add_argument("--block", type=int, default=500, help="calls per A/B block")
     s = sub.add_parser("stats")
     s.add_argument("--sessions", type=int, default=100)
     s.add_argument("--per-session", type=int, default=10_000)
-    s.add_argument("--formats", default="parquet,ndjson", help="comma-separated: parquet, ndjson")
+    s.add_argument("--formats", default="ndjson,parquet", help="comma-separated: parquet, ndjson")
+    s.add_argument("--oneshot", type=float, default=0.01,
+                   help="share of the events written one object each (hooks, the CLI)")
+    s.add_argument("--batch", type=int, default=1000, help="events per part of a long-lived process")
+    s.add_argument("--repeats", type=int, default=3)
     p = sub.add_parser("page")
     p.add_argument("--gib", type=float, default=1.0)
     args = parser.parse_args()
     recorder_module.ENV  # noqa: B018 - imported for its registry; usage stays on
     if args.what == "overhead":
-        out = overhead(args.calls, args.rounds)
+        out = overhead(args.calls, args.block)
     elif args.what == "stats":
-        out = stats_bench(args.sessions, args.per_session, args.formats.split(","))
+        out = stats_bench(args.sessions, args.per_session, args.formats.split(","), args.oneshot,
+                          args.batch, args.repeats)
     else:
         out = page(args.gib)
     print(json.dumps(out, indent=2))

@@ -20,7 +20,7 @@ matches on, so changing it is a breaking change (bump ``LAYOUT_VERSION``)::
     <prefix>/v1/sessions/<session_hash>/live/<name>/state.json   a live artifact's state (CAS)
     <prefix>/v1/sessions/<session_hash>/live/<name>/<seq>-<sha16>.seg  one of its segments
     <prefix>/v1/sessions/<session_hash>/live/<name>/<first>-<last>-<sha16>.tbl  older segments' list
-    <prefix>/v1/sessions/<session_hash>/usage/dt=<YYYY-MM-DD>/<stamp>-<rand12>.ndjson  usage events
+    <prefix>/v1/sessions/<session_hash>/usage/dt=<YYYY-MM-DD>/<stamp>-<rand12>-f<n>.ndjson  usage events
     <prefix>/v1/sessions/<session_hash>/usage/days/dt=<YYYY-MM-DD>/day-<sha16>.parquet  a compacted day
 
 Usage events sit under the session's prefix so that GC and purge handle them as the
@@ -102,7 +102,9 @@ _SHA_PREFIX = re.compile(r"^[0-9a-f]{16}$")
 _LIVE_SEGMENT = re.compile(r"^[0-9]{10}-[0-9a-f]{16}\.seg$")
 _LIVE_TABLE = re.compile(r"^[0-9]{10}-[0-9]{10}-[0-9a-f]{16}\.tbl$")
 _USAGE_DAY = re.compile(r"^dt=[0-9]{4}-[0-9]{2}-[0-9]{2}$")
-_USAGE_PART = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}\.ndjson$")
+#: A part: ``<stamp>-<rand12>[-f<n>].ndjson``; ``n`` the byte length of its fact lines, which come
+#: first (the shown texts follow), so ``stats`` reads only that range (s3spill.usage.source).
+_USAGE_PART = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}(?:-f[0-9]{1,15})?\.ndjson$")
 _USAGE_COMPACT = re.compile(r"^day-[0-9a-f]{16}\.parquet$")
 
 
@@ -231,10 +233,12 @@ def usage_prefix(shash: str, day: str | None = None, *, days: bool = False) -> s
     return validate_key(f"{base}dt={day}") + "/"
 
 
-def usage_part_key(shash: str, day: str, now: datetime | None = None) -> str:
-    """A fresh, never-reused key for one batch of a session's usage events of ``day``."""
+def usage_part_key(shash: str, day: str, now: datetime | None = None, *, facts: int | None = None) -> str:
+    """A fresh, never-reused key for one batch of a session's usage events of ``day``
+    (``facts``: the byte length of its leading fact lines, named in the key)."""
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
-    return validate_key(usage_prefix(shash, day) + f"{stamp}-{secrets.token_hex(6)}.ndjson")
+    tail = "" if facts is None else f"-f{int(facts)}"
+    return validate_key(usage_prefix(shash, day) + f"{stamp}-{secrets.token_hex(6)}{tail}.ndjson")
 
 
 def usage_day_key(shash: str, day: str, sha256: str) -> str:

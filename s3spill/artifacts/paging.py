@@ -27,11 +27,11 @@ from pydantic import BaseModel, ConfigDict
 
 from s3spill.artifacts.index import ArtifactIndex, decode_units, encode_units
 from s3spill.context.read_args import ArgStyle, spell_args
+from s3spill.context.read_limits import DEFAULT_LIMIT as DEFAULT_LIMIT
+from s3spill.context.read_limits import DEFAULT_MAX_CHARS as DEFAULT_MAX_CHARS
 from s3spill.errors import IntegrityError, InvalidRequest
 from s3spill.textview import cost, escape, fit, grapheme_cut, unescape
 
-DEFAULT_LIMIT = 2000
-DEFAULT_MAX_CHARS = 40_000
 MIN_BODY_CHARS = 64
 #: Below this many characters left, a line that does not fit starts the next page instead.
 MIN_CUT_CHARS = 200

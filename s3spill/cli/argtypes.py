@@ -7,9 +7,12 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from s3spill.errors import ConfigError, SourceIdError
-from s3spill.store import ObjectStore
+
+if TYPE_CHECKING:  # the store layer loads when a command opens one, not when flags are parsed
+    from s3spill.store import ObjectStore
 
 
 def store_from_args(args: argparse.Namespace, *, create: bool = True) -> ObjectStore:
@@ -19,9 +22,15 @@ def store_from_args(args: argparse.Namespace, *, create: bool = True) -> ObjectS
     (:class:`~s3spill.errors.StoreNotFound`), not made into an empty store.
     """
     from s3spill.cli.policy_args import policy_from_args  # the policy needs this module's types
+    from s3spill.fleet.locate import store_needs_no_policy
 
+    url = getattr(args, "store", None)
     try:
-        return policy_from_args(args).open_store(getattr(args, "store", None), create=create)
+        if url != "" and store_needs_no_policy(getattr(args, "config", None), os.environ):
+            from s3spill.store import open_store
+
+            return open_store(url, create=create)  # what the policy's defaults would open
+        return policy_from_args(args).open_store(url, create=create)
     except ConfigError as exc:
         if exc.hint is None:
             exc.hint = "check --store / $S3SPILL_STORE"

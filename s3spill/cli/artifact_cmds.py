@@ -17,19 +17,22 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from s3spill import keys
-from s3spill.artifacts.grep.engine import DEFAULT_MAX_MATCHES
-from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
-from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli.argtypes import count, positive, session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
 from s3spill.cli.policy_args import add_cap_flag
 from s3spill.cli.voice import say
-from s3spill.context.secrets import mask_view
+from s3spill.context.read_limits import (
+    DEFAULT_BYTES,
+    DEFAULT_LIMIT,
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_MATCHES,
+    MAX_BYTES,
+)
 from s3spill.errors import ArtifactNotFound, InvalidRequest, S3SpillError
 from s3spill.log import get_logger
-from s3spill.typed.bytepage import DEFAULT_BYTES, MAX_BYTES
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the artifact layer loads when a command reads, not when flags are parsed
+    from s3spill.artifacts.store import ArtifactStore
     from s3spill.live.reader import LiveReader
 
 log = get_logger("s3spill.cli.artifacts")
@@ -43,6 +46,9 @@ def _out(text: str) -> None:
 def _artifacts(args: argparse.Namespace) -> tuple[ArtifactStore, str]:
     """The session's artifacts; pages and matches masked (the pointer sends a model here)
     unless the operator passed ``--show-secrets``."""
+    from s3spill.artifacts.store import ArtifactStore
+    from s3spill.context.secrets.masking import mask_view
+
     session = session_from_args(args)
     view = None if getattr(args, "show_secrets", True) else mask_view
     return ArtifactStore(store_from_args(args, create=False), session_id=session, view=view), session
@@ -186,8 +192,32 @@ def cmd_read(args: argparse.Namespace) -> int:
             max_chars=args.max_chars,
             since=args.since,
         )
-    _out(page.model_dump_json() + "\n" if args.json else page.render("cli"))
+    text = page.model_dump_json() + "\n" if args.json else page.render("cli")
+    _out(text)
+    lines = getattr(page, "lines", ())
+    _record_usage(arts, session, args, "read", text, {
+        "size_bytes": getattr(page, "size_bytes", None), "total_lines": getattr(page, "total_lines", None),
+        "first_line": lines[0].number if lines else None, "last_line": lines[-1].number if lines else None})
     return 0
+
+
+def _record_usage(arts: ArtifactStore, session: str, args: argparse.Namespace, op: str, text: str,
+                  facts: dict[str, object]) -> None:
+    """The usage event of a page or grep the CLI printed (a pointer sends a model here), one
+    small object, written after the answer is out; fail open. Not for ``--show-secrets``:
+    that is an operator's unmasked view, not what a model was shown."""
+    if getattr(args, "show_secrets", True):
+        return
+    try:
+        from s3spill.usage.events import grep_event, read_event
+        from s3spill.usage.recorder import record_answer, usage_recorder
+
+        usage = usage_recorder(arts.store, batch=False)
+        if usage is not None:
+            record_answer(usage, read_event if op == "read" else grep_event, session, args.source_id,
+                          f"s3spill {op}", text, facts)
+    except Exception as exc:  # noqa: BLE001 - losing usage never fails a call
+        log.warning("usage.event_failed", error=type(exc).__name__)
 
 
 def cmd_grep(args: argparse.Namespace) -> int:
@@ -200,7 +230,9 @@ def cmd_grep(args: argparse.Namespace) -> int:
             max_matches=args.max_matches,
             ignore_case=args.ignore_case,
         )
-    _out(result.model_dump_json() + "\n" if args.json else result.render("cli"))
+    text = result.model_dump_json() + "\n" if args.json else result.render("cli")
+    _out(text)
+    _record_usage(arts, session, args, "grep", text, {"total_matches": result.total_matches})
     return 0 if result.total_matches else 1
 
 

@@ -14,6 +14,9 @@ family-wide hint is true, the raiser's own (``exc.hint``) is used, or none.
 
 botocore is never imported here — a local-store user never loads it — so its exceptions
 are matched by class name along their MRO, and only when their module is botocore's.
+pydantic's ``ValidationError`` is matched the same way (by name, in ``pydantic_core``):
+every command imports this table, and a read that never builds a model should not pay
+pydantic's import for it.
 """
 
 from __future__ import annotations
@@ -21,8 +24,6 @@ from __future__ import annotations
 import errno
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from pydantic import ValidationError
 
 from s3spill import errors as e
 from s3spill.cli.exitcodes import ExitCode
@@ -36,6 +37,8 @@ def _named(exc: BaseException) -> str:
 
 
 def _validation(exc: BaseException) -> str:
+    from pydantic import ValidationError  # loaded already: one was raised
+
     assert isinstance(exc, ValidationError)
     parts = []
     for err in exc.errors(include_url=False):
@@ -126,8 +129,6 @@ TABLE: dict[type[BaseException], Rule] = {
                         "nothing was deleted"),
     e.GcLockLost: Rule(ExitCode.REFUSED, "another run took the expired lock, so this one "
                        "stopped deleting; run again later"),
-    ValidationError: Rule(ExitCode.ERROR, "the command's --help lists the accepted values",
-                          _validation),
     UnicodeError: Rule(ExitCode.ERROR, what=lambda exc: f"not valid UTF-8: {exc}"),
     OSError: Rule(ExitCode.ERROR, what=_named),
     PermissionError: Rule(ExitCode.ERROR, "check the file's owner and mode",
@@ -158,6 +159,8 @@ BOTOCORE: dict[str, Rule] = {
                      "HTTPClientError", "ConnectionError"), _UNREACHABLE),
     "BotoCoreError": Rule(ExitCode.ERROR, what=lambda exc: f"S3 client: {_named(exc)}"),
 }
+#: pydantic's one exception (``pydantic.ValidationError`` is ``pydantic_core``'s class).
+VALIDATION = Rule(ExitCode.ERROR, "the command's --help lists the accepted values", _validation)
 
 
 def rule_for(exc: BaseException) -> Rule:
@@ -167,6 +170,8 @@ def rule_for(exc: BaseException) -> Rule:
     for cls in type(exc).__mro__:
         if cls.__module__.startswith("botocore") and cls.__name__ in BOTOCORE:
             return BOTOCORE[cls.__name__]
+        if cls.__name__ == "ValidationError" and cls.__module__.startswith("pydantic_core"):
+            return VALIDATION
         if cls in TABLE:
             return TABLE[cls]
     return TABLE[Exception]

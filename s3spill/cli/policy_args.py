@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from s3spill.fleet.policy_file import LoadedPolicy, Origin, load_policy
+if TYPE_CHECKING:  # the policy (pydantic models) loads when a command asks for it, not at parse
+    from s3spill.fleet.policy_file import LoadedPolicy, Origin
 
 #: Flags that set a policy key: (section, key) -> (argparse dest, flag).
 FLAG_KEYS: dict[tuple[str, str], tuple[str, str]] = {
@@ -54,6 +55,8 @@ def add_cap_flag(p: argparse.ArgumentParser) -> None:
 
 
 def _flag_origin(flag: str, value: Any) -> Origin:
+    from s3spill.fleet.policy_file import Origin
+
     variable = "S3SPILL_" + flag[2:].upper().replace("-", "_")
     if os.environ.get(variable) is not None and os.environ[variable] == str(value):
         return Origin("env", variable)
@@ -63,6 +66,8 @@ def _flag_origin(flag: str, value: Any) -> Origin:
 def policy_from_args(args: argparse.Namespace) -> LoadedPolicy:
     """The policy of this call (``--config`` / ``$S3SPILL_CONFIG`` / the config dirs, the
     variables, this command's flags); read once and kept on ``args``."""
+    from s3spill.fleet.policy_file import LoadedPolicy, load_policy
+
     cached = getattr(args, _CACHE, None)
     if isinstance(cached, LoadedPolicy):
         return cached

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 
-__all__ = ["LIMIT_KEYS", "operator_file", "policy_floor"]
+__all__ = ["LIMIT_KEYS", "NOT_POLICY_VARIABLES", "operator_file", "policy_floor", "store_needs_no_policy"]
 
 #: Keys whose value is a size or character limit below which an output is spilled or cut.
 LIMIT_KEYS = frozenset({"threshold", "hard_cap_chars", "max_inline_tokens"})
@@ -66,3 +66,22 @@ def policy_floor(environ: Mapping[str, str] | None = None, config: str | None = 
         found += [v if isinstance(v, int) and not isinstance(v, bool) else 0 for v in _limits(doc)]
         found.append(1 << 62)  # a file with no limit in it: no floor of its own, but one exists
     return min(found) if found else None
+
+
+#: ``S3SPILL_*`` variables that set no policy key but the store's own (``S3SPILL_STORE``,
+#: which the store's opening reads the same way): tests check them against the schema.
+NOT_POLICY_VARIABLES = frozenset({"S3SPILL_STORE", "S3SPILL_SESSION", "S3SPILL_LOG_LEVEL", "S3SPILL_DEBUG",
+                                  "S3SPILL_CONFIG"})
+
+
+def store_needs_no_policy(config: str | None, environ: Mapping[str, str]) -> bool:
+    """Would the fleet policy open the same store as ``open_store`` does from the variables?
+
+    True when no policy file exists (none named, none in the config dirs) and no
+    ``S3SPILL_*`` variable but :data:`NOT_POLICY_VARIABLES` is set: the policy then holds
+    its defaults, its ``[store] url`` is ``$S3SPILL_STORE`` (or none) and it has no KMS key.
+    A reader (``s3spill read``) then opens its store without loading and checking the
+    policy's models (pydantic, ~40% of such a process).
+    """
+    return operator_file(config, environ) is None and not any(
+        name.startswith("S3SPILL_") and name not in NOT_POLICY_VARIABLES for name in environ)

@@ -38,8 +38,15 @@ FactsReader = Callable[[ObjectStore, str, Callable[[], datetime]], SessionFacts]
 
 
 def _name_time(name: str) -> datetime:
-    """The creation stamp embedded in an artifact name (``YYYYmmddTHHMMSSZ-…``)."""
-    return datetime.strptime(name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    """The creation stamp embedded in an artifact name (``YYYYmmddTHHMMSSZ-…``).
+
+    Parsed by hand: ``strptime`` costs ~20 µs an artifact, a third of a plan's per-artifact work.
+    """
+    stamp = name[:16]
+    if len(stamp) != 16 or stamp[8] != "T" or stamp[15] != "Z" or not (stamp[:8] + stamp[9:15]).isdigit():
+        raise ValueError(f"no creation stamp in {name[:40]!r}")
+    return datetime(int(stamp[:4]), int(stamp[4:6]), int(stamp[6:8]), int(stamp[9:11]),
+                    int(stamp[11:13]), int(stamp[13:15]), tzinfo=UTC)
 
 
 #: Live output is never GC's to delete: its writer deletes segments once they are an

@@ -12,7 +12,9 @@ look for our write id or records; never apply twice).
 Every ``journal_merge_segments`` level 0 segments, the writer cutting the last one
 writes it merged with the rest of the run (records the reader verified), linked past the
 run; the run's objects stay behind, unreferenced. A write never reads a segment, and
-nothing is ever deleted or rewritten in place.
+nothing is ever rewritten in place or deleted, but for one case: a segment this write
+created before its CAS met a purge's tombstone (the session is sealed: nothing can
+reference it). A segment is a create, not a CAS, so it is never written on a guessed state.
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ from s3spill.errors import (
     ConfigError,
     JournalContention,
     JournalCorrupt,
+    NotFound,
     PreconditionFailed,
     S3SpillError,
+    SessionErased,
     StoreUnavailable,
     TransactionStateError,
 )
@@ -68,6 +72,7 @@ __all__ = ["AppendDecision", "AppendPlanner", "CandidateBuilder", "ManifestCandi
 log = get_logger("s3spill.leases.journal")
 
 FP_BEFORE_CAS = declare("journal.before_cas", "manifest read and change planned; CAS not sent")
+FP_BEFORE_SEGMENT = declare("journal.before_segment_write", "manifest read, segment planned; not written")
 FP_AFTER_SEGMENT = declare("journal.after_segment_write", "history segment written; manifest CAS not sent")
 
 _JSON = "application/json"
@@ -144,6 +149,8 @@ class ManifestCas:
         self._optimistic = False
         self._optimistic_epoch = -1
         self._last_body = b""
+        #: Segments the current :meth:`swap` created (key, ETag): undone if it ends sealed.
+        self._created: list[tuple[str, str]] = []
 
     @property
     def store(self) -> ObjectStore:
@@ -178,6 +185,7 @@ class ManifestCas:
             stop=stop_after_attempt(cfg.journal_cas_attempts) | stop_after_delay(cfg.deadline),
             wait=wait, retry=retry_if_exception_type(_Retry), reraise=True,
         )
+        self._created = []
         try:
             for attempt in retrying:
                 with attempt:
@@ -185,6 +193,9 @@ class ManifestCas:
                     result = self._attempt(build, attempted, verify, guess=guessed and first)
                     self._optimistic, self._optimistic_epoch = first, self.chain.resets
                     return result
+        except SessionErased:
+            self._undo_created()
+            raise
         except _Retry as exc:
             if exc.unknown:
                 raise StoreUnavailable(f"journal write for session {self.session_hash} has an unknown "
@@ -202,6 +213,11 @@ class ManifestCas:
             try:
                 built = build(manifest, fold)
             except (S3SpillError, ValueError):
+                built = None
+            if isinstance(built, ManifestCandidate) and built.segment is not None:
+                # A segment is a create, not a CAS: it would land whatever the manifest is
+                # now (a purge's tombstone, say). Only a CAS is sent on a guessed state.
+                built.undo()
                 built = None
             if not isinstance(built, ManifestCandidate):
                 return self._attempt(build, attempted, verify)
@@ -274,8 +290,10 @@ class ManifestCas:
         return None
 
     def _write_segment(self, key: str, body: bytes) -> None:
+        failpoint(FP_BEFORE_SEGMENT)
         try:
-            self.store.put_if_absent(key, body, content_type=_JSON)
+            put = self.store.put_if_absent(key, body, content_type=_JSON)
+            self._created.append((key, put.etag))
             self.stats.segments_written += 1
         except AlreadyExists:
             # Content-addressed: the same range compacted by another writer. Make sure.
@@ -283,6 +301,22 @@ class ManifestCas:
                 raise corrupt(self.session_hash, "segment_mismatch",
                               "a segment key holds content that is not the journal's") from None
         failpoint(FP_AFTER_SEGMENT)
+
+    def _undo_created(self) -> None:
+        """The session was sealed (purged) during this write: delete the segments it
+        created, which nothing can reference any more. Only ours, each by its ETag; a role
+        that may not delete leaves them to GC, which erases a sealed session's objects."""
+        for key, etag in self._created:
+            try:
+                self.store.delete_if_match(key, etag)
+            except (NotFound, PreconditionFailed):
+                continue
+            except S3SpillError as exc:
+                log.warning("journal.late_segment_left", session=self.session_hash, key=key,
+                            error=type(exc).__name__)
+                continue
+            log.info("journal.late_segment_removed", session=self.session_hash, key=key)
+        self._created = []
 
     def mutate(self, plan: AppendPlanner) -> TransitionResult:
         def build(manifest: JournalManifest | None,

@@ -1,13 +1,21 @@
-"""Object stores: one interface (:mod:`.base`), an S3 backend and a local-directory backend."""
+"""Object stores: one interface (:mod:`.base`), an S3 backend and a local-directory backend.
+
+The transfer settings (:class:`~s3spill.config.TransferConfig`, a pydantic model) load
+only when a store is opened with a KMS key to add: this package is imported by
+:mod:`s3spill.keys` (through :mod:`.base`), so by every command.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from s3spill.config import TransferConfig
 from s3spill.errors import ConfigError
 from s3spill.store.base import ObjectInfo, ObjectStore, PutResult, StoreCapabilities
+
+if TYPE_CHECKING:
+    from s3spill.config import TransferConfig
 
 __all__ = [
     "ObjectInfo",
@@ -43,6 +51,8 @@ def open_store(url: str | None = None, config: TransferConfig | None = None, *,
         s3_module = importlib.import_module("s3spill.store.s3.store")
         kms = os.environ.get("S3SPILL_KMS_KEY_ID")
         if kms and (config is None or config.sse_kms_key_id is None):
+            from s3spill.config import TransferConfig
+
             config = (config or TransferConfig()).model_copy(update={"sse_kms_key_id": kms})
         store: ObjectStore = s3_module.S3Store.from_url(url, config=config)
         return store

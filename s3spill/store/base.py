@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import BinaryIO, ClassVar, Literal
 
 from s3spill.errors import InvalidKey, PreconditionFailed
-from s3spill.store.capabilities import StoreCapabilities as StoreCapabilities
+from s3spill.store.claims import StoreCapabilities as StoreCapabilities
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,127}$")
 MAX_KEY_LENGTH = 512

@@ -10,24 +10,11 @@ backend claims) and a :class:`CapabilityReport` (what real requests showed, buil
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-
-@dataclass(frozen=True)
-class StoreCapabilities:
-    """Guarantees a backend claims; ``s3spill doctor`` verifies them against the real store."""
-
-    conditional_create: bool = True
-    conditional_put: bool = True
-    conditional_delete: bool = True
-    versioned_delete: bool = False
-    batch_conditional_delete: bool = False
-    verifies_sha256_on_put: bool = False
-    versioning: bool = False
-
+from s3spill.store.claims import StoreCapabilities as StoreCapabilities
 
 #: Who relies on a guarantee: every writer (``all``), GC, large (multipart) writes,
 #: integrity checks, or nobody (``info``).

@@ -16,9 +16,10 @@ content digest (``sha256=None``): callers that need one refuse or retain, never 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
+
+import orjson
 
 from s3spill.errors import NotFound
 from s3spill.store.base import ObjectInfo, ObjectStore
@@ -47,7 +48,7 @@ def committed_digest(store: ObjectStore, index_key: str, body_etag: str, *, shas
     name): the caller falls back to a HEAD, never guesses.
     """
     try:
-        record = json.loads(store.get(index_key))
+        record = orjson.loads(store.get(index_key))
     except (NotFound, ValueError):
         return None
     if not isinstance(record, dict):
@@ -72,7 +73,7 @@ def content_info(store: ObjectStore, info: ObjectInfo) -> ObjectInfo:
     except NotFound:
         return replace(info, sha256=None)
     try:
-        record = json.loads(raw)
+        record = orjson.loads(raw)
     except ValueError:
         return replace(info, sha256=None)
     sha = record.get("sha256") if isinstance(record, dict) else None

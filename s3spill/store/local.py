@@ -11,16 +11,19 @@ comparison. Directories are 0700 and files 0600 because tool output is sensitive
 Hardening, because the root may be shared ground (``file:///tmp/x``) or tampered with:
 every directory the store creates is created 0700 (parents included), and a directory
 it did not create is never chmodded; a symlink inside the root is refused, never
-followed (resolved-path check on the parent, ``O_NOFOLLOW`` on the object), so a planted
-link cannot redirect a write outside the root; a trailer that does not parse is an
-:class:`IntegrityError`. A writer holds an ``flock`` on its temporary for as long as it
-lives, so :meth:`LocalStore.sweep_temporaries` (called by GC) removes only the ``.part``
-files of writers that died, and only once they are old.
+followed (each directory from ``objects/`` to the key's parent is ``lstat``-ed,
+``O_NOFOLLOW`` on the object), so a planted link cannot redirect a write outside the
+root; a trailer that does not parse is an :class:`IntegrityError`. A writer holds an
+``flock`` on its temporary for as long as it lives, so
+:meth:`LocalStore.sweep_temporaries` (called by GC) removes only the ``.part`` files of
+writers that died, and only once they are old.
 
 File layout: ``<root>/objects/<key>``; temporaries in ``<root>/tmp``; lock stripes in
-``<root>/locks``.
+``<root>/locks``. The file format is :mod:`s3spill.store.local_trailer`; a copy of what a
+listing shows sits in an extended attribute (:mod:`s3spill.store.local_record`), so that
+listings and conditional deletes need not open the object.
 
-Over 450 lines (about 500) because it is one job: the whole :class:`ObjectStore` contract
+Over 450 lines (about 480) because it is one job: the whole :class:`ObjectStore` contract
 on a directory, where every operation shares the same three disciplines — the body plus
 trailer file, the per-key lock stripes, the symlink-refusing path — and splitting by
 operation would spread each discipline over several modules. (The S3 store hands its
@@ -33,20 +36,17 @@ import contextlib
 import errno
 import fcntl
 import hashlib
-import json
 import os
 import secrets
 import stat
-import struct
 import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, TYPE_CHECKING, Literal
 from urllib.parse import unquote, urlparse
 
-from s3spill.config import TransferConfig
 from s3spill.errors import (
     AlreadyExists,
     ConfigError,
@@ -58,6 +58,7 @@ from s3spill.errors import (
     UnsupportedOperation,
 )
 from s3spill.log import get_logger
+from s3spill.store import local_record, local_trailer
 from s3spill.store.base import (
     META_PUT_ID,
     META_SHA256,
@@ -71,14 +72,15 @@ from s3spill.store.base import (
     iter_body,
     validate_key,
 )
+from s3spill.store.local_paths import make_dirs, walk_keys
 from s3spill.store.payload import StreamedBody
 
-_MAGIC = b"S3SPOBJ1"
-_TRAILER = struct.Struct(">Q8s")  # trailer length, magic
+if TYPE_CHECKING:
+    from s3spill.config import TransferConfig
+
 _LOCK_STRIPES = 64
-#: A streamed body's SHA-256 lives in its artifact's index, not in the trailer: None there.
-_TRAILER_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "etag": str, "size": int, "sha256": (str, type(None)), "last_modified": str, "metadata": dict}
+#: Objects up to this size are read whole by :meth:`LocalStore.get` (one read, no chunking).
+_SMALL = 1024 * 1024
 log = get_logger("s3spill.store.local")
 
 
@@ -92,18 +94,30 @@ class LocalStore(ObjectStore):
         """``create=False``: a reader's open, which refuses a root that does not exist
         (:class:`StoreNotFound`) rather than create an empty store at a mistyped path."""
         self.root = Path(root).absolute()
-        self.config = config or TransferConfig()
+        self._config = config
         if self.root.exists() and not self.root.is_dir():
             raise ConfigError(f"store root {self.root} is not a directory")
         if not create and not self.root.exists():
             raise StoreNotFound(f"no store at {self.root}: the directory does not exist")
-        _make_dirs(self.root)
+        make_dirs(self.root)
         self._deferred = threading.local()  # per thread: directories a delete left unsynced
         for sub in ("objects", "tmp", "locks"):
-            _make_dirs(self.root / sub)
+            make_dirs(self.root / sub)
             if (self.root / sub).is_symlink():
                 raise ConfigError(f"store root {self.root}: {sub}/ is a symlink; refused")
-        self._objects_real = os.path.realpath(self.root / "objects")
+        self._objects = str(self.root / "objects")
+        #: Whether the filesystem keeps listing records (:mod:`s3spill.store.local_record`).
+        self._records = True
+
+    @property
+    def config(self) -> TransferConfig:
+        """The transfer settings; the defaults (a pydantic model) are built on first use, so a
+        process that only reads never builds them."""
+        if self._config is None:
+            from s3spill.config import TransferConfig
+
+            self._config = TransferConfig()
+        return self._config
 
     @classmethod
     def from_url(cls, url: str, config: TransferConfig | None = None, *,
@@ -122,17 +136,30 @@ class LocalStore(ObjectStore):
     # -- paths and locks -------------------------------------------------------------
 
     def _path(self, key: str) -> Path:
-        validate_key(key)
-        path = self.root / "objects" / key
-        # validate_key already forbids escapes; this is belt and braces.
-        if not str(path).startswith(str(self.root / "objects") + os.sep):
-            raise ConfigError("key escapes the store root")
-        # A directory symlinked inside the root would carry reads and writes elsewhere.
-        parent = os.path.dirname(key)
-        expected = os.path.join(self._objects_real, parent) if parent else self._objects_real
-        if os.path.realpath(path.parent) != expected:
+        return Path(self._spath(key))
+
+    def _spath(self, key: str) -> str:
+        """The object's file, as a string (the hot paths), once no directory on the way is a link.
+
+        A directory symlinked inside the root would carry reads and writes elsewhere: every
+        directory from ``objects/`` down to the key's parent must be a real directory (one
+        ``lstat`` each; a missing one ends the check, as nothing below it exists to follow).
+        """
+        validate_key(key)  # forbids escapes: no empty, ".", ".." segments, no leading "/"
+        if stat.S_ISLNK(os.lstat(self._objects).st_mode):
             raise StoreError(f"{key}: a symlink inside the store root; refused", key=key)
-        return path
+        current = self._objects
+        for part in key.split("/")[:-1]:
+            current = f"{current}/{part}"
+            try:
+                mode = os.lstat(current).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                break
+            if not stat.S_ISDIR(mode):
+                if stat.S_ISLNK(mode):
+                    raise StoreError(f"{key}: a symlink inside the store root; refused", key=key)
+                break  # an object where a directory should be: nothing below it exists
+        return f"{self._objects}/{key}"
 
     def _make_parent(self, key: str, path: Path) -> None:
         """Create the key's directories 0700, one by one, refusing symlinks and objects."""
@@ -154,8 +181,8 @@ class LocalStore(ObjectStore):
 
     @contextlib.contextmanager
     def _lock(self, key: str) -> Iterator[None]:
-        stripe = int(hashlib.sha256(key.encode()).hexdigest()[:4], 16) % _LOCK_STRIPES
-        fd = os.open(self.root / "locks" / f"{stripe:02d}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        stripe = int.from_bytes(hashlib.sha256(key.encode()).digest()[:2], "big") % _LOCK_STRIPES
+        fd = os.open(f"{self.root}/locks/{stripe:02d}.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -200,10 +227,10 @@ class LocalStore(ObjectStore):
                     "content_type": content_type,
                     "metadata": meta,
                 }
-                raw = json.dumps(trailer, sort_keys=True).encode()
-                fh.write(raw)
-                fh.write(_TRAILER.pack(len(raw), _MAGIC))
+                fh.write(local_trailer.encode(trailer))
                 fh.flush()
+                if self._records:
+                    self._records = local_record.write(fd, trailer)
                 os.fsync(fh.fileno())
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -262,10 +289,10 @@ class LocalStore(ObjectStore):
         try:
             with self._lock(key):
                 try:
-                    current = self._read_trailer(path)
+                    current = self._etag(path, key)
                 except NotFound:
                     raise PreconditionFailed(f"no object to replace: {key}", key=key) from None
-                if current["etag"] != etag:
+                if current != etag:
                     raise PreconditionFailed(f"ETag mismatch on {key}", key=key)
                 os.replace(tmp, path)
                 self._fsync_dir(path.parent)
@@ -277,29 +304,7 @@ class LocalStore(ObjectStore):
 
     # -- reading ---------------------------------------------------------------------
 
-    def _read_trailer_fh(self, fh: IO[bytes], key: str) -> dict[str, object]:
-        fh.seek(0, os.SEEK_END)
-        end = fh.tell()
-        if end < _TRAILER.size:
-            raise IntegrityError(f"local object {key} has no trailer")
-        fh.seek(end - _TRAILER.size)
-        length, magic = _TRAILER.unpack(fh.read(_TRAILER.size))
-        if magic != _MAGIC or length > end - _TRAILER.size:
-            raise IntegrityError(f"local object {key} has a damaged trailer")
-        fh.seek(end - _TRAILER.size - length)
-        try:
-            trailer = json.loads(fh.read(length))
-            fields_ok = isinstance(trailer, dict) and all(
-                isinstance(trailer.get(name), kind) for name, kind in _TRAILER_FIELDS.items())
-            if fields_ok:
-                datetime.fromisoformat(trailer["last_modified"])
-        except ValueError:  # JSONDecodeError, UnicodeDecodeError, a bad timestamp
-            fields_ok = False
-        if not fields_ok or trailer["size"] > end - _TRAILER.size - length:
-            raise IntegrityError(f"local object {key} has a damaged trailer")
-        return dict(trailer)
-
-    def _open(self, path: Path, key: str) -> IO[bytes]:
+    def _open(self, path: str | Path, key: str) -> IO[bytes]:
         """Open an object for reading; never through a symlink (``O_NOFOLLOW``)."""
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -315,26 +320,22 @@ class LocalStore(ObjectStore):
             raise NotFound(f"no such object: {key}", key=key)
         return os.fdopen(fd, "rb")
 
-    def _read_trailer(self, path: Path, key: str | None = None) -> dict[str, object]:
-        with self._open(path, key or path.name) as fh:
-            return self._read_trailer_fh(fh, key or path.name)
+    def _read_trailer(self, path: str | Path, key: str) -> dict[str, object]:
+        with self._open(path, key) as fh:
+            return local_trailer.read_from(fh, key)
+
+    def _etag(self, path: str | Path, key: str) -> str:
+        """The object's ETag: from its listing record when it has one, else from its trailer."""
+        try:
+            record = local_record.read(path, key)
+        except (FileNotFoundError, NotADirectoryError):
+            raise NotFound(f"no such object: {key}", key=key) from None
+        if record is not None:
+            return record.etag
+        return str(self._read_trailer(path, key)["etag"])
 
     def head(self, key: str) -> ObjectInfo:
-        return self._info(key, self._read_trailer(self._path(key), key))
-
-    @staticmethod
-    def _info(key: str, trailer: dict[str, object]) -> ObjectInfo:
-        meta = trailer.get("metadata") or {}
-        assert isinstance(meta, dict)
-        return ObjectInfo(
-            key=key,
-            size=int(trailer["size"]),  # type: ignore[call-overload]
-            etag=str(trailer["etag"]),
-            last_modified=datetime.fromisoformat(str(trailer["last_modified"])),
-            version_id=None,
-            sha256=None if trailer.get("sha256") is None else str(trailer["sha256"]),
-            metadata={str(k): str(v) for k, v in meta.items()},
-        )
+        return local_trailer.info(key, self._read_trailer(self._path(key), key))
 
     def iter_chunks(
         self, key: str, byte_range: ByteRange | None = None, chunk_size: int = 1024 * 1024
@@ -343,7 +344,7 @@ class LocalStore(ObjectStore):
         handed out, as the S3 backend checks a full read against its metadata."""
         fh = self._open(self._path(key), key)
         with fh:
-            trailer = self._read_trailer_fh(fh, key)
+            trailer = local_trailer.read_from(fh, key)
             size = int(trailer["size"])  # type: ignore[call-overload]
             start, end = (0, size) if byte_range is None else byte_range
             if start < 0 or end < start:
@@ -373,22 +374,33 @@ class LocalStore(ObjectStore):
                 yield pending
 
     def get(self, key: str, byte_range: ByteRange | None = None) -> bytes:
-        return b"".join(self.iter_chunks(key, byte_range))
+        if byte_range is not None:
+            return b"".join(self.iter_chunks(key, byte_range))
+        # A whole small object (a commit record, a journal segment): one read, then the checks
+        # iter_chunks makes — the trailer's, and the body's SHA-256 before it is handed out.
+        with self._open(self._spath(key), key) as fh:
+            if os.fstat(fh.fileno()).st_size > _SMALL:
+                return b"".join(self.iter_chunks(key))
+            body, trailer = local_trailer.split(fh.read(), key)
+        if len(body) != trailer["size"]:
+            raise IntegrityError(f"local object {key} is truncated")
+        if trailer["sha256"] is not None and hashlib.sha256(body).hexdigest() != trailer["sha256"]:
+            raise IntegrityError(f"{key}: content does not match its SHA-256")
+        return body
 
     # -- deleting and listing --------------------------------------------------------
 
     def delete_if_match(self, key: str, etag: str) -> None:
-        path = self._path(key)
+        path = self._spath(key)
         with self._lock(key):
-            current = self._read_trailer(path, key)
-            if current["etag"] != etag:
+            if self._etag(path, key) != etag:
                 raise PreconditionFailed(f"ETag mismatch on {key}", key=key)
-            path.unlink()
-            dirs: set[Path] | None = getattr(self._deferred, "dirs", None)
+            os.unlink(path)
+            dirs: set[str] | None = getattr(self._deferred, "dirs", None)
             if dirs is None:
-                self._fsync_dir(path.parent)
+                self._fsync_dir(Path(os.path.dirname(path)))
             else:
-                dirs.add(path.parent)
+                dirs.add(os.path.dirname(path))
         log.debug("store.delete_if_match", key=key, attempts=1)
 
     @contextlib.contextmanager
@@ -397,7 +409,7 @@ class LocalStore(ObjectStore):
         if getattr(self._deferred, "dirs", None) is not None:
             yield  # nested: the outermost block syncs
             return
-        dirs: set[Path] = set()
+        dirs: set[str] = set()
         self._deferred.dirs = dirs
         try:
             yield
@@ -405,7 +417,7 @@ class LocalStore(ObjectStore):
             self._deferred.dirs = None
             for path in sorted(dirs):
                 with contextlib.suppress(FileNotFoundError):
-                    self._fsync_dir(path)
+                    self._fsync_dir(Path(path))
 
     def delete_version(self, key: str, version_id: str) -> None:
         raise UnsupportedOperation("the local store is not versioned", key=key)
@@ -417,14 +429,18 @@ class LocalStore(ObjectStore):
         return self._list(prefix, start_after)
 
     def _list(self, prefix: str, start_after: str | None) -> Iterator[ObjectInfo]:
-        base = self.root / "objects"
+        base = self._objects
         # Walk only the directory the prefix pins down, then filter by the rest.
         directory, _, _ = prefix.rpartition("/")
         if directory:
             validate_key(directory)
-        for key in _walk_keys(base, f"{directory}/" if directory else "", prefix, start_after):
+        for key in walk_keys(Path(base), f"{directory}/" if directory else "", prefix, start_after):
+            path = f"{base}/{key}"
             try:
-                yield self._info(key, self._read_trailer(base / key, key))
+                # The listing record when the file has one (no open), else the trailer.
+                yield local_record.read(path, key) or local_trailer.info(key, self._read_trailer(path, key))
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # deleted while listing
             except (NotFound, StoreError, IntegrityError, ValueError, OSError) as exc:
                 if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, None):
                     raise
@@ -471,42 +487,3 @@ class LocalStore(ObjectStore):
             versioned_delete=False, batch_conditional_delete=False,
             verifies_sha256_on_put=True, versioning=False,
         )
-
-
-def _make_dirs(path: Path) -> None:
-    """``mkdir -p`` where every directory created is 0700; existing ones are left as they are."""
-    missing: list[Path] = []
-    current = path
-    while not current.exists() and not current.is_symlink():
-        missing.append(current)
-        current = current.parent
-    for directory in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # another process made it first
-            os.mkdir(directory, 0o700)
-
-
-def _walk_keys(base: Path, rel: str, prefix: str, start_after: str | None) -> Iterator[str]:
-    """Keys under ``base/rel`` in key order (as S3 lists them), pruned by prefix and start.
-
-    Why not ``os.walk``: it yields a directory's files before its subdirectories', so a
-    file ``a0`` came before ``a/x`` although ``"a/x" < "a0"``. Sorting each directory's
-    entries by name, with ``/`` appended to subdirectories, gives the byte order of the
-    whole keys. A subdirectory is skipped when every key in it sorts at or before
-    ``start_after`` (``start_after`` is past it, not inside it) or none can carry the prefix.
-    """
-    try:
-        with os.scandir(base / rel if rel else base) as it:
-            entries = sorted((e.name + "/" if e.is_dir(follow_symlinks=False) else e.name)
-                             for e in it)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    for name in entries:
-        key = rel + name
-        if name.endswith("/"):
-            if not (key.startswith(prefix) or prefix.startswith(key)):
-                continue
-            if start_after is not None and start_after > key and not start_after.startswith(key):
-                continue
-            yield from _walk_keys(base, key, prefix, start_after)
-        elif key.startswith(prefix) and (start_after is None or key > start_after):
-            yield key

@@ -187,6 +187,8 @@ def _local_rows() -> list[Probe]:
 
 
 def s3_parts(store: ObjectStore) -> Any:
+    if getattr(store, "kind", None) != "s3":
+        return None  # and no import of boto3 for a local store (~0.3 s)
     from s3spill.store.s3.store import S3Store
 
     return store if isinstance(store, S3Store) else None

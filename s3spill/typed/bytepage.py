@@ -18,13 +18,12 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from s3spill.context.read_args import ArgStyle, spell_args
+from s3spill.context.read_limits import DEFAULT_BYTES as DEFAULT_BYTES
+from s3spill.context.read_limits import MAX_BYTES as MAX_BYTES
 from s3spill.errors import InvalidRequest
 from s3spill.typed.chunked import ChunkedOutput, Fetch
 
 ROW_BYTES = 16
-#: Bytes of a page when the caller does not say (256 rows of 16).
-DEFAULT_BYTES = 4096
-MAX_BYTES = 64 * 1024
 _PRINTABLE = bytes(b if 0x20 <= b < 0x7F else 0x2E for b in range(256))
 _ROW_START = re.compile(r"^[0-9a-f]{8,}  ")
 

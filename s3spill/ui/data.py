@@ -19,7 +19,7 @@ from s3spill.errors import NotFound, S3SpillError
 from s3spill.fleet.purge import ErasureRecord
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
-from s3spill.usage.source import usage_objects
+from s3spill.usage.source import part_events, usage_objects
 
 log = get_logger("s3spill.ui")
 
@@ -79,9 +79,7 @@ def _events_of(store: ObjectStore, shash: str | None, since_day: str | None = No
             parquet.append(obj)
             continue
         try:
-            for line in store.get(obj.key).splitlines():
-                if line.strip():
-                    yield orjson.loads(line)
+            yield from part_events(store.get(obj.key))
         except (S3SpillError, ValueError) as exc:
             log.warning("ui.usage_unreadable", key=obj.key, error=type(exc).__name__)
     if parquet:

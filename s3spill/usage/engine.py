@@ -1,4 +1,4 @@
-"""DuckDB, in process, reading usage objects through our store layer (an fsspec filesystem).
+"""DuckDB, in process, reading usage objects through our store layer.
 
 Why DuckDB: ``stats`` is a handful of GROUP BYs and a join over NDJSON and Parquet files
 partitioned by day — exactly what an embedded columnar engine does in C++ with projection
@@ -6,9 +6,13 @@ pushdown, and the same SQL a fleet runs on Athena or Trino over the same files
 (docs/usage.md). Why fsspec instead of DuckDB's httpfs: httpfs is an extension DuckDB
 downloads from outside the package registries, and it would bypass the store layer (its
 key validation, credentials, retries and the local backend); fsspec is the filesystem
-interface DuckDB's Python API accepts, so every byte DuckDB reads is an
-:meth:`ObjectStore.get` of a byte range — a Parquet day file is read by its footer and
-the column chunks a query needs, never whole.
+interface DuckDB's Python API accepts, so every byte DuckDB reads of a Parquet day file
+is an :meth:`ObjectStore.get` of a byte range — its footer and the column chunks a query
+needs, never whole. NDJSON parts are not read that way: DuckDB would call the Python
+filesystem from its threads, one GIL-bound read per object (24.5 s for 1,000,000 events
+in 1,000 parts); they are fetched by :func:`gather_parts` with ``ObjectStore.get`` in
+threads, only their fact lines when the shown text is not wanted, into one private local
+file that DuckDB parses natively once.
 
 Both are the ``usage`` extra (``pip install 's3spill[usage]'``); the core install never
 needs them (the writer side, :mod:`s3spill.usage.recorder`, is plain NDJSON).
@@ -16,15 +20,24 @@ needs them (the writer side, :mod:`s3spill.usage.recorder`, is plain NDJSON).
 
 from __future__ import annotations
 
+import itertools
+import os
+import tempfile
+from collections import deque
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from s3spill.errors import ConfigError
+from s3spill.errors import ConfigError, NotFound
+from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 from s3spill.usage.source import UsageObject
 
-__all__ = ["COLUMNS", "PROTOCOL", "connect", "events_view"]
+log = get_logger("s3spill.usage")
+
+__all__ = ["COLUMNS", "PROTOCOL", "connect", "events_query", "gather_parts"]
 
 PROTOCOL = "s3spill"
 _CREATE_ONCE = datetime(2000, 1, 1, tzinfo=UTC)
@@ -88,8 +101,16 @@ def _filesystem(store: ObjectStore, sizes: dict[str, int]) -> Any:
     return StoreFileSystem()
 
 
-def connect(store: ObjectStore, objects: Iterable[UsageObject]) -> tuple[Any, list[UsageObject]]:
-    """A DuckDB connection with the store registered and a view ``events`` over ``objects``.
+def connect(store: ObjectStore, objects: Iterable[UsageObject], *, columns: Sequence[str] | None = None
+            ) -> tuple[Any, list[UsageObject]]:
+    """A DuckDB connection holding a table ``events`` of ``columns`` (all by default) over ``objects``.
+
+    The table is filled once, so each object is read once however many queries follow.
+    NDJSON parts are fetched through the store in parallel threads into one local file that
+    DuckDB reads natively (a Python filesystem called from DuckDB's threads serialises on the
+    GIL, object by object); without ``shown`` a part is read only up to its shown rows
+    (:func:`s3spill.usage.recorder.part_body`). Day files are read through the fsspec view,
+    by footer and column chunks.
 
     Events are deduplicated by id where they can repeat: a day file and a part it replaced
     may both exist for a moment (compaction writes before it deletes), and nothing may be
@@ -97,36 +118,94 @@ def connect(store: ObjectStore, objects: Iterable[UsageObject]) -> tuple[Any, li
     """
     duckdb, _ = _imports()
     chosen = list(objects)
+    cols = list(columns or COLUMNS)
     con = duckdb.connect()
-    con.register_filesystem(_filesystem(store, {o.key: o.size for o in chosen}))
-    con.execute(events_view(chosen))
+    try:
+        parts = [o for o in chosen if not o.compacted]
+        days = [o for o in chosen if o.compacted]
+        with tempfile.TemporaryDirectory(prefix="s3spill-usage-") as tmp:
+            local = Path(tmp) / "parts.ndjson"
+            if parts:
+                gather_parts(store, parts, local, shown="shown" in cols)
+            if days:
+                con.register_filesystem(_filesystem(store, {o.key: o.size for o in days}))
+            con.execute("CREATE TABLE events AS " + events_query(chosen, cols, local if parts else None))
+    except BaseException:
+        con.close()
+        raise
     return con, chosen
+
+
+def gather_parts(store: ObjectStore, parts: Sequence[UsageObject], out: Path, *, shown: bool,
+                 workers: int = 16) -> int:
+    """Fetch ``parts`` (their fact lines only, unless ``shown``) into ``out``; returns bytes written.
+
+    A part gone meanwhile (compacted or collected after the listing) is skipped: its events
+    are in the day file that replaced it, or were deleted with their session.
+    """
+    def fetch(obj: UsageObject) -> bytes:
+        rng = None if shown or obj.facts is None else (0, obj.facts)
+        try:
+            return store.get(obj.key, rng) if rng is None or rng[1] > 0 else b""
+        except NotFound:
+            log.info("usage.part_gone", key=obj.key)
+            return b""
+
+    written = 0
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh, ThreadPoolExecutor(max_workers=max(1, min(workers, len(parts)))) as pool:
+        window: deque[Future[bytes]] = deque()
+        todo = iter(parts)
+        for obj in itertools.islice(todo, 4 * workers):
+            window.append(pool.submit(fetch, obj))
+        while window:
+            data = window.popleft().result()
+            nxt = next(todo, None)
+            if nxt is not None:
+                window.append(pool.submit(fetch, nxt))
+            if data:
+                fh.write(data if data.endswith(b"\n") else data + b"\n")
+                written += len(data)
+    return written
 
 
 def _paths(objects: Sequence[UsageObject]) -> str:
     return "[" + ", ".join(f"'{PROTOCOL}://{o.key}'" for o in objects) + "]"
 
 
-def events_view(objects: Sequence[UsageObject]) -> str:
-    """The SQL of the ``events`` view (keys are validated: no quote can occur in them)."""
-    cols = ", ".join(COLUMNS)
-    empty = "SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {k}" for k, t in COLUMNS.items()) + " WHERE false"
-    parts = [o for o in objects if not o.compacted]
+def _spec(cols: Iterable[str]) -> str:
+    return "{" + ", ".join(f"'{k}': '{COLUMNS[k]}'" for k in cols) + "}"
+
+
+def _parts_select(local: Path, cols: list[str]) -> str:
+    """Fact rows (``op`` set), with the shown text joined back by id when asked for."""
+    path = str(local).replace("'", "''")
+    if "shown" not in cols:
+        need = dict.fromkeys([*cols, "op"])
+        return (f"SELECT {', '.join(cols)} FROM read_json('{path}', format='newline_delimited', "  # noqa: S608
+                f"columns={_spec(need)}) WHERE op IS NOT NULL")
+    picked = ", ".join("coalesce(f.shown, s.shown) AS shown" if c == "shown" else f"f.{c}" for c in cols)
+    rows = f"read_json('{path}', format='newline_delimited', columns={_spec(COLUMNS)})"
+    return (f"SELECT {picked} FROM (SELECT * FROM {rows}) f "  # noqa: S608 - our temp path
+            f"LEFT JOIN (SELECT id, any_value(shown) AS shown FROM {rows} WHERE op IS NULL GROUP BY id) s "
+            "ON f.id = s.id WHERE f.op IS NOT NULL")
+
+
+def events_query(objects: Sequence[UsageObject], cols: list[str], local: Path | None = None) -> str:
+    """The SQL filling ``events`` (keys are validated: no quote can occur in them)."""
+    names = ", ".join(cols)
+    empty = "SELECT " + ", ".join(f"CAST(NULL AS {COLUMNS[k]}) AS {k}" for k in COLUMNS) + " WHERE false"
     days = [o for o in objects if o.compacted]
-    selects = []
-    if parts:
-        spec = "{" + ", ".join(f"'{k}': '{t}'" for k, t in COLUMNS.items()) + "}"
-        selects.append(f"SELECT {cols} FROM read_json({_paths(parts)}, "  # noqa: S608 - validated keys
-                       f"format='newline_delimited', columns={spec})")
+    selects = [_parts_select(local, cols)] if local is not None else []
     if days:
         # BY NAME against the typed empty row: a day file written before a column existed
         # reads it as NULL (the schema only grows).
-        selects.append(f"SELECT {cols} FROM ({empty} UNION ALL BY NAME "  # noqa: S608 - validated keys
+        selects.append(f"SELECT {names} FROM ({empty} UNION ALL BY NAME "  # noqa: S608 - validated keys
                        f"SELECT * FROM read_parquet({_paths(days)}, union_by_name=true))")
-    body = " UNION ALL ".join(selects or [empty])
+    body = " UNION ALL ".join(selects or [f"SELECT {names} FROM ({empty})"])  # noqa: S608 - built above
     if not _may_overlap(objects):  # every event is in exactly one object: no window to pay for
-        return f"CREATE VIEW events AS {body}"
-    return (f"CREATE VIEW events AS SELECT * FROM ({body}) "  # noqa: S608 - built above
+        return body
+    return (f"SELECT * FROM ({body}) "  # noqa: S608 - built above
             "QUALIFY row_number() OVER (PARTITION BY id ORDER BY id) = 1")
 
 

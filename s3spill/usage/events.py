@@ -13,10 +13,11 @@ caller's turn.
 from __future__ import annotations
 
 import itertools
+import operator
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -28,16 +29,22 @@ from s3spill.keys import LiveId, SourceId, is_live_id
 __all__ = ["SCHEMA_VERSION", "SHOWN_CAP", "EventMaker", "UsageEvent", "grep_event", "read_event",
            "spill_event"]
 
-SCHEMA_VERSION = 1
+#: 2: a part holds the events' fact rows first, then ``{"id", "shown"}`` rows (1: ``shown`` inline).
+SCHEMA_VERSION = 2
 #: Most characters of the shown text an event keeps (a page or a pointer is smaller).
 SHOWN_CAP = 200_000
 
 Op = Literal["spill", "read", "grep", "live_read", "live_grep"]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class UsageEvent:
-    """One row of the usage table (see docs/usage.md for the column meanings)."""
+    """One row of the usage table (see docs/usage.md for the column meanings).
+
+    Treated as immutable once built, but not ``frozen``: a frozen dataclass sets each of
+    its 25 fields through ``object.__setattr__``, and with ``__slots__`` an event is one
+    small object instead of two for the collector — both on every tool call's path.
+    """
 
     session: str
     op: Op
@@ -69,9 +76,18 @@ class UsageEvent:
     def day(self) -> str:
         return self.ts[:10]
 
-    def to_json(self) -> bytes:
-        return orjson.dumps(asdict(self))
+    def fact_json(self) -> bytes:
+        """Every field but the shown text, Nones left out (a missing key reads as NULL)."""
+        return orjson.dumps({k: v for k, v in zip(_FACT_FIELDS, _facts(self), strict=True) if v is not None})
 
+    def shown_json(self) -> bytes | None:
+        """The shown-text row of this event (joined back by id), or None when nothing was shown."""
+        return orjson.dumps({"id": self.id, "shown": self.shown}) if self.shown else None
+
+
+#: Every field but ``shown``, in declaration order (the fact row's keys).
+_FACT_FIELDS = tuple(f.name for f in fields(UsageEvent) if f.name != "shown")
+_facts = operator.attrgetter(*_FACT_FIELDS)  # one C call instead of 24 getattr
 
 #: Event ids: 48 random bits per process and a counter — unique without a syscall per event
 #: (``os.urandom`` per call was most of an event's cost on the caller's path).
@@ -80,8 +96,8 @@ _ids = itertools.count()
 _second: list[Any] = [None, ""]
 
 
-def _stamp() -> tuple[str, str]:
-    now = time.time()
+def _stamp(at: float | None = None) -> tuple[str, str]:
+    now = time.time() if at is None else at
     whole = int(now)
     if _second[0] != whole:  # one strftime per second, not per event
         _second[0], _second[1] = whole, datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
@@ -91,7 +107,7 @@ def _stamp() -> tuple[str, str]:
 def _shown(text: str) -> dict[str, Any]:
     cut = text[:SHOWN_CAP]
     return {"shown": cut, "shown_chars": len(text),
-            "shown_bytes": len(text.encode("utf-8", "surrogatepass")),
+            "shown_bytes": len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass")),
             "shown_truncated": len(cut) < len(text)}
 
 
@@ -105,11 +121,12 @@ def _locator(source_id: str) -> tuple[str | None, str | None, bool]:
     return name, name.split("-", 2)[2], live
 
 
-def spill_event(session: str, result: Any, *, stored_bytes: int | None, threshold: int | None
-                ) -> UsageEvent:
-    """The event of one :meth:`Spiller.externalize` (inline or spilled; ``result`` a SpillResult)."""
+def spill_event(session: str, result: Any, *, stored_bytes: int | None, threshold: int | None,
+                at: float | None = None) -> UsageEvent:
+    """The event of one :meth:`Spiller.externalize` (inline or spilled; ``result`` a SpillResult;
+    ``at``: when it happened, ``time.time()``, for an event built later)."""
     ref = result.artifact
-    eid, ts = _stamp()
+    eid, ts = _stamp(at)
     return UsageEvent(
         session=session, op="spill", tool=str(result.tool)[:200], artifact=ref.name if ref else None,
         source_id=ref.source_id if ref else None,
@@ -120,12 +137,13 @@ def spill_event(session: str, result: Any, *, stored_bytes: int | None, threshol
         **_shown(result.context_text))
 
 
-def read_event(session: str, source_id: str, via: str, text: str, data: dict[str, Any]) -> UsageEvent | None:
+def read_event(session: str, source_id: str, via: str, text: str, data: dict[str, Any], *,
+               at: float | None = None) -> UsageEvent | None:
     """The event of one page read (``data``: the page's structured facts)."""
     name, tool, live = _locator(source_id)
     if name is None or tool is None:
         return None
-    eid, ts = _stamp()
+    eid, ts = _stamp(at)
     return UsageEvent(
         session=session, op="live_read" if live else "read", tool=tool, artifact=name,
         source_id=source_id.strip(), via=via, raw_bytes=int(data.get("size_bytes") or 0),
@@ -133,17 +151,18 @@ def read_event(session: str, source_id: str, via: str, text: str, data: dict[str
         total_lines=data.get("total_lines"), id=eid, ts=ts, **_shown(text))
 
 
-def grep_event(session: str, source_id: str, via: str, text: str, data: dict[str, Any]) -> UsageEvent | None:
+def grep_event(session: str, source_id: str, via: str, text: str, data: dict[str, Any], *,
+               at: float | None = None) -> UsageEvent | None:
     """The event of one grep (``data``: the result's structured facts)."""
     name, tool, live = _locator(source_id)
     if name is None or tool is None:
         return None
-    eid, ts = _stamp()
+    eid, ts = _stamp(at)
     return UsageEvent(
         session=session, op="live_grep" if live else "grep", tool=tool, artifact=name,
         source_id=source_id.strip(), via=via, matches=data.get("total_matches"), id=eid, ts=ts,
         **_shown(text))
 
 
-#: ``read_event`` or ``grep_event``: (session hash, source id, tool name, text, facts) -> event.
-EventMaker = Callable[[str, str, str, str, dict[str, Any]], UsageEvent | None]
+#: ``read_event`` or ``grep_event``: (session hash, source id, tool name, text, facts, *, at) -> event.
+EventMaker = Callable[..., UsageEvent | None]

@@ -7,14 +7,20 @@ and ``--since`` drops whole days before a byte is read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
+
+import orjson
 
 from s3spill import keys
 from s3spill.store.base import ObjectInfo, ObjectStore
 
-__all__ = ["UsageObject", "usage_objects"]
+__all__ = ["UsageObject", "part_events", "usage_objects"]
+
+_FACTS = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-f([0-9]{1,15})\.ndjson$")
 
 
 @dataclass(frozen=True)
@@ -24,6 +30,8 @@ class UsageObject:
     day: str
     size: int
     compacted: bool
+    #: A part's leading fact lines, in bytes (named in its key); None: an older part, shown inline.
+    facts: int | None = None
 
     @classmethod
     def of(cls, info: ObjectInfo) -> UsageObject | None:
@@ -31,7 +39,9 @@ class UsageObject:
         if parsed.kind != "usage_log" or parsed.session_hash is None or parsed.name is None:
             return None
         *_, part, leaf = parsed.name.split("/")
-        return cls(info.key, parsed.session_hash, part[3:], info.size, leaf.endswith(".parquet"))
+        named = _FACTS.match(leaf)
+        facts = min(int(named[1]), info.size) if named else None
+        return cls(info.key, parsed.session_hash, part[3:], info.size, leaf.endswith(".parquet"), facts)
 
 
 def usage_objects(store: ObjectStore, *, session_hash: str | None = None,
@@ -42,3 +52,21 @@ def usage_objects(store: ObjectStore, *, session_hash: str | None = None,
         found = UsageObject.of(info)
         if found is not None and (since is None or found.day >= since.isoformat()):
             yield found
+
+
+def part_events(body: bytes) -> list[dict[str, Any]]:
+    """A part's events, each with its shown text (inline, or from the shown rows that follow)."""
+    facts: list[dict[str, Any]] = []
+    shown: dict[str, str] = {}
+    for line in body.splitlines():
+        if not line.strip():
+            continue
+        row = orjson.loads(line)
+        if row.get("op") is None:
+            shown[str(row.get("id"))] = str(row.get("shown") or "")
+        else:
+            facts.append(row)
+    for row in facts:
+        if row.get("shown") is None:
+            row["shown"] = shown.get(str(row.get("id")), "")
+    return facts

@@ -24,6 +24,10 @@ MIN_SPILLS = 5
 #: Re-read rates at or above / at or below which the threshold should move.
 RAISE_AT, LOWER_AT = 0.8, 0.1
 
+#: What the query reads (the shown text is never among them: see ``part_body``).
+_COLUMNS = ("id", "ts", "session", "op", "tool", "artifact", "spilled", "raw_bytes", "stored_bytes",
+            "threshold", "shown_bytes")
+
 _QUERY = """
 WITH ev AS (SELECT * FROM events WHERE ts >= ?),
 spills AS (SELECT session, artifact, tool, spilled, raw_bytes, stored_bytes, shown_bytes, threshold
@@ -155,7 +159,7 @@ def compute_stats(store: ObjectStore, *, session_hash: str | None = None,
     now = now or datetime.now(UTC)
     cutoff = now - since if since is not None else None
     objects = usage_objects(store, session_hash=session_hash, since=cutoff.date() if cutoff else None)
-    con, chosen = connect(store, objects)
+    con, chosen = connect(store, objects, columns=_COLUMNS)
     try:
         stamp = cutoff.strftime("%Y-%m-%dT%H:%M:%S.000Z") if cutoff else ""
         rows = con.execute(_QUERY, [stamp]).fetchall()

@@ -62,3 +62,22 @@ def test_botocore_errors_are_matched_by_name_along_their_mro() -> None:
     assert describe(NoCredentialsError()).hint.startswith("set AWS_PROFILE")
     assert describe(EndpointConnectionError(endpoint_url="http://x")).code == ExitCode.UNAVAILABLE
     assert describe(ReadTimeoutError(endpoint_url="http://x")).code == ExitCode.UNAVAILABLE
+
+
+def test_a_validation_error_reads_as_an_invalid_value_without_the_table_importing_pydantic() -> None:
+    """pydantic's ValidationError is matched by name; importing the table loads no pydantic."""
+    import subprocess
+    import sys
+
+    from pydantic import BaseModel, ValidationError
+
+    class Limits(BaseModel):
+        port: int
+
+    with pytest.raises(ValidationError) as caught:
+        Limits.model_validate({"port": "x"})
+    failure = describe(caught.value)
+    assert failure.what.startswith("invalid value: port: ") and "--help" in failure.hint
+    probe = "import sys, s3spill.cli.failures; print('pydantic' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"

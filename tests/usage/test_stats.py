@@ -12,7 +12,7 @@ from s3spill import keys
 from s3spill.store.base import ObjectStore
 from s3spill.usage.compact import compact_usage
 from s3spill.usage.recorder import UsageRecorder
-from s3spill.usage.source import usage_objects
+from s3spill.usage.source import part_events, usage_objects
 from s3spill.usage.stats import compute_stats
 from tests.cli.in_process import cli_call, local_cli_env
 from tests.usage.conftest import SECRET, SESSION, scripted_run
@@ -48,7 +48,7 @@ def test_events_hold_only_the_masked_text_the_model_saw(store: ObjectStore, reco
     recorder.close()
     bodies = [store.get(o.key) for o in usage_objects(store)]
     assert bodies and all(SECRET.encode() not in b for b in bodies)
-    events = [json.loads(line) for b in bodies for line in b.splitlines()]
+    events = [e for b in bodies for e in part_events(b)]
     reads = [e for e in events if e["op"] == "read"]
     assert reads and all(e["shown"] and e["shown_chars"] == len(e["shown"]) for e in reads)
     assert {e["op"] for e in events} == {"spill", "read", "grep"}

@@ -21,10 +21,10 @@ from s3spill.artifacts.grep.long_line import LongLine
 from s3spill.artifacts.grep.pattern import Pattern, block_pattern
 from s3spill.artifacts.grep.result import GrepLine, GrepMatch, GrepResult, excerpt, prefix
 from s3spill.artifacts.grep.shown import first_invalid, raw_position, text, units
+from s3spill.context.read_limits import DEFAULT_MAX_MATCHES as DEFAULT_MAX_MATCHES
 from s3spill.errors import IntegrityError, InvalidRequest
 from s3spill.textview import show_line
 
-DEFAULT_MAX_MATCHES = 100
 MAX_CONTEXT = 20
 LONG_LINE_BYTES = 4 * 1024 * 1024
 OVERLAP_CHARS = 64 * 1024  # bytes, despite the name (kept for callers)

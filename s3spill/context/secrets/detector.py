@@ -20,8 +20,8 @@ is :mod:`s3spill.context.secrets.masking`'s. Pure: no I/O.
 
 from __future__ import annotations
 
-import functools
 import math
+import os
 import re
 import threading
 import urllib.parse
@@ -30,9 +30,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from s3spill.context.secrets.triggers import TRIGGERS
+from s3spill.context.secrets.engine import Candidate, Re2Engine, make_engine
+from s3spill.context.secrets.triggers import PREFILTERS, TRIGGERS, may_hold_secret
 
-__all__ = ["TRIGGERS", "Finding", "SecretDetector", "default_detector", "shannon_entropy"]
+__all__ = ["LIBRARY_VERSION", "TRIGGERS", "Finding", "SecretDetector", "default_detector", "library_version",
+           "may_hold_secret", "shannon_entropy"]
 
 #: Kind names for detect-secrets' secret types where its own name is long or unclear.
 _KIND_NAMES = {
@@ -61,6 +63,10 @@ _DIGEST_VALUE = re.compile(r"^(?:sha(?:1|224|256|384|512)[-:_]|md5[-:]|h1:)", re
 
 _ENTROPY_LIMIT = 4.5
 _SECRETISH_LIMIT = 3.8
+#: The fewest distinct characters whose entropy can exceed each limit (2**3.8 = 13.9,
+#: 2**4.5 = 22.6); :mod:`.triggers` relies on the second.
+_SECRETISH_DISTINCT = 14
+_PLAIN_DISTINCT = 23
 _SECRETISH = re.compile(r"(?i)token|secret|passw|api_?key|private|credential|auth")
 _MIXED = re.compile(r"(?=.*[0-9])(?=.*[g-rt-zG-Z+/])")  # the trigger needs a letter past f
 #: An alphabet or a counting run (``ABCDEFGH…``, ``0123456789``) is a constant, not a secret.
@@ -86,6 +92,36 @@ class _Rule:
     kind: str
     trigger: str
     find: Callable[[str], Iterable[tuple[int, int]]]
+
+
+def _no_spans(line: str) -> tuple[tuple[int, int], ...]:
+    """A key block has no span in a line: the masker masks it from BEGIN to END."""
+    return ()
+
+
+#: The detect-secrets release whose plugins :data:`TRIGGERS` covers, kind by kind (tests
+#: check it against the installed one); any other release makes the detector load the
+#: library's rules at once (see :class:`SecretDetector`).
+LIBRARY_VERSION = "1.5.0"
+
+
+def library_version() -> str | None:
+    """The installed detect-secrets' version, read from its ``__version__.py`` without
+    importing the package (its import is what a lazy detector saves); None if unknown."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("detect_secrets")
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or ()) if spec is not None else ():
+        try:
+            with open(os.path.join(folder, "__version__.py"), encoding="utf-8") as fh:
+                found = re.search(r"""VERSION\s*=\s*['"]([^'"]+)['"]""", fh.read())
+        except OSError:
+            continue
+        return found.group(1) if found else None
+    return None
 
 
 def _kind(secret_type: str) -> str:
@@ -152,16 +188,74 @@ def _plain_value(value: str) -> bool:
 
 
 class SecretDetector:
-    """The rules, their triggers and the RE2 prefilter; thread-safe once built."""
+    """The rules, their triggers and the trigger pass; thread-safe once built.
 
-    def __init__(self) -> None:
-        import re2
+    ``engine``: ``"hyperscan"`` or ``"re2"`` for the pass over every byte (default:
+    Hyperscan when it is installed, :mod:`.engine`).
+
+    Why the library's rules are loaded on demand: detect-secrets' import (with ``requests``)
+    is most of the detector's cost (~0.2 s in a fresh process), and a log whose lines only
+    ever fire our own rules (a high-entropy candidate, a key block) never needs it. The
+    prefilter is built from :data:`TRIGGERS` alone, one entry per kind; the first line
+    whose trigger names a library rule loads all of them. That is exact only for the
+    release the triggers were checked against (:data:`LIBRARY_VERSION`; tests compare the
+    kinds): with any other release installed the library is loaded at once, as before, so
+    a plugin without a trigger of ours still runs on its own pattern.
+    """
+
+    def __init__(self, engine: str | None = None, *, lazy: bool | None = None) -> None:
+        self._lock = threading.Lock()
+        self._library: tuple[_Rule, ...] | None = None
+        self._untriggered: list[str] = []
+        #: Rules by kind; the library's kinds appear when it is loaded.
+        self._by_kind: dict[str, list[_Rule]] = {
+            "private-key": [_Rule("private-key", TRIGGERS["private-key"], _no_spans)],
+            "high-entropy": [_Rule("high-entropy", TRIGGERS["high-entropy"], self._entropy_rule)]}
+        #: The prefilter set's entries: the kind each one triggers.
+        self._kinds = list(TRIGGERS)
+        triggers = [TRIGGERS[k] for k in self._kinds]
+        if not (lazy if lazy is not None else library_version() == LIBRARY_VERSION):
+            for rule in self._load_library():
+                if rule.kind not in TRIGGERS or rule.trigger != TRIGGERS[rule.kind]:
+                    self._kinds.append(rule.kind)
+                    triggers.append(rule.trigger)
+        patterns = [(t, PREFILTERS.get(k, t)) for k, t in zip(self._kinds, triggers, strict=True)]
+        #: RE2: one line's rule set and a long line's windows; the chunk pass is
+        #: :attr:`engine`'s (Hyperscan when installed, else this one).
+        self.re2 = Re2Engine(patterns)
+        self.engine = make_engine(patterns, engine) if engine != "re2" else self.re2
+
+    # -- rules ---------------------------------------------------------------------------
+
+    @property
+    def rules(self) -> tuple[_Rule, ...]:
+        """Every rule, in a fixed order (loads the library's)."""
+        library = self._load_library()
+        return (self._by_kind["private-key"][0], *library, self._by_kind["high-entropy"][0])
+
+    @property
+    def untriggered(self) -> list[str]:
+        """Rules that had no trigger of their own (a plugin added by a detect-secrets upgrade):
+        they run on the RE2-compatible form of the library's pattern, which is correct but
+        may slow the prefilter down; tests list them so a trigger gets written."""
+        self._load_library()
+        return self._untriggered
+
+    def _load_library(self) -> tuple[_Rule, ...]:
+        """detect-secrets' rules and our keyword rule on its word list (once, thread-safe)."""
+        with self._lock:
+            if self._library is None:
+                self._library = self._library_rules()
+                for rule in self._library:
+                    self._by_kind.setdefault(rule.kind, []).append(rule)
+            return self._library
+
+    def _library_rules(self) -> tuple[_Rule, ...]:
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
         from detect_secrets.plugins.base import RegexBasedDetector
         from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP
 
-        self.untriggered = []
-        rules: list[_Rule] = [_Rule("private-key", TRIGGERS["private-key"], lambda line: ())]
+        rules: list[_Rule] = []
         mapping: dict[str, Any] = get_mapping_from_secret_type_to_class()
         for secret_type, cls in sorted(mapping.items()):
             if secret_type in _SKIPPED or not issubclass(cls, RegexBasedDetector):
@@ -174,37 +268,21 @@ class SecretDetector:
                                    self._library_rule(plugin, regex, url=kind == "url-password")))
         rules.append(_Rule("password", TRIGGERS["password"],
                            self._keyword_rule(CONFIG_DENYLIST_REGEX_TO_GROUP)))
-        rules.append(_Rule("high-entropy", TRIGGERS["high-entropy"], self._entropy_rule))
-        self.rules = tuple(rules)
-        opts = re2.Options()
-        opts.max_mem = 64 << 20
-        opts.never_capture = True  # bounds only: submatches would cost an NFA run per match
-        self._any = re2.compile("|".join(f"(?:{r.trigger})" for r in rules).encode(), opts)
-        # The binding's ``search`` wraps each call in a generator and a match object, which
-        # costs three times the search itself on a candidate-rich log; its compiled regexp
-        # answers spans directly (used when this version of google-re2 exposes it).
-        raw, anchor = getattr(self._any, "_regexp", None), getattr(re2, "_Anchor", None)
-        self._spans: Callable[[bytes, int, int], Any] | None = (
-            functools.partial(raw.Match, anchor.UNANCHORED) if raw is not None and anchor is not None
-            else None)
-        self._set = re2.Set.SearchSet(opts)
-        for rule in rules:
-            self._set.Add(rule.trigger.encode())
-        self._set.Compile()
-
-    # -- rules ---------------------------------------------------------------------------
-
-    #: Rules that had no trigger of their own (a plugin added by a detect-secrets upgrade):
-    #: they run on the RE2-compatible form of the library's pattern, which is correct but
-    #: may slow the prefilter down; tests list them so a trigger gets written.
-    untriggered: list[str]
+        return tuple(rules)
 
     def _trigger(self, kind: str, regex: re.Pattern[str]) -> str:
         if kind in TRIGGERS:
             return TRIGGERS[kind]
-        self.untriggered.append(kind)
+        self._untriggered.append(kind)
         trigger = _re2_compatible(regex.pattern)
         return f"(?i:{trigger})" if regex.flags & re.IGNORECASE else trigger
+
+    def _rules_of(self, kinds: Iterable[str]) -> list[_Rule]:
+        """The rules of ``kinds``; the library's are loaded when one of them needs it."""
+        wanted = set(kinds)
+        if not wanted <= self._by_kind.keys():
+            self._load_library()
+        return [rule for kind in sorted(wanted) for rule in self._by_kind.get(kind, ())]
 
     @staticmethod
     def _library_rule(plugin: Any, regex: re.Pattern[str],
@@ -243,6 +321,12 @@ class SecretDetector:
         out = []
         for match in _ASSIGNMENT.finditer(line):
             value = match.group("value")
+            # Entropy is at most log2 of the number of distinct characters: under 14 of
+            # them no value can pass either limit, under 23 not the plain one (exact, and
+            # far cheaper than measuring).
+            distinct = len(set(value))
+            if distinct < _SECRETISH_DISTINCT:
+                continue
             if _DIGEST_VALUE.match(value) or _DIGEST_VALUE.match(line[match.start("value"):][:8]):
                 continue
             if _SEQUENTIAL.search(value):
@@ -250,6 +334,8 @@ class SecretDetector:
             # A name that says "secret" needs less proof: a 32-character random token can
             # measure under 4.5 bits, but not under 3.8 with letters and digits mixed.
             secretish = bool(_SECRETISH.search(match.group("name"))) and bool(_MIXED.match(value))
+            if not secretish and distinct < _PLAIN_DISTINCT:
+                continue
             if shannon_entropy(value) > (_SECRETISH_LIMIT if secretish else _ENTROPY_LIMIT):
                 out.append(match.span("value"))
         return out
@@ -258,26 +344,31 @@ class SecretDetector:
 
     def next_candidate(self, data: bytes, pos: int = 0, end: int | None = None) -> int:
         """Where the next trigger match starts in ``data[pos:end]``; -1 if none."""
-        stop = len(data) if end is None else end
-        if self._spans is not None:
-            return int(self._spans(data, pos, stop)[0][0])
-        m = self._any.search(data, pos, stop)
-        return -1 if m is None else int(m.start())
+        return self.re2.next_candidate(data, pos, len(data) if end is None else end)
 
-    def scan_line(self, line: bytes, *, every_rule: bool = False) -> list[Finding]:
+    def candidates(self, data: bytes, pos: int = 0, end: int | None = None) -> list[Candidate]:
+        """The candidate lines of ``data[pos:end]`` and the rules to run on each (one pass)."""
+        return self.engine.candidates(data, pos, len(data) if end is None else end)
+
+    def scan_line(self, line: bytes, *, every_rule: bool = False,
+                  hits: Iterable[int] | None = None) -> list[Finding]:
         """Secrets in one line (no newline), as byte spans, overlaps merged.
 
-        Only the rules whose trigger the line matches run; ``every_rule`` runs them all
-        (what the tests compare the prefilter against).
+        Only the rules whose trigger the line matches run (``hits``: the trigger pass said
+        which already); ``every_rule`` runs them all (what the tests compare the
+        prefilter against).
         """
-        hits = range(len(self.rules)) if every_rule else self._set.Match(line)
-        if not hits:
-            return []
+        if every_rule:
+            rules: Iterable[_Rule] = self.rules
+        else:
+            hits = self.re2.hits(line) if hits is None else hits
+            if not hits:
+                return []
+            rules = self._rules_of(self._kinds[i] for i in hits)
         text = line.decode("utf-8", "surrogateescape")
         ascii_only = line.isascii()
         spans: list[tuple[int, int, str]] = []
-        for index in sorted(hits):
-            rule = self.rules[index]
+        for rule in rules:
             for s, e in rule.find(text):
                 if e <= s:
                     continue
@@ -302,23 +393,6 @@ def _merge(spans: list[tuple[int, int, str]]) -> list[Finding]:
         else:
             out.append(Finding(kind, s, e))
     return out
-
-
-_TRIGGERS_ONLY: Any = None
-
-
-def may_hold_secret(data: bytes) -> bool:
-    """Whether any rule's trigger matches ``data`` (one RE2 search, no detect-secrets import):
-    a hook on every tool call skips the detector's start-up for the many outputs that
-    cannot hold a secret."""
-    global _TRIGGERS_ONLY
-    if _TRIGGERS_ONLY is None:
-        import re2
-
-        opts = re2.Options()
-        opts.max_mem = 64 << 20
-        _TRIGGERS_ONLY = re2.compile("|".join(f"(?:{t})" for t in TRIGGERS.values()).encode(), opts)
-    return _TRIGGERS_ONLY.search(data) is not None
 
 
 _DETECTOR: SecretDetector | None = None

@@ -102,15 +102,28 @@ class LineMasker:
                 self.counts["private-key"] += 1
                 self.spans.append((0, end.end(), "private-key"))
                 pos = end.end()
+        candidates, i = self.detector.candidates(data, pos, size), 0
         while pos < size:
             if self.in_key:
                 buf = buf if buf is not None else bytearray(data)
                 pos = self._key_line(data, buf, pos, key_start)
                 continue
-            at = self.detector.next_candidate(data, pos, size)
-            if at < 0:
+            while i < len(candidates) and candidates[i][1] < pos:  # lines a key block took
+                i += 1
+            if i == len(candidates):
                 break
-            buf, begin_at, after = self._candidate(data, buf, pos, at)
+            start, stop, hits = candidates[i]
+            start = max(start, pos)
+            if stop - start > _WINDOW:  # a long line: in windows around each trigger match
+                at = self.detector.next_candidate(data, start, stop)
+                if at < 0:
+                    pos = stop + 1
+                    continue
+                buf, begin_at, after = self._window(data, buf, pos, at)
+            else:
+                i += 1
+                buf, begin_at = self._scan(data, buf, start, stop, hits)
+                after = stop + 1
             if begin_at is not None:
                 self.counts["private-key"] += 1
                 self.in_key, self.key_lines = True, 0
@@ -135,25 +148,36 @@ class LineMasker:
             self.spans.append((key_start, cut, "private-key"))
         return (line_end + 1) if stop is None else cut
 
-    def _candidate(self, data: bytes, buf: bytearray | None, pos: int,
-                   at: int) -> tuple[bytearray | None, int | None, int]:
-        """Scan the line (or the window of a long line) around a trigger match at ``at``;
-        the buffer, where a key block begins (None: none), and where to go on."""
+    def _window(self, data: bytes, buf: bytearray | None, pos: int,
+                at: int) -> tuple[bytearray | None, int | None, int]:
+        """Scan the window of a long line around a trigger match at ``at``; the buffer,
+        where a key block begins (None: none), and where to go on.
+
+        Why windows: the rules' Python regexes cost more than linear time on a long line
+        (minified JSON, a progress bar), and a secret sits next to what triggered it.
+        """
         line_start = max(pos, data.rfind(b"\n", 0, at) + 1)
         nl = data.find(b"\n", at)
         line_end = len(data) if nl < 0 else nl
-        # A long line (minified JSON, a progress bar) is scanned in windows around its
-        # candidates: the rules' Python regexes cost more than linear time on a long
-        # line, and a secret sits next to what triggered it.
-        start, until, after = line_start, line_end, line_end + 1
-        if line_end - line_start > _WINDOW:
-            start = max(line_start, at - _WINDOW // 4)
-            until = min(line_end, at + _WINDOW)
-            after = line_end + 1 if until == line_end else max(at + 1, until - _WINDOW // 4)
+        start = max(line_start, at - _WINDOW // 4)
+        until = min(line_end, at + _WINDOW)
+        after = line_end + 1 if until == line_end else max(at + 1, until - _WINDOW // 4)
+        buf, begin_at = self._scan(data, buf, start, until, None)
+        return buf, begin_at, after
+
+    def _scan(self, data: bytes, buf: bytearray | None, start: int, until: int,
+              hits: frozenset[int] | None) -> tuple[bytearray | None, int | None]:
+        """Mask the secrets of ``data[start:until]`` (a line, or a window of one) running
+        the rules ``hits`` (None: those whose trigger matches it); the buffer, and where a
+        key block begins in it (None: none)."""
         line = data[start:until]
-        begin = _BEGIN.search(line)
+        begin = _BEGIN.search(line) if b"PuTTY" in line or b"-----BEGIN" in line else None
         scan_to = begin.start() if begin is not None else len(line)
-        findings = _not_ours(line, self.detector.scan_line(line[:scan_to])) if scan_to else []
+        findings = []
+        if scan_to:
+            part = line[:scan_to]
+            findings = _not_ours(part, self.detector.scan_line(
+                part, hits=hits if hits is not None and scan_to == len(line) else None))
         if findings or begin is not None:
             buf = buf if buf is not None else bytearray(data)
         for f in findings:
@@ -164,7 +188,7 @@ class LineMasker:
                 self.spans.append((start + f.start, start + f.end, f.kind))
                 if start + f.end > self._count_from:
                     self.counts[f.kind] += 1
-        return buf, (start + begin.start() if begin is not None else None), after
+        return buf, (start + begin.start() if begin is not None else None)
 
     def _mask_lines(self, buf: bytearray, start: int, end: int, *, kind: str) -> None:
         """Mask ``buf[start:end]`` line by line, keeping newlines (and CRs)."""

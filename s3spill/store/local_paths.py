@@ -1,0 +1,51 @@
+"""Directory helpers of the local store: creating key directories 0700, walking keys in order.
+
+Split from :mod:`s3spill.store.local` to keep that module to the store's operations;
+both are pure filesystem walks with no lock, trailer or record in them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def make_dirs(path: Path) -> None:
+    """``mkdir -p`` where every directory created is 0700; existing ones are left as they are."""
+    missing: list[Path] = []
+    current = path
+    while not current.exists() and not current.is_symlink():
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it first
+            os.mkdir(directory, 0o700)
+
+
+def walk_keys(base: Path, rel: str, prefix: str, start_after: str | None) -> Iterator[str]:
+    """Keys under ``base/rel`` in key order (as S3 lists them), pruned by prefix and start.
+
+    Why not ``os.walk``: it yields a directory's files before its subdirectories', so a
+    file ``a0`` came before ``a/x`` although ``"a/x" < "a0"``. Sorting each directory's
+    entries by name, with ``/`` appended to subdirectories, gives the byte order of the
+    whole keys. A subdirectory is skipped when every key in it sorts at or before
+    ``start_after`` (``start_after`` is past it, not inside it) or none can carry the prefix.
+    """
+    try:
+        with os.scandir(base / rel if rel else base) as it:
+            entries = sorted((e.name + "/" if e.is_dir(follow_symlinks=False) else e.name)
+                             for e in it)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for name in entries:
+        key = rel + name
+        if name.endswith("/"):
+            if not (key.startswith(prefix) or prefix.startswith(key)):
+                continue
+            if start_after is not None and start_after > key and not start_after.startswith(key):
+                continue
+            yield from walk_keys(base, key, prefix, start_after)
+        elif key.startswith(prefix) and (start_after is None or key > start_after):
+            yield key

@@ -1,0 +1,59 @@
+"""A read opens its store without the fleet policy's models when no policy can apply, else with them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from s3spill.fleet.locate import NOT_POLICY_VARIABLES, store_needs_no_policy
+from s3spill.fleet.policy import leaf_keys
+from s3spill.store.local import LocalStore
+from tests.cli.conftest import cli_env
+
+Probe = Callable[..., dict[str, Any]]
+
+
+def _spill(tmp_path: Path) -> str:
+    from s3spill.artifacts.store import ArtifactStore
+
+    store = LocalStore(tmp_path / "store")
+    return ArtifactStore(store, session_id="fast").write("fast", [b"one\ntwo\n"], "t").source_id
+
+
+def test_only_the_store_variable_is_both_a_policy_key_and_read_without_the_policy() -> None:
+    """Every other variable the short way ignores sets no policy key: the policy holds its defaults."""
+    policy_variables = {name for _, name in leaf_keys()}
+    assert NOT_POLICY_VARIABLES & policy_variables == {"S3SPILL_STORE"}
+    assert not store_needs_no_policy(None, {"S3SPILL_SECRETS": "off"})
+    assert store_needs_no_policy(None, {"S3SPILL_STORE": "/x", "S3SPILL_SESSION": "s", "HOME": "/none"})
+
+
+def test_a_read_with_no_policy_loads_no_policy_and_one_with_a_policy_file_does(tmp_path: Path,
+                                                                               probe: Probe) -> None:
+    """Same page both ways; the policy file (here one that sets nothing) is loaded and checked.
+    Without one, a page read loads neither the write path, the transfer settings, the other
+    read tools nor detect-secrets."""
+    source = _spill(tmp_path)
+    plain = probe(["read", source], XDG_CONFIG_HOME=str(tmp_path / "none"))
+    assert plain["code"] == 0 and "two" in plain["printed"]
+    skipped = {"s3spill.fleet.policy_file", "s3spill.config", "s3spill.artifacts.writer",
+               "s3spill.typed.jsonpath", "s3spill.artifacts.grep.engine", "detect_secrets"}
+    assert not skipped & set(plain["modules"])
+    (tmp_path / "cfg" / "s3spill").mkdir(parents=True)
+    (tmp_path / "cfg" / "s3spill" / "config.toml").write_text("[spill]\n")
+    with_file = probe(["read", source], XDG_CONFIG_HOME=str(tmp_path / "cfg"))
+    assert with_file["code"] == 0 and with_file["printed"] == plain["printed"]
+    assert "s3spill.fleet.policy_file" in with_file["modules"]
+
+
+def test_a_bad_policy_variable_still_fails_a_read(tmp_path: Path, probe: Probe) -> None:
+    """A variable the policy refuses is refused on a read as before (the short way is not taken)."""
+    source = _spill(tmp_path)
+    import subprocess
+    import sys
+
+    env = cli_env(tmp_path, S3SPILL_HARD_CAP_CHARS="lots", XDG_CONFIG_HOME=str(tmp_path / "none"))
+    proc = subprocess.run([sys.executable, "-m", "s3spill", "read", source], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode != 0 and "S3SPILL_HARD_CAP_CHARS" in proc.stderr

@@ -1,0 +1,111 @@
+"""The trigger pass: Hyperscan and RE2 find the same candidate lines, and neither skips a secret."""
+
+from __future__ import annotations
+
+import functools
+import random
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from s3spill.context.secrets.detector import SecretDetector
+from s3spill.context.secrets.engine import HyperscanEngine, Re2Engine, make_engine
+from s3spill.context.secrets.masking import LineMasker
+from s3spill.context.secrets.triggers import PREFILTERS, TRIGGERS
+from tests.context.secrets.clean_build_logs import build_log
+from tests.context.secrets.test_detector import SAMPLES
+
+
+@functools.cache
+def _detector(engine: str) -> SecretDetector:
+    return SecretDetector(engine)
+
+
+#: Pieces of the library's keyword and entropy patterns, in the spellings the triggers
+#: must still see: white space Python's ``\s`` knows (``\v``, a no-break space), non-ASCII
+#: word characters, comparisons, digests and hex runs before a letter.
+_PIECES = st.sampled_from([
+    *SAMPLES.values(), "password", "PWD", "db_pass", "api_key", "contraseña", "pässword", "secret", "=", "==",
+    "!==", ":", "\v", "\u00a0", "\t", " ", '"', "'", "`", ";", "]", "/home/runner", "hunter2", "é", "sha512-",
+    "sha1x", "0sha", "h1:", "deadbeef" * 3, "0123abcd", "G", "NODE_OPTIONS", "--max-old-space-size", "AKIA",
+    "ghp_", "://", "@", "x" * 20])
+
+
+def _findings(detector: SecretDetector, text: bytes) -> list[tuple[int, int, str]]:
+    masker = LineMasker(detector)
+    masker.process(text)
+    return masker.spans
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(_PIECES, st.text(alphabet="aZ09+/=_-.:@ \"'é", max_size=24)), max_size=8))
+def test_both_engines_find_what_every_rule_on_every_line_finds(parts: list[str]) -> None:
+    """Hyperscan's and RE2's candidate lines lose no finding of any rule, on random lines."""
+    line = "".join(parts).encode("utf-8", "surrogateescape")
+    every = _detector("re2").scan_line(line, every_rule=True)
+    for engine in ("hyperscan", "re2"):
+        spans = [(f.start, f.end, f.kind) for f in every]
+        assert _findings(_detector(engine), line) == spans
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_PIECES, st.text(alphabet="aZ09+/=_-.:@ ", max_size=24)), max_size=8))
+def test_a_looser_prefilter_matches_wherever_its_trigger_does(parts: list[str]) -> None:
+    """The chunk pass may look for less than a rule's trigger, never for more."""
+    import re2
+
+    line = "".join(parts).encode("utf-8", "surrogateescape")
+    opts = re2.Options()
+    opts.encoding = re2.Options.Encoding.LATIN1
+    for kind, loose in PREFILTERS.items():
+        if re2.compile(TRIGGERS[kind].encode(), opts).search(line):
+            assert re2.compile(loose.encode(), opts).search(line)
+
+
+def test_both_engines_give_the_same_candidates_on_a_build_log_with_secrets() -> None:
+    """The same lines and the same rule sets, on a MiB of CI log with every sample planted."""
+    rng = random.Random(3)
+    lines = build_log(1 << 20).split(b"\n")
+    for sample in SAMPLES.values():
+        lines.insert(rng.randrange(len(lines)), sample.encode())
+    data = b"\n".join(lines)
+    fast = _detector("hyperscan").candidates(data)
+    assert fast == _detector("re2").candidates(data)
+    assert len(fast) >= len(SAMPLES)
+    assert _findings(_detector("hyperscan"), data) == _findings(_detector("re2"), data)
+
+
+def test_candidates_of_a_range_stay_inside_it() -> None:
+    """A scan of ``data[pos:end]`` names lines clipped to that range, in order."""
+    data = b"x\n  password=hunter2x\nAKIAIOSFODNN7EXAMPLE and more\ntail"
+    pos, end = 3, data.index(b" and")
+    for engine in ("hyperscan", "re2"):
+        got = _detector(engine).candidates(data, pos, end)
+        assert [(s, e) for s, e, _ in got] == [(3, 21), (22, end)]
+
+
+def test_without_hyperscan_the_detector_uses_re2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The extra is optional: an import that fails leaves the RE2 pass, with the same findings."""
+    monkeypatch.setitem(sys.modules, "hyperscan", None)  # import hyperscan raises ImportError
+    rules = [(t, PREFILTERS.get(k, t)) for k, t in TRIGGERS.items()]
+    assert isinstance(make_engine(rules), Re2Engine)
+    with pytest.raises(ImportError):
+        make_engine(rules, "hyperscan")
+    detector = SecretDetector()
+    assert detector.engine.name == "re2"
+    line = SAMPLES["github-token"].encode()
+    assert [f.kind for f in detector.scan_line(line)] == ["github-token"]
+
+
+def test_hyperscan_scratch_is_per_thread() -> None:
+    """Two threads scanning at once do not share Hyperscan's scratch space."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    engine = _detector("hyperscan").engine
+    assert isinstance(engine, HyperscanEngine)
+    data = b"\n".join(s.encode() for s in SAMPLES.values()) * 200
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: engine.candidates(data, 0, len(data)), range(8)))
+    assert all(r == results[0] for r in results)
