@@ -282,7 +282,8 @@ class Spiller:
         return start_live(self.artifacts.store, self.session_id, source, tool, label=label,
                           config=config, transfer=self.artifacts.config, journal=self.journal,
                           env=env, cwd=cwd,
-                          mask=StreamRedactor() if self.policy.secrets == "at_rest" else None)
+                          mask=StreamRedactor() if self.policy.secrets == "at_rest" else None,
+                          on_stored=self.quota.record if self.quota is not None else None)
 
     def close(self, timeout: float | None = None) -> None:
         """Wait (bounded) for follow-up work of accepted uploads, e.g. the liveness mark."""
