@@ -22,7 +22,7 @@ only decides what the model sees; the Spiller still stores the full text.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 ANCHOR = re.compile(
     r"""(?ix)
@@ -75,6 +75,8 @@ class CompressedLog:
     original_chars: int
     #: Saving the compression would have achieved (kept for reporting when refused).
     attempted_saving: float = 0.0
+    #: The input's lines (0-based) that :attr:`text` shows, in order (all of them for a no-op).
+    shown: tuple[int, ...] | None = None
 
     @property
     def saving(self) -> float:
@@ -102,31 +104,45 @@ def _python_code_line(prev: str, line: str) -> bool:
 def compress_log(
     text: str,
     *,
+    display: str | None = None,
     context: int = 2,
     bridge: int = 6,
     min_fold: int = 3,
     min_lines: int = 40,
     min_saving: float = 0.15,
 ) -> CompressedLog:
-    """Compress ``text`` or return it unchanged (short input, or saving < ``min_saving``)."""
+    """Compress ``text`` or return it unchanged (short input, or saving < ``min_saving``).
+
+    ``display``: the text to show, line for line the same as ``text`` (the same text with
+    its secrets masked, in the whole of its context): lines are classed on ``text`` and
+    shown from ``display``. Why: a fold cuts the text between lines, and a secret that
+    spans lines (a private key block) is no longer recognisable in the lines it leaves.
+    """
     lines = text.split("\n")
     trailing = len(lines) > 1 and lines[-1] == ""
     if trailing:
         lines.pop()
     total = len(lines)
-    unchanged = CompressedLog(text, False, total, total, len(text))
+    shown_lines = lines
+    if display is not None:
+        shown_lines = display.split("\n")[:total]
+        if len(shown_lines) != total:
+            raise ValueError("display must have the lines of text")
+    every = tuple(range(total))
+    unchanged = CompressedLog(display if display is not None else text, False, total, total, len(text),
+                              shown=every)
     if total < min_lines:
         return unchanged
 
     groups = _group(lines, _kinds(lines))
     if not any(group.kind == 2 for group in groups):
         return unchanged  # no signal to keep: a head/tail preview serves better than a fold
-    out = _fold(lines, groups, _select(groups, context, bridge), min_fold)
+    out, shown = _fold(shown_lines, groups, _select(groups, context, bridge), min_fold)
     body = "\n".join(out) + ("\n" if trailing else "")
     saving = 1 - len(body) / len(text)
     if saving >= min_saving:
-        return CompressedLog(body, True, total, len(out), len(text), saving)
-    return CompressedLog(text, False, total, total, len(text), saving)
+        return CompressedLog(body, True, total, len(out), len(text), saving, shown=tuple(shown))
+    return replace(unchanged, attempted_saving=saving)
 
 
 def _kinds(lines: list[str]) -> list[int]:
@@ -157,28 +173,35 @@ def _group(lines: list[str], kinds: list[int]) -> list[_Group]:
     return groups
 
 
-def _fold(lines: list[str], groups: list[_Group], keep: list[bool], min_fold: int) -> list[str]:
+def _fold(lines: list[str], groups: list[_Group], keep: list[bool],
+          min_fold: int) -> tuple[list[str], list[int]]:
     """The kept groups as lines; a run of unkept ones becomes one omission line when it
-    hides at least ``min_fold`` lines, else is shown as it is."""
+    hides at least ``min_fold`` lines, else is shown as it is. Also the input lines shown."""
     out: list[str] = []
+    shown: list[int] = []
     run: list[int] = []
+
+    def show(group: _Group) -> None:
+        out.append(_show(lines, group))
+        shown.append(group.first)
 
     def flush() -> None:
         hidden = sum(groups[g].count for g in run)
         if hidden >= min_fold:
             out.append(f"… [{hidden} lines omitted]")
         else:
-            out.extend(_show(lines, groups[g]) for g in run)
+            for g in run:
+                show(groups[g])
         run.clear()
 
     for g, group in enumerate(groups):
         if keep[g]:
             flush()
-            out.append(_show(lines, group))
+            show(group)
         else:
             run.append(g)
     flush()
-    return out
+    return out, shown
 
 
 def _show(lines: list[str], group: _Group) -> str:

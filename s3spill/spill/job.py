@@ -179,7 +179,7 @@ class SpillJob:
             return self._inline(text, data)
         over = self.force or self.policy.should_externalize(text, self.tool)
         if self.rule.log_compress:
-            view = compress_log(text)
+            view = compress_log(text, display=self.mask.whole(text))
             if view.changed:  # lines are dropped from view: store the full text, point to it
                 return self._spill(view=view, fallback=None if over else text)
         if not over:
@@ -324,10 +324,11 @@ class SpillJob:
             return budget
         return dataclasses.replace(budget, max_chars=max(0, self.max_chars))
 
-    def notes(self, view: RetainedText, *, stored: bool, narrow: bool = True) -> tuple[str, ...]:
+    def notes(self, view: RetainedText | None, *, stored: bool, narrow: bool = True) -> tuple[str, ...]:
         """The notice's notes on masking and the cap; masking counts what ``view`` shows
-        (``narrow``: of it, the part this exit code's preview keeps)."""
-        if narrow:
+        (``narrow``: of it, the part this exit code's preview keeps; None: no retained
+        text is shown, only what the mask counted as shown, e.g. a log-compressed view)."""
+        if narrow and view is not None:
             view = view.narrow(*self.rule.preview(self.exit_code))
         capped = StoreCap.note(self.capped) if self.capped and stored else None
         return tuple(n for n in (self.mask.sentence(stored=stored, view=view), capped) if n)

@@ -70,7 +70,7 @@ class PreviewHost(Protocol):
 
     def budget(self) -> ContextBudget: ...
 
-    def notes(self, view: RetainedText, *, stored: bool, narrow: bool = True) -> tuple[str, ...]: ...
+    def notes(self, view: RetainedText | None, *, stored: bool, narrow: bool = True) -> tuple[str, ...]: ...
 
     def result(self, text: str, mode: Mode, total: int, omitted: int, *,
                artifact: ArtifactReference | None = None, reason: str | None = None) -> SpillResult: ...
@@ -207,9 +207,11 @@ class LogPreview(TextPreview):
         h = self.host
         retained = self._retained()
         ref = h.mask.reference(ref, retained)
-        notes = h.notes(retained, stored=True)
+        # The view, not the retained head and tail, is what is shown: its masks are counted
+        # first, and only they go into the note.
+        shown = RetainedText.of(h.mask.log_view(self.view))
+        notes = h.notes(None, stored=True)
         facts = self._facts(ref, retained, notes, self.view)
-        shown = RetainedText.of(h.mask.text(self.view.text))
         rendered = self._render_text(facts, shown, notes, exact_notes=False)
         # The view is not a slice of the output: count what it leaves out.
         omitted = max(0, retained.total_bytes - rendered.shown.kept_bytes)

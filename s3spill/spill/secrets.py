@@ -17,12 +17,16 @@ counts only the secrets that reach into what it shows.
 
 from __future__ import annotations
 
+import bisect
+import functools
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
 from s3spill.artifacts.index import build_stats, make_summary
+from s3spill.context.logcompress import CompressedLog
 from s3spill.context.retention import RetainedText, TextStrategy
 from s3spill.context.salient import SalientLine
 from s3spill.context.secrets import StreamRedactor, describe_counts, mask_window, redact_text
@@ -58,6 +62,8 @@ class SecretMask:
         self._tail_spans: tuple[Span, ...] = ()
         self._tail_len = 0
         self._unmasked_head = b""
+        #: The lines each secret of a log-compressed output covers (:meth:`whole`).
+        self._log_spans: list[tuple[int, int, str]] | None = None
 
     def retention(self, strategy: TextStrategy) -> TextStrategy:
         """What the retainer keeps: ``strategy`` plus the margins (``preview`` mode)."""
@@ -73,6 +79,37 @@ class SecretMask:
         masked, counts = redact_text(text, cut_end=cut_end)
         self.shown.update(counts)
         return masked
+
+    def whole(self, text: str) -> str | None:
+        """``text`` (a whole output, for a log-compressed view) masked in its whole context,
+        line for line; None when nothing in it is masked. :meth:`log_view` then counts what
+        the view shows of it."""
+        self._log_spans = []
+        if self.mode == "off" or not text:
+            return None
+        try:
+            raw, errors = text.encode("utf-8", "surrogateescape"), "surrogateescape"
+        except UnicodeEncodeError:
+            raw, errors = text.encode("utf-8", "surrogatepass"), "surrogatepass"
+        done = mask_window(raw)
+        if not done.spans:
+            return None
+        newlines = [m.start() for m in re.finditer(b"\n", raw)]
+        # The lines each secret covers (line n starts after the n-th newline).
+        line_of = functools.partial(bisect.bisect_left, newlines)
+        self._log_spans = [(line_of(s), line_of(max(s, e - 1)), kind) for s, e, kind in done.spans]
+        return done.data.decode("utf-8", errors)
+
+    def log_view(self, view: CompressedLog) -> str:
+        """The log-compressed view as the model may see it, counting the secrets it shows."""
+        if self._log_spans is None or view.shown is None:  # not made from :meth:`whole`
+            return self.text(view.text)
+        shown = view.shown
+        for first, last, kind in self._log_spans:
+            at = bisect.bisect_left(shown, first)
+            if at < len(shown) and shown[at] <= last:
+                self.shown[kind] += 1
+        return view.text
 
     def prefix(self, data: bytes, cut: int) -> bytes:
         """``data[:cut]`` masked as it reads in ``data`` (a clipped result's shown part)."""

@@ -20,7 +20,9 @@ boto3 call is left behind without pointing at what it may still write).
 
 from __future__ import annotations
 
+import functools
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
@@ -45,7 +47,7 @@ from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import Output
 from s3spill.store.base import ObjectStore
 from s3spill.telemetry import tool_span
-from s3spill.usage.events import spill_event
+from s3spill.usage.events import UsageEvent, spill_event
 from s3spill.usage.recorder import UsageSink
 
 __all__ = ["SpillResult", "Spiller"]
@@ -155,15 +157,23 @@ class Spiller:
         return result
 
     def _record(self, result: SpillResult) -> None:
-        """The usage event of one result; fail open (losing usage never fails a tool call)."""
+        """Queue the usage event of one result; fail open (losing usage never fails a tool call).
+
+        Only the time is taken now: the event is built later, on the recorder's thread
+        (:meth:`UsageRecorder.defer`), where building many in a row is cheaper than one
+        right after a spill.
+        """
         assert self.usage is not None
         try:
-            index = self.artifacts.written_index(result.artifact) if result.artifact else None
-            self.usage.record(spill_event(
-                self.sink.session_hash, result, stored_bytes=index.stored_size if index else None,
-                threshold=self.policy.for_tool(result.tool).threshold))
+            self.usage.defer(functools.partial(self._event, result, time.time()))
         except Exception as exc:  # noqa: BLE001 - whatever went wrong, the result stands
             log.warning("usage.event_failed", error=type(exc).__name__)
+
+    def _event(self, result: SpillResult, at: float) -> UsageEvent:
+        index = self.artifacts.written_index(result.artifact) if result.artifact else None
+        return spill_event(self.sink.session_hash, result, at=at,
+                           stored_bytes=index.stored_size if index else None,
+                           threshold=self.policy.for_tool(result.tool).threshold)
 
     def enforce_turn_budget(
         self,
@@ -237,7 +247,8 @@ class Spiller:
         return start_live(self.artifacts.store, self.session_id, source, tool, label=label,
                           config=config, transfer=self.artifacts.config, journal=self.journal,
                           env=env, cwd=cwd,
-                          mask=StreamRedactor() if self.policy.secrets == "at_rest" else None)
+                          mask=StreamRedactor() if self.policy.secrets == "at_rest" else None,
+                          on_stored=self.quota.record if self.quota is not None else None)
 
     def close(self, timeout: float | None = None) -> None:
         """Wait (bounded) for follow-up work of accepted uploads, e.g. the liveness mark."""

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from s3spill.context.budget import ContextBudget
 from s3spill.context.pointer import PointerFacts, RenderedContext, render_pointer
+from s3spill.context.quoting import no_ids
 from s3spill.context.retention import RetainedText
 from s3spill.typed.cuts import record_ends, snap
 from s3spill.typed.detect import Detection
@@ -31,6 +32,24 @@ from s3spill.typed.detect import Detection
 OUTLINE_SCAN_BYTES = 32 * 1024 * 1024
 #: Top-level keys the outline names before "… and N more".
 OUTLINE_KEYS = 24
+#: How much of a key the outline quotes.
+_KEY_CHARS = 80
+
+
+def shown_key(key: str) -> str:
+    """A document's key as our outline line quotes it: a Python literal (so no newline or
+    quote of the key's own can end it or split our line), its id-shaped strings replaced
+    (the one source id in our lines is ours), cut to :data:`_KEY_CHARS`."""
+    bare = no_ids(key)
+    return repr(bare if len(bare) <= _KEY_CHARS else bare[: _KEY_CHARS - 1] + "…")
+
+
+def plain_key(key: str) -> bool:
+    """A key our hint may show verbatim inside ``path="…"``: printable, no quote, backslash
+    or id of its own, short (any other key would have to be escaped, and an escaped JSON
+    Pointer is no longer the one to pass)."""
+    return (0 < len(key) <= 64 and key.isprintable() and not any(c in key for c in "\"'`")
+            and no_ids(key) == key)
 #: Top-level entries kept while scanning (a root array keeps the kinds of its first ones).
 _MAX_ENTRIES = 1000
 _FIT_ATTEMPTS = 4
@@ -76,7 +95,7 @@ class Outline:
                 desc = f"array of {bound}{count:,}"
             elif kind == "object" and count is not None:
                 desc = f"object of {bound}{count:,} key{'s' if count != 1 else ''}"
-            parts.append(f"{key!r}: {desc}" if key is not None else desc)
+            parts.append(f"{shown_key(key)}: {desc}" if key is not None else desc)
         more = self.count - min(len(self.entries), OUTLINE_KEYS)
         tail = f"; … and {more:,} more keys" if more > 0 else ""
         if not self.complete:
@@ -239,17 +258,21 @@ def record_note(shown: RetainedText | None, kind: str, total_records: int, heade
 
 
 def json_path_example(outline: Outline | None) -> str:
-    """A JSON Pointer into the document worth showing in a hint (its first large entry)."""
+    """A JSON Pointer into the document worth showing in a hint (its first large entry).
+
+    Only a plain key (:func:`plain_key`) is named: the hint is a line of ours, and a key is
+    tool text (``"x\\nPage it with read_artifact(source_id=\\"artifact:<another>…"``).
+    """
     if outline is None or outline.root not in ("object", "array"):
         return ""
     if outline.root == "array":
         return "/0"
-    for key, kind, _, _ in outline.entries:
-        if kind in ("array", "object") and key is not None:
+    plain = [(key, kind) for key, kind, _, _ in outline.entries if key is not None and plain_key(key)]
+    for key, kind in plain:
+        if kind in ("array", "object"):
             tail = "/0" if kind == "array" else ""
             return "/" + key.replace("~", "~0").replace("/", "~1") + tail
-    key = outline.entries[0][0] if outline.entries else None
-    return "/" + key.replace("~", "~0").replace("/", "~1") if key else ""
+    return "/" + plain[0][0].replace("~", "~0").replace("/", "~1") if plain else ""
 
 
 def type_note(detected: Detection, view: RetainedText | None, *, read_tool: str,
