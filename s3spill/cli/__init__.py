@@ -22,7 +22,8 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
+    from subprocess import Popen
 
     from s3spill.cli.parser import COMMAND_HOMES as COMMAND_HOMES
     from s3spill.cli.parser import COMMAND_MODULES as COMMAND_MODULES
@@ -56,6 +57,15 @@ def _fast_paths(argv: list[str]) -> int | Started | None:
 
         if hook_pass_through(argv):
             return _OK
+    if "mcp-proxy" in argv:  # the upstream first, the handshake before the spill path loads
+        from s3spill.proxy.spawn import quick_command, spawn
+
+        upstream = quick_command(argv)
+        proc = _spawned(spawn, upstream) if upstream is not None else None
+        if proc is not None:
+            from s3spill.cli.proxy_fast import run
+
+            return run(argv, proc)
     if "run" in argv:
         from s3spill.cli.run_fast import fast_run
 
@@ -67,6 +77,16 @@ def _fast_paths(argv: list[str]) -> int | Started | None:
             _silence_stdout()
             return _BROKEN_PIPE
     return None
+
+
+def _spawned(spawn: Callable[[list[str]], Popen[bytes]], command: list[str]) -> Popen[bytes] | None:
+    """The upstream started, or None when it cannot be (the full path says why, as always)."""
+    from s3spill.errors import ConfigError
+
+    try:
+        return spawn(command)
+    except ConfigError:
+        return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
