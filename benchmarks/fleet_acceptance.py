@@ -8,7 +8,10 @@ copy is at most the cap, the byte count is exact, the process's peak RSS is boun
 stays within the quota and that ``config show`` names the file and line of each value.
 
 Also ``--hook-gib`` (1) through the Claude Code hook's persisted-file route (a Bash output
-Claude Code saved to a file; the hook stores the file). Not here: the MCP proxy route.
+Claude Code saved to a file; the hook stores the file), and ``--proxy-gib`` (1) through
+``s3spill mcp-proxy``: an MCP server (stdio) whose one tool answers with the stream as the
+text of its result, written as it is generated (the upstream never holds it); the proxy
+spools the line and streams the text into the spill (its own peak RSS is printed).
 
     python benchmarks/fleet_acceptance.py              # 3 GiB per route, 256 MiB cap
     python benchmarks/fleet_acceptance.py --gib 0.25 --cap-mib 16   # a quick run
@@ -110,6 +113,87 @@ def route_hook(env: dict[str, str], gen: Path, total: int) -> tuple[dict[str, ob
     return {"size_bytes": after - before}, found.group(0) if found else ""
 
 
+#: An MCP server over stdio with one tool, ``gen``, whose result's text is GENERATOR's stream,
+#: JSON-escaped and written as it is generated.
+UPSTREAM = r"""
+import json, sys
+total, secrets = int(sys.argv[1]), sys.argv[2:]
+line = "2026-12-01T21:00:00Z INFO worker=7 step=compile status=ok elapsed_ms=12 note=steady\n"
+block = line * (1024 * 1024 // len(line))
+out = sys.stdout.buffer
+def esc(text):
+    return json.dumps(text)[1:-1].encode()
+def send(msg):
+    out.write(json.dumps(msg).encode() + b"\n"); out.flush()
+for raw in sys.stdin.buffer:
+    msg = json.loads(raw)
+    if msg.get("method") == "initialize":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": "2025-06-18",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "gen", "version": "1"}}})
+    elif msg.get("method") == "tools/list":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": [
+              {"name": "gen", "inputSchema": {"type": "object"}}]}})
+    elif msg.get("method") == "tools/call":
+        out.write(b'{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "'
+                  % json.dumps(msg["id"]).encode())
+        leak = lambda tag: out.write(b"".join(esc(f"{tag} export AWS_ACCESS_KEY_ID={s}\n") for s in secrets))
+        written = 0
+        leak("start")
+        while written < total:
+            n = min(len(block), total - written)
+            out.write(esc(block[:n]))
+            written += n
+            if written >= total // 2 and written - n < total // 2:
+                leak("middle")
+        leak("end")
+        out.write(b'"}]}}\n'); out.flush()
+"""
+
+
+def route_proxy(env: dict[str, str], gen: Path, total: int) -> tuple[dict[str, object], str]:
+    """One tools/call through ``s3spill mcp-proxy`` whose result is the stream (see UPSTREAM)."""
+    upstream = gen.with_name("upstream.py")
+    upstream.write_text(UPSTREAM)
+    before = json.loads(cli(env, "quota", "show", "--json").stdout)["bytes"]
+    proc = subprocess.Popen([sys.executable, "-m", "s3spill", "mcp-proxy", "--", sys.executable,
+                             str(upstream), str(total), *SECRETS], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    client = {"name": "fleet", "version": "1"}
+    for msg in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "gen"}}):
+        proc.stdin.write(json.dumps(msg).encode() + b"\n")
+    proc.stdin.flush()
+    text = ""
+    for line in proc.stdout:
+        answer = json.loads(line)
+        if answer.get("id") == 2:
+            text = "".join(block.get("text", "") for block in answer.get("result", {}).get("content", []))
+            break
+    proc.stdin.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proxy_rss = usage.ru_maxrss / 1024
+    found = re.search(r"artifact:[0-9a-f]{32}:[A-Za-z0-9T._-]+:[0-9a-f]{16}", text)
+    after = json.loads(cli(env, "quota", "show", "--json").stdout)["bytes"]
+    if any(s in text for s in SECRETS):
+        return {"size_bytes": None, "leak": True}, ""
+    return {"size_bytes": after - before, "proxy_rss_mib": proxy_rss, "chars": len(text),
+            "exit": os.waitstatus_to_exitcode(status)}, found.group(0) if found else ""
+
+
+def proxy_checks(doc: dict[str, object], bound: float) -> list[str]:
+    """The proxy's own peak RSS within ``bound`` and a clean exit (printed either way)."""
+    rss = doc.get("proxy_rss_mib")
+    shown = round(rss) if isinstance(rss, float) else rss
+    print(f"  mcp-proxy: the proxy's own peak RSS {shown} MiB, exit {doc.get('exit')}, "
+          f"the client got {doc.get('chars')} characters")
+    if not isinstance(rss, float) or rss > bound or doc.get("exit") != 0:
+        return [f"mcp-proxy: peak RSS {rss} MiB (bound {bound}), exit {doc.get('exit')}"]
+    return []
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--gib", type=float, default=3.0, help="GiB per route (default 3)")
@@ -118,6 +202,8 @@ def main() -> int:
     ap.add_argument("--max-rss-mib", type=int, default=600, help="peak RSS bound per route")
     ap.add_argument("--hook-gib", type=float, default=1.0,
                     help="GiB through the Claude Code hook's persisted-file route (default 1)")
+    ap.add_argument("--proxy-gib", type=float, default=1.0,
+                    help="GiB as one tool result through s3spill mcp-proxy (default 1)")
     args = ap.parse_args()
     total = int(args.gib * 1024 * MiB)
     cap = args.cap_mib * MiB
@@ -135,7 +221,8 @@ def main() -> int:
           f"{total:,} B per route")
     stored_total = 0
     routes = [("run", route_run, total), ("spill -", route_spill, total),
-              ("hook", route_hook, int(args.hook_gib * 1024 * MiB))]
+              ("hook", route_hook, int(args.hook_gib * 1024 * MiB)),
+              ("mcp-proxy", route_proxy, int(args.proxy_gib * 1024 * MiB))]
     for name, route, size in routes:
         t0, rss0 = time.monotonic(), peak_mib()
         doc, sid = route(env, gen, size)
@@ -153,6 +240,8 @@ def main() -> int:
             stored_total += stored
         if rss > args.max_rss_mib:
             problems.append(f"{name}: peak RSS {rss:.0f} MiB over {args.max_rss_mib}")
+        if name == "mcp-proxy":
+            problems += proxy_checks(doc, args.max_rss_mib)
         if sid:
             problems += check_reads(env, sid)
         print(f"  {name:<8} stored {stored if isinstance(stored, int) else 0:>12,} B  "
