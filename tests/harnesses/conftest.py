@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,6 +221,9 @@ def gemini(tmp_path: Path) -> Iterator[GeminiCli]:
     yield GeminiCli(home, project.resolve(), (tmp_path / "store").as_uri())
 
 
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "harnesses.md"
+DOC_STORE = "s3://my-bucket/agents"
+DOC_S3SPILL = f"s3spill --store {DOC_STORE} --session codex-me"
 #: What a scratch Codex must not do: check for updates, send analytics, export traces.
 CODEX_QUIET = {"check_for_update_on_startup": False, "analytics": {"enabled": False},
                "otel": {"exporter": "none"}, "feedback": {"enabled": False}}
@@ -247,14 +252,25 @@ class Codex:
             "--store", self.store_url, "--session", self.session, "hook", "codex")}
 
     def use_s3spill(self, *, pre: bool = True, post: bool = True, mcp: bool = True) -> None:
-        """The wiring of docs/harnesses.md: both hooks and ``s3spill mcp`` under one named session."""
-        if pre:
-            self.hooks["PreToolUse"] = [{"matcher": "^Bash$", "hooks": [self.hook()]}]
-        if post:
-            self.hooks["PostToolUse"] = [{"matcher": "^mcp__", "hooks": [self.hook()]}]
+        """The wiring of docs/harnesses.md, taken from its ``codex-config`` block: both hooks and
+        ``s3spill mcp`` under one named session, with this checkout's s3spill and a local store."""
+        block = re.search(r"<!-- codex-config -->\n```toml\n(.*?)^```", DOCS.read_text(), re.M | re.S)
+        assert block, "no codex-config block in docs/harnesses.md"
+        doc = tomllib.loads(block[1])
+        ours = s3spill_cmd("--store", self.store_url, "--session", self.session)
+
+        def local(handler: dict[str, Any]) -> dict[str, Any]:
+            return {**handler, "command": handler["command"].replace(DOC_S3SPILL, ours)}
+
+        for event, wanted in (("PreToolUse", pre), ("PostToolUse", post)):
+            if wanted:
+                self.hooks[event] = [{**group, "hooks": [local(h) for h in group["hooks"]]}
+                                     for group in doc["hooks"][event]]
         if mcp:
-            self.mcp["s3spill"] = python_server("-m", "s3spill", "--store", self.store_url, "--session",
-                                                self.session, "mcp")
+            args = [self.store_url if a == DOC_STORE else self.session if a == "codex-me" else a
+                    for a in doc["mcp_servers"]["s3spill"]["args"]]
+            self.mcp["s3spill"] = {**python_server("-m", "s3spill", *args),
+                                   "env_vars": doc["mcp_servers"]["s3spill"].get("env_vars", [])}
 
     def run(self, turns: list[Turn], timeout: float = 300) -> ScriptedModel:
         import tomlkit
@@ -316,6 +332,7 @@ class Opencode:
     session: str = "opencode-test"
     plugin: bool = False
     mcp: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
 
     def use_s3spill(self) -> None:
         """The wiring of docs/harnesses.md: the shipped plugin and ``s3spill mcp`` on one session."""
@@ -336,10 +353,11 @@ class Opencode:
             (self.project / "opencode.json").write_text(json.dumps(config))
             # Only what it needs: opencode reads provider settings from many variables.
             env = {"HOME": str(self.home), "PATH": os.environ.get("PATH", ""),
-                   "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                   "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                   "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
                    "PYTHONPATH": child_env({})["PYTHONPATH"], "S3SPILL_STORE": self.store_url,
                    "S3SPILL_SESSION": self.session,
-                   "S3SPILL_HOOK_COMMAND": json.dumps([sys.executable, "-m", "s3spill"])}
+                   "S3SPILL_HOOK_COMMAND": json.dumps([sys.executable, "-m", "s3spill"]), **self.env}
             proc = subprocess.run([str(npm_bin("opencode")), "run", "go"], cwd=self.project, env=env,
                                   capture_output=True, timeout=timeout, check=False)
         assert proc.returncode == 0, proc.stderr.decode()[-3000:]

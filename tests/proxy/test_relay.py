@@ -165,7 +165,8 @@ def test_the_result_of_a_tool_call_made_as_a_task_is_spilled_like_any_other(tmp_
                     "lastUpdatedAt": "2026-12-02T00:00:00Z", "ttl": 60000}
             await upstream.reply({"task": task})
             assert (await client.get())["result"] == {"task": task}
-            await client.put({"jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": {"taskId": "t-1"}})
+            await client.put({"jsonrpc": "2.0", "id": 2, "method": "tasks/result",
+                              "params": {"taskId": "t-1"}})
             asked = await upstream.reply({"content": [{"type": "text", "text": "report line\n" * 20_000}]})
             assert asked["method"] == "tasks/result"
             answer = await client.get(30)
