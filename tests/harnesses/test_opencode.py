@@ -114,3 +114,20 @@ def test_a_hook_that_crashes_or_times_out_leaves_opencodes_own_result(opencode: 
     for command, timeout in ((["sh", "-c", "kill -9 $$"], "60000"), (slow, "1000")):
         opencode.env = {"S3SPILL_HOOK_COMMAND": json.dumps(command), "S3SPILL_HOOK_TIMEOUT_MS": timeout}
         assert [_steady(b) for b in opencode.run(turns).tool_results()] == bare
+
+
+def test_a_big_file_read(opencode: Opencode) -> None:
+    """``read`` of a 6,000-line file (360 KB): opencode pages it itself (capped at 50 KB,
+    lines 1-853, numbered, and how to read on); with the plugin that page, over 25,000
+    characters, is our preview and a pointer, and what is stored is the page opencode read
+    (its three header lines and its line numbers included), not the file."""
+    lines = [f"line {n:05d} " + "x" * 48 for n in range(1, 6001)]
+    (opencode.project / "big.txt").write_text("\n".join(lines) + "\n")
+    read = tool_call("read", {"filePath": str(opencode.project / "big.txt")})
+    bare = result_text(opencode.run([read, text("done")]).tool_results()[0])
+    assert "Output capped at 50 KB. Showing lines 1-853." in bare
+    opencode.use_s3spill()
+    shown, page = opencode.run([read, follow_pointer(READ, offset=502, limit=1), text("done")]).tool_results()
+    print("opencode read:", len(bare), len(result_text(shown)))
+    assert f"{READ}(source_id" in result_text(shown) and len(result_text(shown)) < 15_000
+    assert "500: line 00500 " in _page(page)
