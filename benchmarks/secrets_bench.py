@@ -4,10 +4,9 @@ Spills the same generated CI log (tests/context/secrets/clean_build_logs.py: pip
 integrity, go.sum, docker digests, env dumps — no secret in it) through a Spiller on a local
 store with ``secrets="off"``, ``"preview"`` (the default: only what the model sees is masked)
 and ``"at_rest"`` (the whole stream is scanned and masked before it is stored), and reports
-each spill's wall time and CPU time (all its threads) and their ratios to ``off``.
-``at_rest`` masks on a thread of its own a chunk ahead of the reading thread,
-``at_rest/1thread`` on the reading thread, ``at_rest/re2`` with the RE2 trigger pass (what
-runs without the ``fast-secrets`` extra). Also the detector alone (StreamRedactor, 1 MiB
+each spill's wall time and CPU time (all its threads) and their ratios to ``off``;
+``at_rest/re2`` is ``at_rest`` with the RE2 trigger pass (what runs without the
+``fast-secrets`` extra). Also the detector alone (StreamRedactor, 1 MiB
 chunks; wall and CPU seconds) per engine against hashlib.sha256 over the same chunks, the
 false positives on the log (masked spans; 0 is the goal), and the detections on a copy of
 the log with fake secrets of every kind planted (both engines must mask the same bytes).
@@ -32,7 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 import s3spill.context.secrets.detector as detector_module  # noqa: E402
-import s3spill.spill.secrets as spill_secrets  # noqa: E402
 from s3spill.context.policy import SpillPolicy  # noqa: E402
 from s3spill.context.secrets import StreamRedactor, default_detector  # noqa: E402
 from s3spill.context.secrets.detector import SecretDetector  # noqa: E402
@@ -110,18 +108,16 @@ def main() -> None:
     print(f"detections on 32 MiB of it with {n} fake secrets planted: {found['hyperscan'][0]}, masked stream"
           f" sha256 {found['hyperscan'][1]}; RE2 masks the same bytes: {found['re2'] == found['hyperscan']}")
 
-    times: dict[str, list[float]] = {"off": [], "preview": [], "at_rest": [], "at_rest/1thread": [],
-                                     "at_rest/re2": []}
+    times: dict[str, list[float]] = {"off": [], "preview": [], "at_rest": [], "at_rest/re2": []}
     cpus: dict[str, list[float]] = {mode: [] for mode in times}
     modes = list(times)
     for n_round in range(args.rounds):  # interleaved and rotated, so load and order hit every mode alike
         for mode in modes[n_round % len(modes):] + modes[: n_round % len(modes)]:
             detector_module._DETECTOR = engines["re2" if mode.endswith("/re2") else "hyperscan"]
-            spill_secrets.AHEAD = not mode.endswith("/1thread")
             wall, cpu = _spill(args.dir, chunks, mode.split("/")[0])
             times[mode].append(wall)
             cpus[mode].append(cpu)
-    detector_module._DETECTOR, spill_secrets.AHEAD = engines["hyperscan"], True
+    detector_module._DETECTOR = engines["hyperscan"]
     base, cpu_base = statistics.median(times["off"]), statistics.median(cpus["off"])
     for mode, values in times.items():
         med, cpu = statistics.median(values), statistics.median(cpus[mode])

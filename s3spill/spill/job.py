@@ -261,8 +261,6 @@ class SpillJob:
             self._consume(self.mask.feed(chunk), upload)
         if self.read.error is None:
             self._consume(self.mask.rest(), upload)
-        else:
-            self.mask.close()
         total = self.retainer.total_bytes
         self.ended()
         if self.read.error is not None:

@@ -31,7 +31,6 @@ from s3spill.context.retention import RetainedText, TextStrategy
 from s3spill.context.salient import SalientLine
 from s3spill.context.secrets import StreamRedactor, describe_counts, mask_window, redact_text
 from s3spill.context.secrets.masking import Span
-from s3spill.context.secrets.stream import AheadRedactor
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
 
@@ -42,9 +41,6 @@ log = get_logger("s3spill.spill.spiller")
 SecretsMode = Literal["off", "preview", "at_rest"]
 #: Bytes retained beyond each preview edge so a secret cut there is seen whole.
 MARGIN = 64 * 1024
-#: ``at_rest`` masks on a thread of its own, a chunk ahead of the reading thread
-#: (:class:`AheadRedactor`); False: on the reading thread (benchmarks compare the two).
-AHEAD = True
 
 
 def _inside(spans: Sequence[Span], lo: int, hi: int) -> Counter[str]:
@@ -57,9 +53,7 @@ class SecretMask:
     def __init__(self, mode: SecretsMode) -> None:
         self.mode = mode
         self.shown: Counter[str] = Counter()
-        self.stream: StreamRedactor | AheadRedactor | None = None
-        if mode == "at_rest":
-            self.stream = AheadRedactor() if AHEAD else StreamRedactor()
+        self.stream = StreamRedactor() if mode == "at_rest" else None
         #: True once the whole stored stream went through :attr:`stream` (then what the
         #: retainer and the scanner kept is masked already).
         self.streamed = False
@@ -190,11 +184,6 @@ class SecretMask:
             return b""
         self.streamed = True
         return self.stream.finish()
-
-    def close(self) -> None:
-        """A stream given up on before its end (reading failed): its masking thread ends."""
-        if isinstance(self.stream, AheadRedactor) and not self.streamed:
-            self.stream.close()
 
     @property
     def at_rest(self) -> Counter[str]:

@@ -8,12 +8,11 @@ overlapping pieces). Pure: no I/O.
 from __future__ import annotations
 
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
 
 from s3spill.context.secrets.detector import SecretDetector, default_detector
 from s3spill.context.secrets.masking import MAX_LINE_BYTES, OVERLAP, LineMasker
 
-__all__ = ["AheadRedactor", "StreamRedactor"]
+__all__ = ["StreamRedactor"]
 
 
 class StreamRedactor:
@@ -65,44 +64,6 @@ class StreamRedactor:
         """The rest (the last line, masked)."""
         rest, self._carry = self._carry, b""
         return self._process(rest) if rest else b""
-
-
-class AheadRedactor:
-    """A :class:`StreamRedactor` on a thread of its own, one chunk ahead of its caller.
-
-    Why: the caller (the Spiller's reading thread) has work of its own per chunk (the
-    preview's head and tail, the cap, handing chunks to the writer), and the trigger pass
-    runs with the GIL released; so while the caller handles chunk n, chunk n+1 is scanned.
-    One worker, so chunks are masked in order; the output is the same bytes in the same
-    order as :class:`StreamRedactor`'s, each call returning the previous chunk's part.
-    """
-
-    def __init__(self, detector: SecretDetector | None = None, max_line: int = MAX_LINE_BYTES) -> None:
-        self._inner = StreamRedactor(detector, max_line)
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="s3spill-mask")
-        self._pending: Future[bytes] | None = None
-
-    @property
-    def counts(self) -> Counter[str]:
-        """What was masked so far (complete once :meth:`finish` returned)."""
-        return self._inner.counts
-
-    def push(self, chunk: bytes) -> bytes:
-        """The masked bytes of the chunks before this one that are final now."""
-        previous, self._pending = self._pending, self._pool.submit(self._inner.push, chunk)
-        return previous.result() if previous is not None else b""
-
-    def finish(self) -> bytes:
-        """The rest: the last chunk's part and the last line, masked; the thread ends."""
-        try:
-            pending, self._pending = self._pending, None
-            return (pending.result() if pending is not None else b"") + self._inner.finish()
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        """End the worker (a stream given up on before its end)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _union(raw: bytes, first: bytes, second: bytes) -> bytes:
