@@ -3,7 +3,8 @@
 * startup — spawn to the answer of ``initialize``, 10 spawns each (median, min, max): the
   proxy in front of a minimal Python upstream (tests/proxy/hostile_upstream.py) and in
   front of server-everything (node), each upstream alone (the baselines: interpreter start
-  plus the handshake), and ``s3spill mcp``;
+  plus the handshake), ``s3spill mcp``, and an empty server on the MCP SDK (the floor of
+  ``s3spill mcp``: the SDK's import and its handshake);
 * memory — one ``tools/call`` whose result is N bytes of text (30 MB, 300 MB, 1 GB; the
   upstream streams it, it never holds it): the proxy's peak RSS (``VmHWM``) over its RSS
   just before the call, and the size of the pointer the client gets;
@@ -27,6 +28,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.proxy.conftest import hostile_command
 from tests.proxy.servers import INIT, RawProxy, proxy_command, server_command
 
+#: The least an MCP server on the official Python SDK does before it can answer ``initialize``:
+#: import the low-level server and the stdio transport, serve one empty server.
+SDK_FLOOR = """
+import anyio
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+async def main():
+    server = Server("floor")
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+anyio.run(main)
+"""
 MB = 1_000_000
 MiB = 1024 * 1024
 
@@ -60,6 +75,7 @@ def startup(runs: int, work: Path) -> None:
         "s3spill mcp-proxy -> server-everything": proxy_command(store, "bench",
                                                                 server_command("everything", "stdio")),
         "s3spill mcp": [sys.executable, "-m", "s3spill", "--store", store, "--session", "bench", "mcp"],
+        "SDK low-level server alone (s3spill mcp's floor)": [sys.executable, "-c", SDK_FLOOR],
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):  # interleaved: each sees the same load

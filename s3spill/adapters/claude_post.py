@@ -125,11 +125,20 @@ def read_answer(response: Any, spill: HookSpiller, tool: str,
 
 
 _OPENCODE_SAVED = re.compile(r"^Full output saved to: (/\S.*?)\s*$", re.M)
+#: Any other tool's cut (an MCP result): its first 2,000 lines, "...N lines truncated...",
+#: then this sentence naming the file, then a hint to delegate the reading.
+_OPENCODE_SAVED_TAIL = re.compile(r"The tool call succeeded but the output was truncated\. "
+                                  r"Full output saved to: (/\S+)")
 
 
 def saved_opencode(text: str) -> Path | None:
-    """The file opencode 1.18.33 saved a cut tool output to ("Full output saved to: PATH")."""
-    if "...output truncated..." not in text[:200]:
-        return None
-    match = _OPENCODE_SAVED.search(text[:2000])
-    return _saved_file(match.group(1)) if match else None
+    """The file opencode 1.18.33 saved a cut tool output to: a shell's cut starts with
+    "...output truncated..." and names it near the top ("Full output saved to: PATH"), any
+    other tool's names it at the end. Only a file in opencode's own ``tool-output``
+    directory counts: an output that merely prints such a line names nothing to store."""
+    if "...output truncated..." in text[:200]:
+        match = _OPENCODE_SAVED.search(text[:2000])
+    else:
+        match = _OPENCODE_SAVED_TAIL.search(text[-2000:])
+    path = match.group(1) if match else None
+    return _saved_file(path) if path and "/opencode/tool-output/" in path else None

@@ -26,17 +26,21 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, TypeAlias
 
 from s3spill import keys
-from s3spill.artifacts.grep.engine import DEFAULT_MAX_MATCHES, grep_chunks
-from s3spill.artifacts.grep.pattern import compile_pattern
-from s3spill.artifacts.grep.result import GrepResult
 from s3spill.artifacts.index import ArtifactIndex
 from s3spill.artifacts.indexes import IndexVerifier, ResolvedArtifact
-from s3spill.artifacts.paging import DEFAULT_LIMIT, DEFAULT_MAX_CHARS, Page, build_page
+from s3spill.artifacts.paging import Page, build_page
 from s3spill.artifacts.views import CONTEXT_BYTES, ChunkView, viewed
-from s3spill.artifacts.writer import reference_of
-from s3spill.config import TransferConfig
+from s3spill.context.read_limits import (
+    DEFAULT_BYTES,
+    DEFAULT_ELEMENTS,
+    DEFAULT_LIMIT,
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_MATCHES,
+    DEFAULT_RECORDS,
+)
 from s3spill.errors import (
     ArtifactNotFound,
     ConfigError,
@@ -46,11 +50,15 @@ from s3spill.errors import (
     SourceIdError,
 )
 from s3spill.log import get_logger
-from s3spill.models import ArtifactMemoryReference, ArtifactReference
 from s3spill.store.base import ObjectStore
-from s3spill.typed.bytepage import DEFAULT_BYTES, BytePage, build_byte_page
-from s3spill.typed.jsonpath import DEFAULT_ELEMENTS, JsonPage, build_json_page
-from s3spill.typed.recordpage import DEFAULT_RECORDS, RecordPage, build_record_page, record_at
+
+if TYPE_CHECKING:  # each loads with the first call that needs it: a page read needs none of them
+    from s3spill.artifacts.grep.result import GrepResult
+    from s3spill.config import TransferConfig
+    from s3spill.models import ArtifactMemoryReference, ArtifactReference
+    from s3spill.typed.bytepage import BytePage
+    from s3spill.typed.jsonpath import JsonPage
+    from s3spill.typed.recordpage import RecordPage
 
 __all__ = ["ArtifactReader", "ResolvedArtifact", "SourceRef"]
 
@@ -60,7 +68,7 @@ log = get_logger("s3spill.artifacts.store")
 #: next page of a sequential read). Immutable artifacts make this safe.
 _CHUNK_CACHE_BYTES = 8 * 1024 * 1024
 
-SourceRef = str | keys.SourceId | ArtifactReference | ArtifactMemoryReference
+SourceRef: TypeAlias = "str | keys.SourceId | ArtifactReference | ArtifactMemoryReference"
 
 
 class ArtifactReader(IndexVerifier):
@@ -73,7 +81,7 @@ class ArtifactReader(IndexVerifier):
     def __init__(self, store: ObjectStore, config: TransferConfig | None = None, *,
                  session_id: str | None = None, view: ChunkView | None = None) -> None:
         self.store = store
-        self.config = config or TransferConfig()
+        self._config = config
         self.session_id = session_id
         #: What reads show of the stored bytes (:mod:`s3spill.artifacts.views`); None: them.
         self.view = view
@@ -83,6 +91,15 @@ class ArtifactReader(IndexVerifier):
         self._chunks: OrderedDict[tuple[str, int, bool], bytes] = OrderedDict()
         self._chunk_bytes = 0
         self._lock = threading.Lock()
+
+    @property
+    def config(self) -> TransferConfig:
+        """The transfer settings (the defaults built on first use: a read does not need them)."""
+        if self._config is None:
+            from s3spill.config import TransferConfig
+
+            self._config = TransferConfig()
+        return self._config
 
     # -- resolving --------------------------------------------------------------------
 
@@ -95,9 +112,12 @@ class ArtifactReader(IndexVerifier):
     def resolve(self, source: SourceRef, session_id: str | None = None) -> ResolvedArtifact:
         """Check a source id (or a reference) strictly: well-formed and of this session."""
         expected = None
-        if isinstance(source, (ArtifactReference, ArtifactMemoryReference)):
-            expected = source.sha256
-            source = source.source_id
+        if not isinstance(source, (str, keys.SourceId)):
+            from s3spill.models import ArtifactMemoryReference, ArtifactReference
+
+            if isinstance(source, (ArtifactReference, ArtifactMemoryReference)):
+                expected = source.sha256
+                source = source.source_id
         sid = source if isinstance(source, keys.SourceId) else keys.SourceId.parse(source)
         sid = keys.SourceId.parse(str(sid))  # re-validate a hand-built SourceId
         sid.require_session(self._session(session_id))
@@ -116,6 +136,8 @@ class ArtifactReader(IndexVerifier):
 
     def reference(self, source: SourceRef, session_id: str | None = None) -> ArtifactReference:
         """Rebuild the :class:`ArtifactReference` of a stored artifact from its verified index."""
+        from s3spill.artifacts.writer import reference_of
+
         return reference_of(self.index(source, session_id))
 
     # -- reading ----------------------------------------------------------------------
@@ -219,6 +241,8 @@ class ArtifactReader(IndexVerifier):
     def read_bytes(self, source: SourceRef, byte_offset: int = 0, nbytes: int = DEFAULT_BYTES,
                    max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> BytePage:
         """Verified bytes by offset, rendered as a hexdump (see :mod:`s3spill.typed.bytepage`)."""
+        from s3spill.typed.bytepage import build_byte_page
+
         art = self.resolve(source, session_id)
         with self._confirmed(art):
             index = self._index(art, deferred=True)
@@ -231,6 +255,8 @@ class ArtifactReader(IndexVerifier):
                   session_id: str | None = None) -> JsonPage:
         """The value at a JSON Pointer, streamed over verified chunks (see
         :mod:`s3spill.typed.jsonpath`); reading stops where the page ends."""
+        from s3spill.typed.jsonpath import build_json_page
+
         art = self.resolve(source, session_id)
         index = self._index(art)
         page = build_json_page(self._shown(self._iter_verified(art, index)), str(art.source_id),
@@ -242,6 +268,8 @@ class ArtifactReader(IndexVerifier):
     def read_records(self, source: SourceRef, record_offset: int = 0, limit: int = DEFAULT_RECORDS,
                      max_chars: int = DEFAULT_MAX_CHARS, *, session_id: str | None = None) -> RecordPage:
         """CSV/TSV records by number, header repeated (see :mod:`s3spill.typed.recordpage`)."""
+        from s3spill.typed.recordpage import build_record_page
+
         art = self.resolve(source, session_id)
         with self._confirmed(art):
             index = self._index(art, deferred=True)
@@ -298,6 +326,9 @@ class ArtifactReader(IndexVerifier):
              session_id: str | None = None) -> GrepResult:
         """Search every line of a verified artifact; see :mod:`s3spill.artifacts.grep`.
         (live ids: :func:`s3spill.live.reader.grep`)."""
+        from s3spill.artifacts.grep.engine import grep_chunks
+        from s3spill.artifacts.grep.pattern import compile_pattern
+
         compiled = compile_pattern(pattern, ignore_case=ignore_case)
         art = self.resolve(source, session_id)
         index = self._index(art)
@@ -314,6 +345,8 @@ class ArtifactReader(IndexVerifier):
                              expected_lines=index.line_count)
         if not index.chunk_records:
             return result
+        from s3spill.typed.recordpage import record_at
+
         numbered = tuple(m.model_copy(update={"record_number": record_at(
             index, lambda k: self._fetch_chunk(art, index, k), m.byte_offset)})
             for m in result.matches)

@@ -9,16 +9,30 @@ harness holds; the two halves share the store and the transfer settings, nothing
 
 from __future__ import annotations
 
+import functools
+from typing import TYPE_CHECKING
+
 from s3spill import keys
 from s3spill.artifacts.index import ArtifactIndex, OutputKind
 from s3spill.artifacts.reader import ArtifactReader, ResolvedArtifact, SourceRef
 from s3spill.artifacts.views import ChunkView
-from s3spill.artifacts.writer import MAX_NAME_ATTEMPTS, ArtifactWriter
-from s3spill.config import TransferConfig
-from s3spill.models import ArtifactReference
 from s3spill.store.base import Body, ObjectStore
 
+if TYPE_CHECKING:  # the write path loads with the first write: a read process needs none of it
+    from s3spill.artifacts.writer import MAX_NAME_ATTEMPTS as MAX_NAME_ATTEMPTS
+    from s3spill.artifacts.writer import ArtifactWriter
+    from s3spill.config import TransferConfig
+    from s3spill.models import ArtifactReference
+
 __all__ = ["MAX_NAME_ATTEMPTS", "ArtifactStore", "ResolvedArtifact", "SourceRef"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "MAX_NAME_ATTEMPTS":
+        from s3spill.artifacts.writer import MAX_NAME_ATTEMPTS
+
+        return MAX_NAME_ATTEMPTS
+    raise AttributeError(f"module 's3spill.artifacts.store' has no attribute {name!r}")
 
 
 class ArtifactStore(ArtifactReader):
@@ -31,7 +45,13 @@ class ArtifactStore(ArtifactReader):
     def __init__(self, store: ObjectStore, config: TransferConfig | None = None, *,
                  session_id: str | None = None, view: ChunkView | None = None) -> None:
         super().__init__(store, config, session_id=session_id, view=view)
-        self.writer = ArtifactWriter(store, self.config)
+
+    @functools.cached_property
+    def writer(self) -> ArtifactWriter:
+        """The write protocol's half (built on the first write or :meth:`with_view`)."""
+        from s3spill.artifacts.writer import ArtifactWriter
+
+        return ArtifactWriter(self.store, self.config)
 
     def with_view(self, view: ChunkView | None) -> ArtifactStore:
         """The same store and session, its reads through ``view`` (verified indexes shared)."""

@@ -19,12 +19,12 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Sequence
-
-from s3spill.cli.exitcodes import ExitCode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from subprocess import Popen
+
     from s3spill.cli.parser import COMMAND_HOMES as COMMAND_HOMES
     from s3spill.cli.parser import COMMAND_MODULES as COMMAND_MODULES
     from s3spill.cli.parser import FLAG_ONLY as FLAG_ONLY
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from s3spill.cli.parser import settings_table as settings_table
     from s3spill.cli.run_fast import Started
 
+#: The exit codes the fast paths return, as :class:`~s3spill.cli.exitcodes.ExitCode` has
+#: them (a test checks): the table's module (an ``IntEnum``) loads only on the full path.
+_OK, _INTERRUPTED, _BROKEN_PIPE = 0, 130, 141
 #: Names of :mod:`.parser` this package has always exported, imported on first use.
 _FROM_PARSER = frozenset({"COMMAND_HOMES", "COMMAND_MODULES", "EXIT_ERROR", "FLAG_ONLY", "LOG_LEVELS",
                           "Parser", "build_parser", "env_name", "log_level", "settings_table"})
@@ -53,18 +56,37 @@ def _fast_paths(argv: list[str]) -> int | Started | None:
         from s3spill.cli.fastpath import hook_pass_through
 
         if hook_pass_through(argv):
-            return int(ExitCode.OK)
+            return _OK
+    if "mcp-proxy" in argv:  # the upstream first, the handshake before the spill path loads
+        from s3spill.proxy.spawn import quick_command, spawn
+
+        upstream = quick_command(argv)
+        proc = _spawned(spawn, upstream) if upstream is not None else None
+        if proc is not None:
+            from s3spill.cli.proxy_fast import run
+
+            return run(argv, proc)
     if "run" in argv:
         from s3spill.cli.run_fast import fast_run
 
         try:
             return fast_run(argv)
         except KeyboardInterrupt:
-            return int(ExitCode.INTERRUPTED)
+            return _INTERRUPTED
         except BrokenPipeError:
             _silence_stdout()
-            return int(ExitCode.BROKEN_PIPE)
+            return _BROKEN_PIPE
     return None
+
+
+def _spawned(spawn: Callable[[list[str]], Popen[bytes]], command: list[str]) -> Popen[bytes] | None:
+    """The upstream started, or None when it cannot be (the full path says why, as always)."""
+    from s3spill.errors import ConfigError
+
+    try:
+        return spawn(command)
+    except ConfigError:
+        return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(started, int):
         return started
     from s3spill import log
+    from s3spill.cli.exitcodes import ExitCode
     from s3spill.cli.failures import describe
     from s3spill.cli.parser import COMMAND_MODULES, EXIT_ERROR, build_parser, command_home
     from s3spill.errors import SourceIdError

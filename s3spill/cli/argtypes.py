@@ -37,6 +37,33 @@ def store_from_args(args: argparse.Namespace, *, create: bool = True) -> ObjectS
         raise
 
 
+#: What ``--prefix`` means on every command that takes it (``stats``, ``quota show``).
+PREFIX_HELP = "a tenant's prefix under the store's root (its own s3spill layout), such as tenant-a"
+
+
+def tenant_store(args: argparse.Namespace, prefix: str | None, *, create: bool = True) -> ObjectStore:
+    """The store of ``--prefix P``: the layout under ``<store root>/P`` (no P: the store itself).
+
+    One meaning on every command: P is a path under the store that ``--store`` (or the
+    policy) names, never a store URL of its own, which would be a second way to name a store.
+    """
+    if not prefix:
+        return store_from_args(args, create=create)
+    if "://" in prefix:
+        raise ConfigError(f"--prefix takes a tenant prefix under the store's root, not a store URL: "
+                          f"{prefix!r}", hint=f"give the store with --store {prefix}")
+    from s3spill.errors import InvalidKey
+    from s3spill.store.base import validate_prefix
+
+    try:
+        tenant = validate_prefix(prefix)
+    except InvalidKey as exc:
+        raise ConfigError(f"--prefix {prefix!r} is not a valid prefix: {exc}") from None
+    with store_from_args(args, create=create) as base:
+        url = base.url.rstrip("/") + "/" + tenant
+    return store_from_args(argparse.Namespace(**{**vars(args), "store": url}), create=create)
+
+
 #: Harness variables that name the harness's own session, in the order they are tried.
 #: Claude Code sets CLAUDE_CODE_SESSION_ID (the hook payload's session_id) for its Bash
 #: tool, its hooks and the stdio MCP servers it starts (seen in the env it builds for

@@ -192,8 +192,32 @@ def cmd_read(args: argparse.Namespace) -> int:
             max_chars=args.max_chars,
             since=args.since,
         )
-    _out(page.model_dump_json() + "\n" if args.json else page.render("cli"))
+    text = page.model_dump_json() + "\n" if args.json else page.render("cli")
+    _out(text)
+    lines = getattr(page, "lines", ())
+    _record_usage(arts, session, args, "read", text, {
+        "size_bytes": getattr(page, "size_bytes", None), "total_lines": getattr(page, "total_lines", None),
+        "first_line": lines[0].number if lines else None, "last_line": lines[-1].number if lines else None})
     return 0
+
+
+def _record_usage(arts: ArtifactStore, session: str, args: argparse.Namespace, op: str, text: str,
+                  facts: dict[str, object]) -> None:
+    """The usage event of a page or grep the CLI printed (a pointer sends a model here), one
+    small object, written after the answer is out; fail open. Not for ``--show-secrets``:
+    that is an operator's unmasked view, not what a model was shown."""
+    if getattr(args, "show_secrets", True):
+        return
+    try:
+        from s3spill.usage.events import grep_event, read_event
+        from s3spill.usage.recorder import record_answer, usage_recorder
+
+        usage = usage_recorder(arts.store, batch=False)
+        if usage is not None:
+            record_answer(usage, read_event if op == "read" else grep_event, session, args.source_id,
+                          f"s3spill {op}", text, facts)
+    except Exception as exc:  # noqa: BLE001 - losing usage never fails a call
+        log.warning("usage.event_failed", error=type(exc).__name__)
 
 
 def cmd_grep(args: argparse.Namespace) -> int:
@@ -206,7 +230,9 @@ def cmd_grep(args: argparse.Namespace) -> int:
             max_matches=args.max_matches,
             ignore_case=args.ignore_case,
         )
-    _out(result.model_dump_json() + "\n" if args.json else result.render("cli"))
+    text = result.model_dump_json() + "\n" if args.json else result.render("cli")
+    _out(text)
+    _record_usage(arts, session, args, "grep", text, {"total_matches": result.total_matches})
     return 0 if result.total_matches else 1
 
 

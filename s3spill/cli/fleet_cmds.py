@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
+from s3spill.cli.argtypes import PREFIX_HELP, session_from_args, store_from_args, tenant_store, utf8
 from s3spill.cli.exitcodes import ExitCode
 from s3spill.cli.policy_args import policy_from_args
 from s3spill.cli.voice import say
@@ -41,8 +41,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     who = qshow.add_mutually_exclusive_group()
     who.add_argument("--session", dest="quota_session", metavar="ID", type=utf8,
                      help="this session's counter (default: the global --session, else this directory's)")
-    who.add_argument("--prefix", metavar="STORE_URL", type=utf8, nargs="?", const="",
-                     help="the store prefix's counters (default: this store)")
+    who.add_argument("--prefix", metavar="P", type=utf8, nargs="?", const="",
+                     help=f"the store prefix's counters: {PREFIX_HELP} (bare --prefix: the store's own)")
     qshow.add_argument("--json", action="store_true", help="one JSON document")
     qshow.set_defaults(func=cmd_quota_show)
     q.set_defaults(func=lambda _args: _usage(q))
@@ -104,10 +104,8 @@ def cmd_quota_show(args: argparse.Namespace) -> int:
     loaded = policy_from_args(args)
     quota = loaded.policy.quota
     if args.prefix is not None:
-        if args.prefix:
-            args.store = args.prefix
         scope, limits = "store prefix", (quota.prefix_bytes, quota.prefix_objects)
-        with store_from_args(args) as store:
+        with tenant_store(args, args.prefix) as store:
             usage, name = prefix_usage(store, 8), store.url
     else:
         session = args.quota_session or session_from_args(args)

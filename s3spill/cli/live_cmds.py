@@ -80,6 +80,9 @@ def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
     from s3spill.cli.policy_args import policy_from_args
 
     argv += ["--secrets", policy_from_args(args).policy.spill.secrets]  # the one policy: at_rest too
+    quota = policy_from_args(args).quota()
+    if quota is not None:  # the final copy counts against the session's quota like a spill
+        argv += ["--quota", quota.model_dump_json()]
     # glibc gives each thread its own malloc arena and keeps what it frees there: for the
     # supervisor's reader, pump and upload threads that is tens of MiB of RSS; two arenas
     # keep it bounded. The command gets the caller's environment as it was.
@@ -166,7 +169,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     session = session_from_args(args)
     store = store_from_args(args, create=False)
     if args.finish:
-        finish_live(store, session, keys.LiveId.parse(args.live_id), config=reader_config(args))
+        from s3spill.cli.policy_args import policy_from_args
+        from s3spill.fleet.quota import QuotaGuard
+
+        quota = policy_from_args(args).quota()
+        guard = QuotaGuard(store, keys.session_hash(session), quota) if quota is not None else None
+        finish_live(store, session, keys.LiveId.parse(args.live_id), config=reader_config(args),
+                    on_stored=guard.record if guard is not None else None)
     summary = LiveReader(store, session, config=reader_config(args)).status(args.live_id)
     if args.json:
         text = summary.model_dump_json() + "\n"

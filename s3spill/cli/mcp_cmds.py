@@ -15,6 +15,12 @@ from s3spill.agent.mcp.config import check_bind, parse_http_address
 from s3spill.cli.argtypes import session_from_args, store_from_args
 from s3spill.cli.voice import MCP_EXTRA
 from s3spill.errors import ConfigError
+from s3spill.store import ObjectStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from s3spill.agent.tools import AgentTools
+    from s3spill.spill.spiller import Spiller
 
 TOOLS_HELP = """\
 tools it serves:
@@ -52,6 +58,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_mcp)
 
 
+def _store(args: argparse.Namespace) -> ObjectStore:
+    """The store served. With ``externalize`` the server is a writer, as ``run`` and the hooks
+    are, and makes a missing local store: a harness starts its MCP servers before the first
+    tool call, so on a fresh machine the store is not there yet. ``--no-externalize`` serves
+    reads only, and a read never makes a store: a mistyped path is ``StoreNotFound``."""
+    return store_from_args(args, create=not args.no_externalize)
+
+
 def _cmd_mcp_tokens(args: argparse.Namespace) -> int:
     """``--issue-token`` and the multi-session ``--http --tokens`` server."""
     from s3spill.agent.mcp.tokens import TokenRegistry, issue_token
@@ -73,7 +87,7 @@ def _cmd_mcp_tokens(args: argparse.Namespace) -> int:
     except ImportError as exc:  # the optional extra is missing
         raise ConfigError(f"s3spill mcp needs the MCP SDK: module {exc.name!r} is not installed",
                           hint=MCP_EXTRA) from None
-    store = store_from_args(args)
+    store = _store(args)
     pool = mcp_sessions.SessionPool(store, externalize=not args.no_externalize)
     try:
         server = mcp_sessions.build_token_server(pool, tokens)
@@ -97,29 +111,37 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ImportError as exc:  # the optional extra is missing
         raise ConfigError(f"s3spill mcp needs the MCP SDK: module {exc.name!r} is not installed",
                           hint=MCP_EXTRA) from None
-    from s3spill.agent.tools import AgentTools
     from s3spill.cli.policy_args import policy_from_args
-    from s3spill.spill.spiller import Spiller
-    from s3spill.telemetry import serve_metrics_from_env
-    from s3spill.usage.recorder import usage_recorder
 
     loaded = policy_from_args(args)
-    store = store_from_args(args)
-    spiller: Spiller | None = None
-    try:
+    store = _store(args)
+    spillers: list[Spiller] = []
+
+    def make() -> tuple[AgentTools, mcp_server.Externalizer | None]:
+        """The tools and the Spiller: built while the SDK answers ``initialize`` (stdio)."""
+        from s3spill.agent.tools import AgentTools
+        from s3spill.spill.spiller import Spiller
+        from s3spill.telemetry import serve_metrics_from_env
+        from s3spill.usage.recorder import usage_recorder
+
         usage = usage_recorder(store)
         serve_metrics_from_env()
         tools = AgentTools(store, session, policy=loaded.spill_policy(harness="mcp"), usage=usage)
-        if not args.no_externalize:
-            spiller = Spiller(store, session, tools.policy, quota=loaded.quota(), usage=usage)
-        server = mcp_server.build_server(
-            tools, mcp_server.spiller_externalizer(spiller) if spiller is not None else None)
+        if args.no_externalize:
+            return tools, None
+        spillers.append(Spiller(store, session, tools.policy, quota=loaded.quota(), usage=usage))
+        return tools, mcp_server.spiller_externalizer(spillers[0])
+
+    try:
         if address is None:
+            server, built = mcp_server.build_deferred(make)
             mcp_server.serve_stdio(server)
+            built()  # the build's failure, if it failed, is the command's (after the session ends)
         else:
+            server = mcp_server.build_server(*make())
             mcp_server.serve_http(server, *address, allow_remote=args.allow_remote)
     finally:
-        if spiller is not None:
+        for spiller in spillers:
             spiller.close()
         store.close()
     return 0

@@ -22,6 +22,7 @@ from s3spill.errors import ConfigError
 if TYPE_CHECKING:
     import subprocess
 
+    from s3spill.proxy.relay import Relay
     from s3spill.proxy.settings import ProxySettings
 
 TOOLS_HELP = """\
@@ -80,10 +81,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_mcp_proxy)
 
 
-def cmd_mcp_proxy(args: argparse.Namespace) -> int:
+def upstream_of(args: argparse.Namespace) -> list[str]:
+    """The upstream's command line as parsed (empty: none given)."""
     command = list(args.upstream)
-    if command and command[0] == "--":
-        command = command[1:]
+    return command[1:] if command and command[0] == "--" else command
+
+
+def cmd_mcp_proxy(args: argparse.Namespace) -> int:
+    command = upstream_of(args)
     if bool(command) == bool(args.upstream_url):
         raise ConfigError("mcp-proxy needs one upstream: its command (s3spill mcp-proxy -- CMD ARGS...) "
                           "or --upstream-url URL")
@@ -100,8 +105,7 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
         discard(started)
 
 
-def _proxy(args: argparse.Namespace, command: list[str], started: subprocess.Popen[bytes] | None) -> int:
-    """The proxy, once its upstream is started (``started``; None: over HTTP, or per session)."""
+def _settings(args: argparse.Namespace) -> ProxySettings:
     from s3spill.proxy.settings import ProxySettings
 
     # --config is the fleet policy (TOML); a .json file is the proxy's older settings file.
@@ -109,18 +113,23 @@ def _proxy(args: argparse.Namespace, command: list[str], started: subprocess.Pop
     if legacy:
         args.config = None
     loaded = policy_from_args(args)
-    settings = ProxySettings.from_policy(loaded, legacy, tool_prefix=args.tool_prefix,
-                                         thresholds=dict(args.threshold) if args.threshold else None,
-                                         never_spill=args.never_spill, max_inline_tokens=args.max_tokens,
-                                         hard_cap_chars=args.hard_cap, call_timeout=args.call_timeout)
-    if args.http:
-        return _serve_http(args, settings, command)
+    return ProxySettings.from_policy(loaded, legacy, tool_prefix=args.tool_prefix,
+                                     thresholds=dict(args.threshold) if args.threshold else None,
+                                     never_spill=args.never_spill, max_inline_tokens=args.max_tokens,
+                                     hard_cap_chars=args.hard_cap, call_timeout=args.call_timeout)
+
+
+def stdio_relay(args: argparse.Namespace,
+                settings: ProxySettings | None = None) -> tuple[Relay, Callable[[], None]]:
+    """The relay of one stdio session (the store, the Spiller, our tools), and what closes them."""
+    if args.tokens and not args.http:
+        raise ConfigError("--tokens binds HTTP requests to sessions: add --http HOST:PORT")
+    settings = settings or _settings(args)
     session = session_from_args(args)
     from s3spill.agent.tools import AgentTools
     from s3spill.log import get_logger
     from s3spill.proxy.relay import Relay
     from s3spill.proxy.results import ResultSpiller
-    from s3spill.proxy.stdio import run_stdio
     from s3spill.spill.spiller import Spiller
 
     get_logger("s3spill.proxy").info("proxy.session", session=session)
@@ -132,9 +141,26 @@ def _proxy(args: argparse.Namespace, command: list[str], started: subprocess.Pop
     usage = usage_recorder(store)
     serve_metrics_from_env()
     spiller = Spiller(store, session, policy, quota=policy_from_args(args).quota(), usage=usage)
+
+    def close() -> None:
+        spiller.close()
+        store.close()
+
     try:
         tools = AgentTools(store, session, policy=policy, usage=usage)
-        relay = Relay(ResultSpiller(spiller, settings), tools, settings)
+        return Relay(ResultSpiller(spiller, settings), tools, settings), close
+    except BaseException:
+        close()
+        raise
+
+
+def _proxy(args: argparse.Namespace, command: list[str], started: subprocess.Popen[bytes] | None) -> int:
+    """The proxy, once its upstream is started (``started``; None: over HTTP, or per session)."""
+    settings = _settings(args)
+    if args.http:
+        return _serve_http(args, settings, command)
+    relay, close = stdio_relay(args, settings)
+    try:
         if args.upstream_url:
             import asyncio
 
@@ -145,10 +171,11 @@ def _proxy(args: argparse.Namespace, command: list[str], started: subprocess.Pop
                                   f"{exc.name!r} is not installed", hint=MCP_EXTRA) from None
 
             return asyncio.run(relay_http(relay, args.upstream_url))
+        from s3spill.proxy.stdio import run_stdio
+
         return run_stdio(relay, started if started is not None else command)
     finally:
-        spiller.close()
-        store.close()
+        close()
 
 
 def _serve_http(args: argparse.Namespace, settings: ProxySettings, command: list[str]) -> int:

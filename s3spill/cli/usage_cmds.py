@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from s3spill.cli.argtypes import store_from_args, utf8
+from s3spill.cli.argtypes import PREFIX_HELP, store_from_args, tenant_store, utf8
 from s3spill.cli.exitcodes import ExitCode
 
 
@@ -19,8 +19,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     scope = p.add_mutually_exclusive_group()
     scope.add_argument("--session", dest="stats_session", type=utf8, default=None,
                        help="one session (default: every session of the store)")
-    scope.add_argument("--prefix", dest="stats_prefix", type=utf8, default=None,
-                       help="a tenant's prefix under the store's root (its own s3spill layout)")
+    scope.add_argument("--prefix", dest="stats_prefix", metavar="P", type=utf8, default=None,
+                       help=PREFIX_HELP)
     p.add_argument("--since", type=utf8, default=None, help="only events this recent (24h, 7d, 2w)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_stats)
@@ -31,24 +31,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c.set_defaults(func=cmd_compact)
 
 
-def _store(args: argparse.Namespace) -> object:
-    if getattr(args, "stats_prefix", None):
-        from s3spill.store import open_store
-
-        base = store_from_args(args)
-        return open_store(base.url.rstrip("/") + "/" + args.stats_prefix.strip("/"))
-    return store_from_args(args)
-
-
 def cmd_stats(args: argparse.Namespace) -> int:
     from s3spill.gc.models import parse_duration
     from s3spill.keys import session_hash
-    from s3spill.store.base import ObjectStore
     from s3spill.usage.stats import compute_stats
 
     since = parse_duration(args.since) if args.since else None
-    store = _store(args)
-    assert isinstance(store, ObjectStore)
+    store = tenant_store(args, args.stats_prefix, create=False)  # figures of a store that exists
     with store:
         stats = compute_stats(store, session_hash=session_hash(args.stats_session) if args.stats_session
                               else None, since=since)
@@ -59,7 +48,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_compact(args: argparse.Namespace) -> int:
     from s3spill.usage.compact import compact_usage
 
-    with store_from_args(args) as store:
+    with store_from_args(args, create=False) as store:  # nothing to compact in a missing store
         report = compact_usage(store)
     if args.json:
         print(json.dumps(report.__dict__, indent=2))

@@ -7,7 +7,8 @@ pydantic with them) that use them. Those modules re-export them under their old 
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_BYTES", "DEFAULT_LIMIT", "DEFAULT_MAX_CHARS", "DEFAULT_MAX_MATCHES", "MAX_BYTES"]
+__all__ = ["DEFAULT_BYTES", "DEFAULT_ELEMENTS", "DEFAULT_LIMIT", "DEFAULT_MAX_CHARS", "DEFAULT_MAX_MATCHES",
+           "DEFAULT_RECORDS", "MAX_BYTES"]
 
 #: Lines of a page when the caller does not say.
 DEFAULT_LIMIT = 2000
@@ -18,3 +19,6 @@ DEFAULT_MAX_MATCHES = 100
 #: Bytes of a hexdump page when the caller does not say (256 rows of 16), and the most.
 DEFAULT_BYTES = 4096
 MAX_BYTES = 64 * 1024
+#: Elements of a JSON page, and records of a CSV/TSV page, when the caller does not say.
+DEFAULT_ELEMENTS = 100
+DEFAULT_RECORDS = 500

@@ -5,7 +5,10 @@ of a small output) answer before pydantic or the store load, and they may do so 
 the policy cannot change the answer. :func:`policy_floor` tells them: the smallest size or
 character limit the operator's file and the ``S3SPILL_*`` variables set, read with the
 stdlib ``tomllib`` (no schema check: the full path does that, and a value this module does
-not understand gives 0, "take the full path").
+not understand gives 0, "take the full path"). Only what can lower a limit counts: a file
+that sets nothing, or nothing but other keys, the proxy's own limits (``[proxy]``,
+``[harness.mcp-proxy]``) or sizes above the floor, leaves the fast paths as no file does;
+``[project] allow_file`` counts only when a project file is there (its limits then do).
 """
 
 from __future__ import annotations
@@ -13,12 +16,20 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 
-__all__ = ["LIMIT_KEYS", "NOT_POLICY_VARIABLES", "operator_file", "policy_floor", "store_needs_no_policy"]
+__all__ = ["LIMIT_KEYS", "NOT_POLICY_VARIABLES", "PROJECT_FILE", "operator_file", "policy_floor",
+           "project_file", "store_needs_no_policy"]
 
 #: Keys whose value is a size or character limit below which an output is spilled or cut.
 LIMIT_KEYS = frozenset({"threshold", "hard_cap_chars", "max_inline_tokens"})
 #: The variables of those keys (tests check them against the schema).
 LIMIT_VARIABLES = ("S3SPILL_HARD_CAP_CHARS", "S3SPILL_MAX_INLINE_TOKENS", "S3SPILL_MAX_TOKENS")
+#: Tables only ``mcp-proxy`` reads: their limits lower nothing for a hook or ``run``.
+PROXY_ONLY: frozenset[tuple[str, ...]] = frozenset({("proxy",), ("harness", "mcp-proxy")})
+#: The repository's own policy file (read only when the operator's allows it).
+PROJECT_FILE = ".s3spill.toml"
+#: Size units as pydantic's ByteSize reads them (case-insensitive); another unit gives 0.
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 2**10, "m": 10**6, "mb": 10**6, "mib": 2**20,
+          "g": 10**9, "gb": 10**9, "gib": 2**30, "t": 10**12, "tb": 10**12, "tib": 2**40}
 
 
 def operator_file(config: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> str | None:
@@ -34,37 +45,77 @@ def operator_file(config: str | os.PathLike[str] | None, environ: Mapping[str, s
     return next((p for d in dirs if os.path.isfile(p := os.path.join(d, "s3spill", "config.toml"))), None)
 
 
-def _limits(doc: Mapping[str, object]) -> Iterator[object]:
+def project_file(cwd: str) -> str | None:
+    """``.s3spill.toml`` in ``cwd`` or a parent, up to the repository's root (``.git``)."""
+    d = os.path.abspath(cwd)
+    while True:
+        if os.path.isfile(path := os.path.join(d, PROJECT_FILE)):
+            return path
+        if os.path.exists(os.path.join(d, ".git")) or os.path.dirname(d) == d:
+            return None
+        d = os.path.dirname(d)
+
+
+def _size(value: object) -> int:
+    """A limit's value in bytes or characters as the schema would read it; 0 when unsure."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if not isinstance(value, str):
+        return 0
+    text = value.strip().lower()
+    number = text.rstrip("abcdefghijklmnopqrstuvwxyz").strip()
+    unit = text[len(number):].strip() if number else "?"
+    try:
+        return int(float(number) * _UNITS[unit]) if number.replace(".", "", 1).isdigit() else 0
+    except KeyError:
+        return 0
+
+
+def _limits(doc: Mapping[str, object], where: tuple[str, ...] = ()) -> Iterator[int]:
     for key, value in doc.items():
         if isinstance(value, Mapping):
-            yield from _limits(value)
+            if (*where, key) not in PROXY_ONLY:
+                yield from _limits(value, (*where, key))
         elif key in LIMIT_KEYS:
-            yield value
+            yield _size(value)
+
+
+def _read(path: str) -> Mapping[str, object] | None:
+    import tomllib  # only when there is a file to read
+
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None  # the full path says what is wrong with it
 
 
 def policy_floor(environ: Mapping[str, str] | None = None, config: str | None = None) -> int | None:
-    """The smallest limit the policy sets (0: one this cannot read, or a project file may
-    apply); None when no file and no limit variable is there."""
+    """The smallest limit the policy sets for a hook or ``run`` (0: one this cannot read);
+    ``1 << 62`` when a file exists but lowers no limit; None when no file and no limit
+    variable is there."""
     environ = os.environ if environ is None else environ
     found: list[int] = []
     for name in LIMIT_VARIABLES:
         if environ.get(name):
             found.append(int(environ[name]) if environ[name].strip().isdigit() else 0)
+    allows = bool(environ.get("S3SPILL_PROJECT_FILE"))  # read as the full path may: conservatively
     path = operator_file(config, environ)
     if path is not None:
-        import tomllib  # only when there is a file to read
-
-        try:
-            with open(path, "rb") as fh:
-                doc = tomllib.load(fh)
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            return 0  # the full path says what is wrong with it
-        project = doc.get("project")
-        allows = isinstance(project, Mapping) and project.get("allow_file")
-        if allows or environ.get("S3SPILL_PROJECT_FILE"):
+        doc = _read(path)
+        if doc is None:
             return 0
-        found += [v if isinstance(v, int) and not isinstance(v, bool) else 0 for v in _limits(doc)]
-        found.append(1 << 62)  # a file with no limit in it: no floor of its own, but one exists
+        found += [*_limits(doc), 1 << 62]  # 1 << 62: a file exists, with no lower limit in it
+        project = doc.get("project")
+        flag = project.get("allow_file") if isinstance(project, Mapping) else None
+        if flag is not None and not isinstance(flag, bool):
+            return 0
+        allows = allows or bool(flag)
+    if allows and (local := project_file(os.getcwd())) is not None:
+        local_doc = _read(local)
+        if local_doc is None:
+            return 0
+        found += [*_limits(local_doc), 1 << 62]
     return min(found) if found else None
 
 

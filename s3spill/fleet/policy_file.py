@@ -30,6 +30,7 @@ from tomlkit.parser import Parser
 from s3spill.config import LiveConfig, TransferConfig
 from s3spill.context.policy import SpillPolicy
 from s3spill.errors import ConfigError, PolicyError
+from s3spill.fleet import locate
 from s3spill.fleet.locate import operator_file
 from s3spill.fleet.policy import FleetPolicy, leaf_keys
 from s3spill.fleet.quota import Quota
@@ -38,7 +39,6 @@ from s3spill.store import ObjectStore, open_store
 __all__ = ["LoadedPolicy", "Origin", "load_policy", "operator_file"]
 
 Path_ = tuple[str, ...]
-PROJECT_FILE = ".s3spill.toml"
 #: What a project file may never set.
 PROTECTED: tuple[Path_, ...] = (("store",), ("project",), ("spill", "secrets"))
 _SPILL_KEYS = ("pointer_style", "secrets", "hard_cap_chars", "max_inline_tokens", "store_deadline",
@@ -136,13 +136,10 @@ def _put(data: dict[str, Any], path: Path_, value: Any) -> None:
 
 
 def project_file(cwd: Path) -> Path | None:
-    """``.s3spill.toml`` in ``cwd`` or a parent, up to the repository's root (``.git``)."""
-    for d in (cwd, *cwd.parents):
-        if (d / PROJECT_FILE).is_file():
-            return d / PROJECT_FILE
-        if (d / ".git").exists():
-            return None
-    return None
+    """``.s3spill.toml`` in ``cwd`` or a parent, up to the repository's root (``.git``); the
+    fast paths look for it the same way (:func:`s3spill.fleet.locate.project_file`)."""
+    found = locate.project_file(str(cwd))
+    return Path(found) if found is not None else None
 
 
 @dataclass

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -114,6 +115,10 @@ class ManifestCandidate:
             self.fold.rollback()
 
 
+class _CutsSegment(Exception):
+    """Internal: a guessed write would cut a segment, so it is not built (see ``_attempt``)."""
+
+
 class _Retry(Exception):
     """Internal: this attempt lost or could not tell; tenacity backs off and retries."""
 
@@ -148,6 +153,8 @@ class ManifestCas:
         #: costs a failed conditional write.
         self._optimistic = False
         self._optimistic_epoch = -1
+        #: Set (per thread) while a write is built on the guessed state.
+        self._guess = threading.local()
         self._last_body = b""
         #: Segments the current :meth:`swap` created (key, ETag): undone if it ends sealed.
         self._created: list[tuple[str, str]] = []
@@ -210,10 +217,13 @@ class ManifestCas:
             # Only a write may be decided on the guessed state (the CAS then checks it);
             # a no-op or a refusal is decided again on what the store holds now.
             manifest, etag, fold = self.chain.manifest, self.chain.etag, self.chain.fold
+            self._guess.active = True
             try:
                 built = build(manifest, fold)
-            except (S3SpillError, ValueError):
+            except (S3SpillError, ValueError, _CutsSegment):
                 built = None
+            finally:
+                self._guess.active = False
             if isinstance(built, ManifestCandidate) and built.segment is not None:
                 # A segment is a create, not a CAS: it would land whatever the manifest is
                 # now (a purge's tombstone, say). Only a CAS is sent on a guessed state.
@@ -331,12 +341,23 @@ class ManifestCas:
 
     def _build(self, manifest: JournalManifest | None, fold: JournalFold,
                write: PlannedAppend) -> ManifestCandidate:
+        if getattr(self._guess, "active", False) and self._cuts_segment(manifest, fold, len(write.specs)):
+            # It would be dropped unsent (a segment is never written on a guess): skip building
+            # it (records, hashes, fold: a GC batch's worth), and re-read at once.
+            raise _CutsSegment
         fold.begin()  # applied in place, undone unless the write is won (see _attempt)
         try:
             return self._build_on(manifest, fold, write)
         except BaseException:
             fold.rollback()
             raise
+
+    def _cuts_segment(self, manifest: JournalManifest | None, fold: JournalFold, appended: int) -> bool:
+        """Whether appending ``appended`` records moves some into a segment (``_build_on``'s test)."""
+        if manifest is None or not manifest.records:
+            return False
+        return (len(manifest.records) + appended > self.config.journal_max_recent_records
+                and manifest.records[0]["sequence"] < fold.next_sequence)
 
     def _build_on(self, manifest: JournalManifest | None, new: JournalFold,
                   write: PlannedAppend) -> ManifestCandidate:

@@ -45,6 +45,9 @@ DURING_FINAL_COMMIT = declare("live.during_final_commit",
 _ATTEMPTS = 20
 #: Frame workers while a finished output is copied into its artifact.
 FINISH_CONCURRENCY = 1
+#: Told of each final copy once it is stored (a quota's counters): every copy written,
+#: an orphan of a lost race too, since GC credits back whatever it deletes.
+OnStored = Callable[[ArtifactReference], None]
 
 
 def cas_state(store: ObjectStore, live: keys.LiveId,
@@ -112,19 +115,20 @@ def delete_segments(store: ObjectStore, live: keys.LiveId) -> int:
 
 def finish_live(store: ObjectStore, session_id: str, live: keys.LiveId, *,
                 config: LiveConfig | None = None, transfer: TransferConfig | None = None,
-                now: datetime | None = None) -> LiveState:
+                now: datetime | None = None, on_stored: OnStored | None = None) -> LiveState:
     """Complete a live artifact whatever step its writer reached; idempotent.
 
     A ``running`` one is taken over only when its heartbeat is older than ``lost_after``
     (it turns ``lost`` by CAS, which fences the old writer); a terminal one without its
     artifact is finished here. Raises :class:`InvalidRequest` while the writer is alive.
+    ``on_stored`` is told of the final copy this call stored (none when it was there).
     """
     live.require_session(session_id)
-    return _finish(store, live, config or LiveConfig(), transfer, now or datetime.now(UTC))
+    return _finish(store, live, config or LiveConfig(), transfer, now or datetime.now(UTC), on_stored)
 
 
 def _finish(store: ObjectStore, live: keys.LiveId, config: LiveConfig,
-            transfer: TransferConfig | None, now: datetime) -> LiveState:
+            transfer: TransferConfig | None, now: datetime, on_stored: OnStored | None = None) -> LiveState:
     state, _ = read_state(store, live)
     if state.final_source_id is None:
         if state.status == "running":
@@ -142,6 +146,8 @@ def _finish(store: ObjectStore, live: keys.LiveId, config: LiveConfig,
             state = cas_state(store, live, mark_lost)
         if state.final_source_id is None:
             ref = write_final(store, state, transfer)
+            if on_stored is not None:
+                on_stored(ref)
 
             def name_final(s: LiveState) -> dict[str, Any] | None:
                 if s.final_source_id is not None:

@@ -35,7 +35,7 @@ from s3spill.context.secrets import StreamRedactor
 from s3spill.errors import LiveFenced, NotFound, PreconditionFailed, S3SpillError, SessionErased
 from s3spill.keys import session_hash
 from s3spill.leases.liveness import LivenessMark
-from s3spill.live.finish import cas_state, finish_live
+from s3spill.live.finish import OnStored, cas_state, finish_live
 from s3spill.live.group import ProcessGroup, end_group, identify
 from s3spill.live.reader import LiveReader
 from s3spill.live.segments import read_state
@@ -94,10 +94,11 @@ class _LiveRun:
                  label: str | None, config: LiveConfig, transfer: TransferConfig | None,
                  journal: LivenessMark | None, touch_interval: float,
                  env: dict[str, str] | None, cwd: str | None, die_with_parent: bool,
-                 mask: StreamRedactor | None = None) -> None:
+                 mask: StreamRedactor | None = None, on_stored: OnStored | None = None) -> None:
         self.config = config
         #: ``secrets="at_rest"``: the output is masked before a segment holds it.
         self.mask = mask
+        self.on_stored = on_stored
         self.arts = ArtifactStore(store, transfer or getattr(store, "config", None),
                                   session_id=session_id)
         self.session_id = session_id
@@ -235,7 +236,7 @@ class _LiveRun:
 
     def _finish(self) -> None:
         self.final = finish_live(self.arts.store, self.session_id, self.writer.live_id,
-                                 config=self.config, transfer=self.arts.config)
+                                 config=self.config, transfer=self.arts.config, on_stored=self.on_stored)
         if is_sealed(self.arts.store, self.writer.shash):
             # Purged while running: undo what this run stored (the purge's sweep or the next
             # GC run takes anything this misses).
@@ -319,7 +320,7 @@ def start_live(store: ObjectStore, session_id: str, source: LiveSource, tool: st
                transfer: TransferConfig | None = None, journal: LivenessMark | None = None,
                touch_interval: float = 60.0, env: dict[str, str] | None = None,
                cwd: str | None = None, die_with_parent: bool = False,
-               mask: StreamRedactor | None = None) -> LiveHandle:
+               mask: StreamRedactor | None = None, on_stored: OnStored | None = None) -> LiveHandle:
     """Start a command (an argv list) or drain a stream into a live artifact; returns at once.
 
     The handle's ``source_id`` (``live:...``) is readable by ``read_page``/``grep``, the
@@ -327,7 +328,8 @@ def start_live(store: ObjectStore, session_id: str, source: LiveSource, tool: st
     the single-threaded supervisor only, as it runs code between fork and exec) makes the
     command get SIGTERM if this process dies: nothing runs on unobserved. ``mask``
     (``secrets="at_rest"``) masks the output before it is stored; a line is committed once
-    its newline arrives (or 1 MiB of it).
+    its newline arrives (or 1 MiB of it). ``on_stored`` is told of the final copy (the
+    session's quota counters, :meth:`~s3spill.fleet.quota.QuotaGuard.record`).
 
     Raises :class:`~s3spill.errors.SessionErased` when the session was purged: a live run
     would create a state, segments and a final artifact in a sealed session.
@@ -336,7 +338,7 @@ def start_live(store: ObjectStore, session_id: str, source: LiveSource, tool: st
         raise SessionErased(f"session {session_hash(session_id)} was erased on request; nothing started")
     run = _LiveRun(store, session_id, source, tool, label=label, config=config or LiveConfig(),
                    transfer=transfer, journal=journal, touch_interval=touch_interval, env=env,
-                   cwd=cwd, die_with_parent=die_with_parent, mask=mask)
+                   cwd=cwd, die_with_parent=die_with_parent, mask=mask, on_stored=on_stored)
     return LiveHandle(run)
 
 

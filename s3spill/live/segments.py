@@ -29,6 +29,9 @@ from s3spill.store.base import ObjectStore
 #: Inserted in the finished artifact where the size cap dropped the middle of the output.
 GAP_MARKER = ("[s3spill: {bytes:,} bytes ({lines:,} lines) of this output were dropped here by"
               " the live size cap; the head above and the newest output below are complete]\n")
+#: Room the cap keeps for the marker (and the newline before it) in the final copy, so
+#: that the copy, marker included, is never over ``max_bytes``.
+GAP_RESERVE = len(GAP_MARKER.format(bytes=10**19, lines=10**19).encode()) + 1
 
 
 def read_state(store: ObjectStore, live: keys.LiveId) -> tuple[LiveState, str]:

@@ -22,9 +22,12 @@ from collections.abc import Sequence
 from s3spill.config import LiveConfig, MiB, TransferConfig
 from s3spill.context.secrets import StreamRedactor
 from s3spill.errors import S3SpillError
+from s3spill.fleet.quota import Quota, QuotaGuard
+from s3spill.keys import session_hash
 from s3spill.leases.journal import LeaseJournal
+from s3spill.live.finish import OnStored
 from s3spill.live.run import start_live
-from s3spill.store import open_store
+from s3spill.store import ObjectStore, open_store
 
 #: Variables the CLI set for the supervisor alone (``MALLOC_ARENA_MAX``), removed again from
 #: the command's environment so that it runs in the caller's environment exactly.
@@ -52,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--queue-bytes", type=int)
     p.add_argument("--secrets", choices=("off", "preview", "at_rest"), default="preview",
                    help="at_rest: mask the stream before it is stored (the fleet policy's spill.secrets)")
+    p.add_argument("--quota", metavar="JSON",
+                   help="the fleet policy's quota (a Quota as JSON): the final copy is charged to it")
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     return p
 
@@ -60,6 +65,13 @@ def config_from(args: argparse.Namespace) -> LiveConfig:
     knobs = {k: getattr(args, k) for k in ("segment_interval", "segment_bytes", "heartbeat_interval",
                                            "max_bytes", "head_bytes", "queue_bytes")}
     return LiveConfig(**{k: v for k, v in knobs.items() if v is not None})
+
+
+def _quota_recorder(store: ObjectStore, args: argparse.Namespace) -> OnStored | None:
+    """The policy's quota counters, charged with the final copy as a spill's are."""
+    if not args.quota:
+        return None
+    return QuotaGuard(store, session_hash(args.session), Quota.model_validate_json(args.quota)).record
 
 
 def _detach_stdio() -> None:
@@ -91,7 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         handle = start_live(store, args.session, cmd, args.tool, label=args.label, env=env,
                             mask=StreamRedactor() if args.secrets == "at_rest" else None,
                             config=config_from(args), die_with_parent=True,
-                            journal=LeaseJournal(store, args.session, getattr(store, "config", None)))
+                            journal=LeaseJournal(store, args.session, getattr(store, "config", None)),
+                            on_stored=_quota_recorder(store, args))
     except (S3SpillError, ValueError, OSError) as exc:
         sys.stdout.write(f"ERROR {type(exc).__name__}: {exc}\n".replace("\n", " ").strip() + "\n")
         sys.stdout.flush()

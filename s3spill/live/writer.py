@@ -55,7 +55,7 @@ from s3spill.errors import (
 )
 from s3spill.failpoints import declare, failpoint
 from s3spill.live.group import ProcessGroup
-from s3spill.live.segments import read_state, segment_key, table_key
+from s3spill.live.segments import GAP_RESERVE, read_state, segment_key, table_key
 from s3spill.live.state import (
     COMMAND_CHARS,
     LiveSegment,
@@ -330,7 +330,8 @@ class LiveWriter:
             while head_n < len(spans) and spans[head_n].byte_end <= self.config.head_bytes:
                 head_n += 1
             drop: list[Span] = []
-            while kept > self.config.max_bytes and head_n < len(spans) - 1:
+            budget = self.config.max_bytes - GAP_RESERVE  # the final copy's marker fits
+            while kept > budget and head_n < len(spans) - 1:
                 gone = spans.pop(head_n)
                 kept -= gone.size
                 drop.append(gone)

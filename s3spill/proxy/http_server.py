@@ -35,7 +35,8 @@ from s3spill.agent.tools import AgentTools
 from s3spill.context.policy import SpillPolicy
 from s3spill.fleet.quota import Quota
 from s3spill.log import get_logger
-from s3spill.proxy.relay import Channel, Relay
+from s3spill.proxy.channel import Channel
+from s3spill.proxy.relay import Relay
 from s3spill.proxy.results import ResultSpiller
 from s3spill.proxy.sdk_streams import SdkStreams
 from s3spill.proxy.settings import ProxySettings

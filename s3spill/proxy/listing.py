@@ -44,16 +44,3 @@ def listed_page(msg: dict[str, Any], own_names: Collection[str], own_specs: list
     if tools == result["tools"]:
         return msg
     return {**msg, "result": {**result, "tools": tools}}
-
-
-def with_capabilities(msg: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
-    """The handshake's answer with each capability in ``added`` that the upstream lacks."""
-    result = msg.get("result")
-    caps = result.get("capabilities") if isinstance(result, dict) else None
-    if not isinstance(caps, dict):
-        return msg
-    missing = {key: value for key, value in added.items() if key not in caps}
-    if not missing:
-        return msg
-    assert isinstance(result, dict)
-    return {**msg, "result": {**result, "capabilities": {**caps, **missing}}}

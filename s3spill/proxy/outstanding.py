@@ -49,6 +49,12 @@ class Outstanding:
         self._by_client[client_id] = self._next
         return self._next, sent
 
+    def adopt(self, pid: int, client_id: Any, method: str) -> None:
+        """A request sent upstream before the relay ran, under ``pid`` (below every id of ours)."""
+        assert pid <= 0
+        self._by_pid[pid] = Sent(client_id, method)
+        self._by_client[client_id] = pid
+
     def pop(self, pid: Any) -> Sent | None:
         """The request the upstream answers, or None when ``pid`` is not one we sent."""
         if not isinstance(pid, int) or isinstance(pid, bool):

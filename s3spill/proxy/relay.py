@@ -13,7 +13,8 @@ What the relay does itself:
   and so is an upstream response to an id the proxy did not send — the upstream cannot
   answer for the proxy, nor for a request it was never asked;
 * ``tools/call`` for our own tools (``<prefix>read_artifact`` …): answered here only;
-* ``tools/call`` responses: each result over :attr:`Relay.floor` bytes goes through
+* ``tools/call`` responses, and ``tasks/result`` of a call made as a task (2025-11-25):
+  each result over :attr:`Relay.floor` bytes goes through
   :class:`~s3spill.proxy.results.ResultSpiller` on a worker thread (other messages keep
   flowing meanwhile; the client matches responses by id, so order does not matter); a
   JSON-RPC error from the upstream goes on as it is. A call the upstream does not answer
@@ -32,12 +33,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine
-from typing import Any, Protocol
+from typing import Any
 
 from s3spill.agent.tools import LIST_TOOL, AgentTools
 from s3spill.context.block_plan import UNKNOWN_IMAGE_TOKENS
 from s3spill.log import get_logger
-from s3spill.proxy.listing import listed_page, with_capabilities
+from s3spill.proxy.channel import Channel, Closed, Drops, deliver
+from s3spill.proxy.handshake import handshake
+from s3spill.proxy.listing import listed_page
 from s3spill.proxy.outstanding import Outstanding, Sent
 from s3spill.proxy.resources import LISTS, ProxyResources
 from s3spill.proxy.results import UNLISTED, ResultSpiller
@@ -53,16 +56,19 @@ from s3spill.proxy.wire import (
     error,
     is_id,
     parse,
+    parse_spooled,
 )
+from s3spill.spill.json_spool import Spool
 
 log = get_logger("s3spill.proxy")
 
 #: Methods whose answer carries the server's capabilities.
 _HANDSHAKES = ("initialize", "server/discover")
-#: What the proxy itself serves, added to the upstream's capabilities.
-_OUR_CAPABILITIES: dict[str, Any] = {"tools": {}, "resources": {}}
-#: The first protocol version with ``resource_link`` content.
-_LINKS_SINCE = "2025-06-18"
+#: Answers the relay changes (its handshake, tools and resources lists): a spooled one is
+#: read into memory first. Any other answer is sent on from its spool.
+_LOOKED_INTO = frozenset({*_HANDSHAKES, "tools/list", *LISTS})
+#: Tasks whose tool is remembered (the oldest forgotten first; its result then goes on as it is).
+_TASKS_KEPT = 10_000
 #: Where a 2026-07-28 request names its protocol version (there is no handshake), and the
 #: first such version: its results must carry ``resultType`` (a stricter client rejects one
 #: without, an older one rejects one with it).
@@ -82,36 +88,6 @@ def _tagged(body: dict[str, Any]) -> dict[str, Any]:
     if isinstance(result, dict) and "resultType" not in result:
         return {**body, "result": {**result, "resultType": "complete"}}
     return body
-#: Dropped upstream messages logged one by one, then one line per this many more.
-_DROP_LOG_EVERY = 1000
-
-
-class _Drops:
-    """Counts what the upstream said that is dropped, and logs it without flooding stderr
-    (an upstream that sprays must not fill the harness's log)."""
-
-    def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
-
-    def __call__(self, event: str, size: int) -> None:
-        count = self.counts[event] = self.counts.get(event, 0) + 1
-        if count <= 10 or count % _DROP_LOG_EVERY == 0:
-            log.warning(event, bytes=size, so_far=count)
-
-
-class Channel(Protocol):
-    """One side of the relay: whole JSON-RPC messages as bytes, one line each (the trailing
-    newline may be there or not: a channel adds it when it is missing)."""
-
-    async def receive(self) -> bytes | None:
-        """The next message, or None once the other side has closed."""
-
-    async def send(self, message: bytes) -> None: ...
-
-    async def close(self) -> None:
-        """No more messages will be sent (the upstream's stdin is closed, say)."""
-
-
 def own_tool_specs(tools: AgentTools, settings: ProxySettings) -> list[dict[str, Any]]:
     """Our tools as MCP ``Tool`` objects, under the proxy's names."""
     out = []
@@ -120,19 +96,6 @@ def own_tool_specs(tools: AgentTools, settings: ProxySettings) -> list[dict[str,
         out.append({**spec, "name": name, "annotations": {
             "readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}})
     return out
-
-
-class _Closed:
-    """Stands for a channel before :meth:`Relay.run` is given the real ones."""
-
-    async def receive(self) -> bytes | None:
-        return None
-
-    async def send(self, message: bytes) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 class Relay:
@@ -155,11 +118,13 @@ class Relay:
         self.resources = ProxyResources(tools)
         self._links = True  # resource_link blocks in pointers (not before 2025-06-18)
         self._tasks: set[asyncio.Task[None]] = set()
-        self._client: Channel = _Closed()
-        self._upstream: Channel = _Closed()
+        self._spools: set[Spool] = set()  # spooled lines a spill task still reads
+        self._task_tools: dict[Any, str] = {}  # task id -> the tool whose call created it
+        self._client: Channel = Closed()
+        self._upstream: Channel = Closed()
         #: Requests answered with an error because the upstream ended before it answered them.
         self.unanswered = 0
-        self.dropped = _Drops()
+        self.dropped = Drops()
 
     async def run(self, client: Channel, upstream: Channel, *, stop: asyncio.Event | None = None,
                   drain_timeout: float = 10.0) -> str:
@@ -219,6 +184,8 @@ class Relay:
 
     async def _client_to_upstream(self) -> None:
         while (line := await self._client.receive()) is not None:
+            if isinstance(line, Spool):  # never from a client channel; held, as before
+                line = line.raw()
             msg = parse(line)
             if msg is MALFORMED:
                 log.warning("proxy.client_parse_error", bytes=len(line))
@@ -246,7 +213,8 @@ class Relay:
             await self._client.send(error(None, INVALID_REQUEST,
                                           "Invalid Request: an id is a string or an integer"))
             return None
-        name = params.get("name") if method == "tools/call" else None
+        name = params.get("name") if method == "tools/call" else self._task_tools.get(params.get("taskId")) \
+            if method == "tasks/result" else None
         tool = name if isinstance(name, str) else ""
         modern = _modern(params)
         if tool in self._bare:
@@ -330,21 +298,32 @@ class Relay:
 
     async def _upstream_to_client(self) -> None:
         while (line := await self._upstream.receive()) is not None:
-            msg = parse(line)
+            spool = line if isinstance(line, Spool) else None
+            msg = parse_spooled(line) if isinstance(line, Spool) else parse(line)
             if msg is MALFORMED:
                 self.dropped("proxy.upstream_malformed_dropped", len(line))
                 continue
+            if spool is not None and isinstance(msg, list):  # a batch: taken apart in memory
+                msg, line, spool = spool.materialized(msg), b"", None
             self._delivering += 1  # answered upstream, not yet written to the client
             try:
                 for item in msg if isinstance(msg, list) and msg else [msg]:
-                    out = self._from_upstream(item, line if item is msg else None, len(line))
+                    raw = line if item is msg and isinstance(line, bytes) else None
+                    out = self._from_upstream(item, raw, len(line), spool)
                     if out:
-                        await self._client.send(out)
+                        await deliver(self._client, out, spool)
             finally:
                 self._delivering -= 1
+                if spool is not None and spool not in self._spools:
+                    spool.close()
 
-    def _from_upstream(self, msg: Any, raw: bytes | None, size: int) -> bytes | None:
-        """What goes to the client for one upstream message (None: nothing, or later)."""
+    def _from_upstream(self, msg: Any, raw: bytes | None, size: int,
+                       spool: Spool | None = None) -> bytes | None:
+        """What goes to the client for one upstream message (None: nothing, or later).
+
+        ``spool``: ``msg`` is a spooled line's skeleton; what is returned is sent through
+        :func:`~s3spill.proxy.channel.deliver`, a spilled result streamed from it.
+        """
         if isinstance(msg, dict) and isinstance(msg.get("method"), str):
             return raw or encode(msg)  # the server's own request or notification
         if not isinstance(msg, dict) or "id" not in msg or ("result" not in msg and "error" not in msg):
@@ -355,13 +334,18 @@ class Relay:
             self.dropped("proxy.unknown_response_dropped", size)
             return None
         answer = {**msg, "id": sent.client_id}
+        if spool is not None and sent.method != "tools/call":  # a request the relay looks into
+            answer = answer if sent.method not in _LOOKED_INTO else spool.materialized(answer)
         if sent.modern:
             answer = _tagged(answer)
-        if sent.method == "tools/call":
+        if sent.method == "tools/call" or (sent.method == "tasks/result" and sent.tool):
             result = answer.get("result")
+            self._task_of(sent, result)
             if isinstance(result, dict) and size > self.floor:
                 self._spilling[sent.client_id] = sent
-                self._spawn(self._spill(answer, result, sent))
+                if spool is not None:
+                    self._spools.add(spool)
+                self._spawn(self._spill(answer, result, sent, spool))
                 return None
         elif sent.method == "tools/list":
             answer = listed_page(answer, self._bare, self.specs, self._advertised)
@@ -373,12 +357,28 @@ class Relay:
             answer = self._handshake(answer)
         return encode(answer)
 
+    def _task_of(self, sent: Sent, result: Any) -> None:
+        """A tools/call answered with a task (2025-11-25 tasks): its tool, for ``tasks/result``."""
+        task = result.get("task") if isinstance(result, dict) and "content" not in result else None
+        if isinstance(task, dict) and isinstance(task.get("taskId"), str):
+            self._task_tools[task["taskId"]] = sent.tool
+            while len(self._task_tools) > _TASKS_KEPT:
+                del self._task_tools[next(iter(self._task_tools))]
+
     def _handshake(self, answer: dict[str, Any]) -> dict[str, Any]:
-        result = answer.get("result")
-        version = result.get("protocolVersion") if isinstance(result, dict) else None
-        if isinstance(version, str):
-            self._links = version >= _LINKS_SINCE
-        return with_capabilities(answer, _OUR_CAPABILITIES)
+        answer, links = handshake(answer)
+        self.negotiated(links)
+        return answer
+
+    def adopt(self, pid: int, client_id: Any, method: str) -> None:
+        """Answer a request that was sent upstream before the relay ran (under ``pid``)."""
+        self._sent.adopt(pid, client_id, method)
+
+    def negotiated(self, links: bool | None) -> None:
+        """What the handshake said (also when it was answered before the relay ran:
+        :mod:`~s3spill.proxy.quick_start`): pointers carry ``resource_link`` blocks or not."""
+        if links is not None:
+            self._links = links
 
     async def _merge_resources(self, answer: dict[str, Any], sent: Sent) -> None:
         try:
@@ -402,20 +402,27 @@ class Relay:
             return tool
         return {**tool, "outputSchema": widened(schema)}
 
-    async def _spill(self, answer: dict[str, Any], result: dict[str, Any], sent: Sent) -> None:
+    async def _spill(self, answer: dict[str, Any], result: dict[str, Any], sent: Sent,
+                     spool: Spool | None = None) -> None:
         schema = self._schemas.get(sent.tool, UNLISTED)
         try:
-            changed = await asyncio.to_thread(self.results.spill, result, sent.tool, str(sent.client_id),
-                                              schema, links=self._links)
-        except Exception:  # fail open: the upstream's own answer is better than none
-            log.exception("proxy.spill_crashed", tool=sent.tool)
-            changed = None
+            try:
+                changed = await asyncio.to_thread(self.results.spill, result, sent.tool, str(sent.client_id),
+                                                  schema, links=self._links, spool=spool)
+            except Exception:  # fail open: the upstream's own answer is better than none
+                log.exception("proxy.spill_crashed", tool=sent.tool)
+                changed = None
+            finally:
+                self._spilling.pop(sent.client_id, None)
+            if sent.cancelled:
+                log.info("proxy.cancelled_result_dropped", tool=sent.tool)
+                return
+            await deliver(self._client, encode(answer if changed is None else {**answer, "result": changed}),
+                          spool)
         finally:
-            self._spilling.pop(sent.client_id, None)
-        if sent.cancelled:
-            log.info("proxy.cancelled_result_dropped", tool=sent.tool)
-            return
-        await self._client.send(encode(answer if changed is None else {**answer, "result": changed}))
+            if spool is not None:
+                self._spools.discard(spool)
+                spool.close()
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)

@@ -43,6 +43,7 @@ from s3spill.proxy.schemas import conforms, pointer_value
 from s3spill.proxy.settings import ProxySettings
 from s3spill.proxy.wire import encode
 from s3spill.spill.block_spill import externalize_blocks
+from s3spill.spill.json_spool import LongString, Spool
 from s3spill.spill.source import iter_output
 from s3spill.spill.spiller import Spiller
 
@@ -76,16 +77,20 @@ class ResultSpiller:
 
     def spill(self, result: dict[str, Any], tool: str, call_id: str | None,
               schema: dict[str, Any] | Unlisted | None = UNLISTED,
-              links: bool = False) -> dict[str, Any] | None:
+              links: bool = False, spool: Spool | None = None) -> dict[str, Any] | None:
         """The result as the client should see it, or None when it is handed on unchanged.
 
         ``schema`` is the tool's own ``outputSchema`` as the upstream listed it (None: it
         declared none; :data:`UNLISTED`: not listed yet, so nothing is assumed of it). With
         ``links``, each artifact stored is also named by a ``resource_link`` block
         (``s3spill://…``, :mod:`s3spill.agent.resources`) after the text that points at it.
+        ``spool``: ``result`` is a spooled line's (placeholders for its long strings); one long
+        text, alone in ``content``, is streamed into the spill, anything else read back first.
         """
         if tool in self.settings.never_spill or tool in self.settings.own_tools:
             return None
+        if spool is not None:
+            result = _streamable(result, spool)
         content = result.get("content")
         refs: list[ArtifactReference] = []
         changed = False
@@ -111,6 +116,14 @@ class ResultSpiller:
         first = content[0]
         if len(content) == 1 and _is_text(first):
             text = first["text"]
+            if isinstance(text, LongString):
+                if text.min_chars > min(self.policy.for_tool(tool).threshold, self.policy.hard_cap_chars):
+                    result = self.spiller.externalize(text.pieces(), tool, call_id)
+                    _log(tool, result.total_bytes, result.spilled, result.degraded_reason, streamed=True)
+                    refs.extend(ref for ref in (result.artifact,) if ref is not None)
+                    return [{**first, "text": result.context_text}]
+                text = text.text()
+                first = {**first, "text": text}
             if not self._over(text, tool):  # inline: the upstream's bytes, unless a secret is in them
                 masked = self._masked(text)
                 return None if masked is text else [{**first, "text": masked}]
@@ -221,7 +234,23 @@ def _slices(text: str) -> Iterator[str]:
 
 
 def _is_text(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str)
+    return isinstance(item, dict) and item.get("type") == "text" \
+        and isinstance(item.get("text"), str | LongString)
+
+
+def _streamable(result: dict[str, Any], spool: Spool) -> dict[str, Any]:
+    """``result`` with its long strings read back, except the text of its only content block:
+    that one is a :class:`LongString`, streamed into the spill."""
+    content = result.get("content")
+    longs = spool.longs()
+    if isinstance(content, list) and len(content) == 1 and _is_text(content[0]) \
+            and content[0]["text"] in longs:
+        text = content[0]["text"]
+        out: dict[str, Any] = spool.materialized(result, keep=text)
+        out["content"] = [{**out["content"][0], "text": longs[text]}]
+        return out
+    whole: dict[str, Any] = spool.materialized(result)
+    return whole
 
 
 def _to_blocks(content: list[Any]) -> tuple[list[Block], dict[int, dict[str, Any]]]:

@@ -10,10 +10,44 @@ into the event loop later.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Sequence
 
 from s3spill.errors import ConfigError
+
+#: Flags that mean "not the plain stdio form": the full CLI serves them.
+_NOT_HERE = ("--http", "--upstream-url", "-h", "--help", "--version")
+#: The variables that set the same (``S3SPILL_<FLAG>``, :func:`s3spill.cli.parser.env_name`).
+_NOT_HERE_ENV = ("S3SPILL_HTTP", "S3SPILL_UPSTREAM_URL")
+#: Global flags that take a value (it may look like a command name).
+_VALUED = frozenset({"--store", "--session", "--log-level", "--config"})
+
+
+def quick_command(argv: Sequence[str]) -> list[str] | None:
+    """The upstream's command line when ``argv`` is the plain stdio form that
+    :mod:`~s3spill.proxy.quick_start` serves, else None (the full CLI decides)."""
+    tokens = list(argv)
+    skip, at = False, None
+    for i, arg in enumerate(tokens):
+        if skip:
+            skip = False
+        elif arg in _VALUED:
+            skip = True
+        elif arg.startswith("-"):
+            if arg == "--":
+                return None
+        else:
+            at = i if arg == "mcp-proxy" else None
+            break
+    if at is None or "--" not in tokens[at:]:
+        return None
+    cut = tokens.index("--", at)
+    flags = tokens[:cut]
+    if any(flag.split("=", 1)[0] in _NOT_HERE for flag in flags) or not tokens[cut + 1:] \
+            or any(os.environ.get(name) for name in _NOT_HERE_ENV):
+        return None
+    return tokens[cut + 1:]
 
 
 def spawn(command: Sequence[str]) -> subprocess.Popen[bytes]:

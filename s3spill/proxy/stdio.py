@@ -17,17 +17,26 @@ import selectors
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import IO
 
 from s3spill.errors import ConfigError
 from s3spill.log import get_logger
-from s3spill.proxy.relay import Relay
+from s3spill.proxy import channel as channels
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not imported: the handshake is answered before the relay loads (quick_start)
+    from s3spill.proxy.channel import Channel
+    from s3spill.proxy.quick_start import Early
+    from s3spill.proxy.relay import Relay
+    from s3spill.spill.json_spool import Spool
 
 log = get_logger("s3spill.proxy")
 
 #: Longest message accepted on either side (a longer one ends the connection, loudly).
 MAX_MESSAGE_BYTES = 1024 * 1024 * 1024
+#: Longest upstream message spooled to a file (its memory is bounded; its disk is not free).
+MAX_SPOOLED_BYTES = 16 * 1024 * 1024 * 1024
 #: Bytes read from a pipe at a time (and about what the reader buffers ahead).
 READ_CHUNK = 1024 * 1024
 #: Seconds the upstream gets to exit after its stdin closes, then after SIGTERM.
@@ -42,40 +51,75 @@ class StreamChannel:
     Lines are assembled from chunks rather than by ``readuntil``: a 100 MB message then
     costs its chunks and one joined copy, not a growing buffer (copied as it grows) plus
     the copy handed out; the reader's own buffer stays at a few chunks (backpressure).
+    With ``spool_over`` (the upstream's side), a line longer than that many bytes is
+    written to a :class:`~s3spill.spill.json_spool.Spool` as it arrives instead
+    (:mod:`~s3spill.proxy.channel`): held in memory are its skeleton and one chunk.
     """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 spool_over: int | None = None) -> None:
         self.reader = reader
         self.writer = writer
+        self.spool_over = spool_over
         self._rest = b""
 
-    async def receive(self) -> bytes | None:
+    async def receive(self) -> bytes | Spool | None:
         """The next non-empty line, newline included (stripping it would copy a huge message)."""
         while True:
             line = await self._line()
-            if line is None or len(line) > 2 or line.strip():
+            if line is None or len(line) > 2 or (isinstance(line, bytes) and line.strip()):
                 return line
 
-    async def _line(self) -> bytes | None:
+    async def _line(self) -> bytes | Spool | None:
         parts: list[bytes] = []
         size = 0
         rest = self._rest
+        spool: Spool | None = None
         while True:
             end = rest.find(b"\n")
             if end >= 0:
-                parts.append(rest[: end + 1])
                 self._rest = rest[end + 1 :]
+                if spool is not None:
+                    spool.feed(rest[: end + 1])
+                    spool.finish()
+                    return spool
+                parts.append(rest[: end + 1])
                 return parts[0] if len(parts) == 1 else b"".join(parts)
             if rest:
-                parts.append(rest)
                 size += len(rest)
-                if size > MAX_MESSAGE_BYTES:
-                    log.error("proxy.message_too_large", limit=MAX_MESSAGE_BYTES)
+                if spool is not None:
+                    spool.feed(rest)
+                else:
+                    parts.append(rest)
+                    if self.spool_over is not None and size > self.spool_over:
+                        spool = _spooled(parts)
+                if size > MAX_SPOOLED_BYTES or (spool is None if size > MAX_MESSAGE_BYTES
+                                                else spool is not None and spool.held > MAX_MESSAGE_BYTES):
+                    log.error("proxy.message_too_large", limit=MAX_MESSAGE_BYTES, spooled=MAX_SPOOLED_BYTES)
                     return None
             rest = await self.reader.read(READ_CHUNK)
             if not rest:  # end of stream: a last line without its newline still counts
                 self._rest = b""
+                if spool is not None:
+                    spool.finish()
+                    return spool
                 return b"".join(parts) if parts else None
+
+    async def send_pieces(self, pieces: Iterable[bytes]) -> None:
+        """One message written piece by piece (a spooled line: :func:`~s3spill.proxy.channel.deliver`)."""
+        if self.writer.is_closing():
+            return
+        last = b""
+        for piece in pieces:
+            if piece:
+                self.writer.write(piece)
+                last = piece
+                with contextlib.suppress(ConnectionError):
+                    await self.writer.drain()
+        if not last.endswith(b"\n"):
+            self.writer.write(b"\n")
+        with contextlib.suppress(ConnectionError):
+            await self.writer.drain()
 
     async def send(self, message: bytes) -> None:
         if self.writer.is_closing():
@@ -89,6 +133,17 @@ class StreamChannel:
     async def close(self) -> None:
         with contextlib.suppress(OSError, RuntimeError):
             self.writer.close()
+
+
+def _spooled(parts: list[bytes]) -> Spool:
+    """A spool holding ``parts`` (emptied: from here on the line goes to the file)."""
+    from s3spill.spill.json_spool import Spool
+
+    spool = Spool(lenient=True)
+    for part in parts:
+        spool.feed(part)
+    parts.clear()
+    return spool
 
 
 class FileChannel:
@@ -127,15 +182,18 @@ class FileChannel:
             self.stdout.flush()
 
 
-async def own_stdio(stdin: IO[bytes] | None = None,
-                    stdout: IO[bytes] | None = None) -> StreamChannel | FileChannel:
-    """Our stdin/stdout as a channel (the client's side of the proxy)."""
+async def own_stdio(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None,
+                    read: bytes = b"") -> StreamChannel | FileChannel:
+    """Our stdin/stdout as a channel (the client's side of the proxy); ``read``: what was
+    already read of stdin (by :mod:`~s3spill.proxy.quick_start`, only from a pipe)."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
     if not (_watchable(stdin, selectors.EVENT_READ) and _watchable(stdout, selectors.EVENT_WRITE)):
         return FileChannel(stdin, stdout)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_CHUNK)
+    if read:
+        reader.feed_data(read)
     # The pipe transports close what they are given: copies of the descriptors, so that
     # sys.stdin/sys.stdout stay open for the interpreter's own flush at exit.
     read_end = os.fdopen(os.dup(stdin.fileno()), "rb", buffering=0)
@@ -172,7 +230,7 @@ async def start_upstream(command: Sequence[str]) -> tuple[asyncio.subprocess.Pro
     except OSError as exc:
         raise ConfigError(f"cannot start the upstream server {command[0]!r}: {exc.strerror or exc}") from None
     assert proc.stdin is not None and proc.stdout is not None
-    return proc, StreamChannel(proc.stdout, proc.stdin)
+    return proc, StreamChannel(proc.stdout, proc.stdin, spool_over=channels.SPOOL_BYTES)
 
 
 class Spawned:
@@ -182,14 +240,18 @@ class Spawned:
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
 
-    async def channel(self) -> StreamChannel:
+    async def channel(self, read: bytes = b"") -> StreamChannel:
+        """``read``: what was already read of its stdout."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=READ_CHUNK)
+        if read:
+            reader.feed_data(read)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self.proc.stdout)
         transport, protocol = await loop.connect_write_pipe(
             lambda: asyncio.streams.FlowControlMixin(loop=loop), self.proc.stdin)
-        return StreamChannel(reader, asyncio.StreamWriter(transport, protocol, None, loop))
+        return StreamChannel(reader, asyncio.StreamWriter(transport, protocol, None, loop),
+                             spool_over=channels.SPOOL_BYTES)
 
     def terminate(self) -> None:
         self.proc.terminate()
@@ -249,9 +311,32 @@ async def relay_stdio(relay: Relay, command: Sequence[str] | subprocess.Popen[by
     client = await own_stdio()
     stop = asyncio.Event()
     stop_on_signals(stop)
-    closed = "stopped"
+    return await relay_on(relay, proc, upstream, client, stop)
+
+
+async def serve_after(relay: Relay, proc: subprocess.Popen[bytes], early: Early) -> int:
+    """:func:`relay_stdio` after :mod:`~s3spill.proxy.quick_start` relayed the handshake."""
+    spawned = Spawned(proc)
+    upstream = await spawned.channel(early.upstream)
+    client = await own_stdio(read=early.client)
+    stop = asyncio.Event()
+    stop_on_signals(stop)
+    relay.negotiated(early.links)
+    if early.pending is not None:
+        from s3spill.proxy.quick_start import INIT_ID
+
+        relay.adopt(INIT_ID, early.pending, "initialize")
+    return await relay_on(relay, spawned, upstream, client, stop, ended=early.ended)
+
+
+async def relay_on(relay: Relay, proc: asyncio.subprocess.Process | Spawned, upstream: StreamChannel,
+                   client: Channel, stop: asyncio.Event, ended: str | None = None) -> int:
+    """:func:`relay_stdio` once the channels are open (``ended``: the session ended before
+    the relay ran, as :meth:`Relay.run` says it: only the ending is left to do)."""
+    closed = ended or "stopped"
     try:
-        closed = await relay.run(client, upstream, stop=stop)
+        if ended is None:
+            closed = await relay.run(client, upstream, stop=stop)
         log.info("proxy.closed", side=closed)
     finally:
         code = await stop_upstream(proc, upstream, STOP_GRACE if closed == "stopped" else EXIT_GRACE)

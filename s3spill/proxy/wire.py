@@ -17,6 +17,10 @@ from typing import Any, Final
 
 import orjson
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not imported: the handshake is answered before the spill path loads
+    from s3spill.spill.json_spool import Spool
+
 #: JSON-RPC 2.0 error codes the proxy answers with.
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -45,6 +49,11 @@ def parse(line: bytes) -> Any:
         return json.loads(line.decode("utf-8", "surrogateescape"))
     except (ValueError, RecursionError):
         return MALFORMED
+
+
+def parse_spooled(spool: Spool) -> Any:
+    """The skeleton of a spooled line (its long strings as placeholders), or :data:`MALFORMED`."""
+    return MALFORMED if spool.scanned is None else parse(spool.scanned[0])
 
 
 def encode(message: Any) -> bytes:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Iterator
@@ -38,10 +39,22 @@ def validate_key(key: str) -> str:
     """
     if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH:
         raise InvalidKey("key must be a non-empty string of at most 512 characters")
+    if type(key) is not str:  # a subclass may hash or compare as it likes: never cached
+        return _check_segments(key)
+    return _cached_segments(key)
+
+
+def _check_segments(key: str) -> str:
     for segment in key.split("/"):
         if not _SEGMENT.match(segment) or segment in {".", ".."} or ".." in segment:
             raise InvalidKey(f"invalid key segment {segment[:40]!r}")
     return key
+
+
+#: Cached: a key is checked by every store call that names it (GC: four or five per
+#: artifact), and the answer depends on the string alone. A refused key raises, so it is
+#: never cached.
+_cached_segments = functools.lru_cache(maxsize=4096)(_check_segments)
 
 
 def validate_prefix(prefix: str) -> str:

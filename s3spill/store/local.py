@@ -44,10 +44,9 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, TYPE_CHECKING, Literal
 from urllib.parse import unquote, urlparse
 
-from s3spill.config import TransferConfig
 from s3spill.errors import (
     AlreadyExists,
     ConfigError,
@@ -76,7 +75,13 @@ from s3spill.store.base import (
 from s3spill.store.local_paths import make_dirs, walk_keys
 from s3spill.store.payload import StreamedBody
 
+if TYPE_CHECKING:
+    from s3spill.config import TransferConfig
+
 _LOCK_STRIPES = 64
+#: ``TransferConfig().part_size`` (a test checks): a small write (a usage event after a
+#: ``read``) copies its body in these pieces without building the settings' model.
+_PART_SIZE = 8 * 1024 * 1024
 #: Objects up to this size are read whole by :meth:`LocalStore.get` (one read, no chunking).
 _SMALL = 1024 * 1024
 log = get_logger("s3spill.store.local")
@@ -92,7 +97,7 @@ class LocalStore(ObjectStore):
         """``create=False``: a reader's open, which refuses a root that does not exist
         (:class:`StoreNotFound`) rather than create an empty store at a mistyped path."""
         self.root = Path(root).absolute()
-        self.config = config or TransferConfig()
+        self._config = config
         if self.root.exists() and not self.root.is_dir():
             raise ConfigError(f"store root {self.root} is not a directory")
         if not create and not self.root.exists():
@@ -106,6 +111,16 @@ class LocalStore(ObjectStore):
         self._objects = str(self.root / "objects")
         #: Whether the filesystem keeps listing records (:mod:`s3spill.store.local_record`).
         self._records = True
+
+    @property
+    def config(self) -> TransferConfig:
+        """The transfer settings; the defaults (a pydantic model) are built on first use, so a
+        process that only reads never builds them."""
+        if self._config is None:
+            from s3spill.config import TransferConfig
+
+            self._config = TransferConfig()
+        return self._config
 
     @classmethod
     def from_url(cls, url: str, config: TransferConfig | None = None, *,
@@ -196,7 +211,8 @@ class LocalStore(ObjectStore):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             with os.fdopen(fd, "wb", closefd=False) as fh:
-                for chunk in iter_body(body, self.config.part_size):
+                piece = _PART_SIZE if self._config is None else self._config.part_size
+                for chunk in iter_body(body, piece):
                     if digest is not None:
                         digest.update(chunk)
                     size += len(chunk)

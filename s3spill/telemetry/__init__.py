@@ -10,6 +10,12 @@ semantic conventions where one fits: spans ``execute_tool <tool>`` with
 Nothing here may raise into a tool call.
 """
 
-from s3spill.telemetry.metrics import observe_event, prometheus_exposition, serve_metrics_from_env, tool_span
+from s3spill.telemetry.metrics import (
+    observe_event,
+    observe_events,
+    prometheus_exposition,
+    serve_metrics_from_env,
+    tool_span,
+)
 
-__all__ = ["observe_event", "prometheus_exposition", "serve_metrics_from_env", "tool_span"]
+__all__ = ["observe_event", "observe_events", "prometheus_exposition", "serve_metrics_from_env", "tool_span"]

@@ -23,9 +23,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from s3spill.context.read_args import ArgStyle
+from s3spill.context.read_limits import DEFAULT_ELEMENTS as DEFAULT_ELEMENTS
 from s3spill.errors import InvalidRequest
 
-DEFAULT_ELEMENTS = 100
 #: A row longer than this is cut (so one page shows many small elements or one large one).
 ROW_CHARS = 4000
 _STARTS = ("start_map", "start_array")

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict
 
 from s3spill.context.read_args import ArgStyle, spell_args
+from s3spill.context.read_limits import DEFAULT_RECORDS as DEFAULT_RECORDS
 from s3spill.errors import InvalidRequest
 from s3spill.textview import escape, unescape
 from s3spill.typed.chunked import ChunkedOutput, Fetch
 from s3spill.typed.record_ends import record_end_positions
 
-DEFAULT_RECORDS = 500
 _HEADER_LINE = len("[header (record 1), repeated:]") + 1
 
 

@@ -22,18 +22,19 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from s3spill import keys
 from s3spill.errors import AlreadyExists, NotFound, PreconditionFailed, S3SpillError
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
-from s3spill.telemetry import observe_event
+from s3spill.telemetry import observe_event, observe_events
 from s3spill.usage.events import EventMaker, UsageEvent
 
 __all__ = ["UsageRecorder", "UsageSink", "close_all", "part_body", "record_answer", "usage_recorder"]
@@ -42,6 +43,8 @@ log = get_logger("s3spill.usage")
 
 #: ``S3SPILL_USAGE=off`` turns usage records off for the process.
 ENV = "S3SPILL_USAGE"
+#: Seconds a deferred event waits at most to be built (and counted in the metrics).
+BUILD_EVERY = 1.0
 
 
 class UsageSink(Protocol):
@@ -49,12 +52,17 @@ class UsageSink(Protocol):
 
     def record(self, event: UsageEvent | None) -> None: ...
 
+    def defer(self, make: Callable[[], UsageEvent | None]) -> None:
+        """Append the event ``make`` builds, later and on another thread if the sink can."""
+        ...
+
 
 def record_answer(usage: UsageSink, make: EventMaker, session_id: str, source_id: str, via: str,
                   text: str, data: dict[str, Any] | None) -> None:
-    """The event of one read or grep answer (what the model was shown); never raises."""
+    """The event of one read or grep answer (what the model was shown), built later; never raises."""
     try:
-        usage.record(make(keys.session_hash(session_id), source_id, via, text, data or {}))
+        usage.defer(functools.partial(make, keys.session_hash(session_id), source_id, via, text,
+                                      dict(data or {}), at=time.time()))
     except Exception as exc:  # noqa: BLE001 - whatever went wrong, the answer stands
         log.warning("usage.event_failed", error=type(exc).__name__)
 
@@ -77,13 +85,16 @@ class UsageRecorder:
     """Queue events for one store and write them as create-once NDJSON objects."""
 
     def __init__(self, store: ObjectStore, *, batch: bool = True, max_events: int = 1000,
-                 max_age: float = 30.0, max_queued: int = 100_000) -> None:
+                 max_age: float = 30.0, max_queued: int = 100_000, build_every: float = BUILD_EVERY) -> None:
         self.store = store
         self.batch = batch
         self.max_events = max_events
         self.max_age = max_age
         self.max_queued = max_queued
+        self.build_every = build_every
         self._queue: deque[UsageEvent] = deque()
+        #: Events not built yet (:meth:`defer`): built by the writer, at least every build_every s.
+        self._made: deque[Callable[[], UsageEvent | None]] = deque()
         self._oldest = 0.0
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
@@ -103,15 +114,16 @@ class UsageRecorder:
         if event is None:
             return
         observe_event(event.op, event.tool, event.raw_bytes, event.shown_bytes, event.spilled,
-                      event.stored_bytes)
+                      event.stored_bytes, load=self.batch)  # a one-shot process exposes no metrics
         with self._lock:
-            if self._closed or len(self._queue) >= self.max_queued or event.session in self._erased:
+            queued = len(self._queue) + len(self._made)
+            if self._closed or queued >= self.max_queued or event.session in self._erased:
                 self.dropped += 1
                 return
-            if not self._queue:
+            if not queued:
                 self._oldest = time.monotonic()
             self._queue.append(event)
-            full = len(self._queue) == self.max_events
+            full = queued + 1 == self.max_events
             start = self.batch and self._thread is None
             if start:
                 self._thread = threading.Thread(target=self._run, name="s3spill-usage", daemon=True)
@@ -123,6 +135,54 @@ class UsageRecorder:
         if full:
             self._wake.set()
 
+    def defer(self, make: Callable[[], UsageEvent | None]) -> None:
+        """Queue ``make``; the writer thread builds the event (and counts it in the metrics).
+
+        Why: building an event right after a spill ran on a cold cache — the spill's
+        compression and hashing have just evicted the interpreter's working set — so
+        building events in a loop on the writer's thread costs a fraction of the CPU
+        (benchmarks/usage_bench.py overhead). ``make`` must capture the call's time itself.
+        """
+        if not self.batch:
+            try:
+                self.record(make())
+            except Exception as exc:  # noqa: BLE001 - whatever went wrong, the call stands
+                log.warning("usage.event_failed", error=type(exc).__name__)
+            return
+        with self._lock:
+            if self._closed or len(self._queue) + len(self._made) >= self.max_queued:
+                self.dropped += 1
+                return
+            if not self._queue and not self._made:
+                self._oldest = time.monotonic()
+            self._made.append(make)
+            full = len(self._queue) + len(self._made) == self.max_events
+            start = self._thread is None
+            if start:
+                self._thread = threading.Thread(target=self._run, name="s3spill-usage", daemon=True)
+        if start and self._thread is not None:
+            self._thread.start()
+        if full:
+            self._wake.set()
+
+    def _build(self) -> None:
+        """Build the deferred events (writer's side); a maker that fails loses its event only."""
+        with self._lock:
+            makers, self._made = self._made, deque()
+        built = []
+        for make in makers:
+            try:
+                event = make()
+            except Exception as exc:  # noqa: BLE001 - losing usage never fails anything
+                self.lost += 1
+                log.warning("usage.event_failed", error=type(exc).__name__)
+                continue
+            if event is not None:
+                built.append(event)
+        observe_events(built, load=self.batch)
+        with self._lock:
+            self._queue.extend(e for e in built if e.session not in self._erased)
+
     @property
     def closed(self) -> bool:
         return self._closed
@@ -130,7 +190,7 @@ class UsageRecorder:
     @property
     def pending(self) -> int:
         with self._lock:
-            return len(self._queue)
+            return len(self._queue) + len(self._made)
 
     # -- the writer's side ---------------------------------------------------------------
 
@@ -138,13 +198,17 @@ class UsageRecorder:
         while True:
             with self._lock:
                 closed = self._closed
-                wait = self.max_age - (time.monotonic() - self._oldest) if self._queue else self.max_age
+                queued = len(self._queue) + len(self._made)
+                wait = self.max_age - (time.monotonic() - self._oldest) if queued else self.max_age
+                if self._made:  # the metrics lag the calls by at most BUILD_EVERY
+                    wait = min(wait, self.build_every)
             if closed:
                 return
             self._wake.wait(max(wait, 0.01))
             self._wake.clear()
+            self._build()
             with self._lock:
-                due = bool(self._queue) and (len(self._queue) >= self.max_events
+                due = bool(self._queue) and (len(self._queue) + len(self._made) >= self.max_events
                                              or time.monotonic() - self._oldest >= self.max_age)
             if due:
                 self.flush()
@@ -152,6 +216,7 @@ class UsageRecorder:
     def flush(self) -> int:
         """Write everything queued now, on this thread; returns the events written."""
         with self._write_lock:
+            self._build()
             with self._lock:
                 events = list(self._queue)
                 self._queue.clear()

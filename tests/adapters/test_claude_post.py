@@ -67,7 +67,8 @@ def test_opencode_a_cut_shell_output_is_stored_from_its_saved_file(tmp_path: Pat
     from s3spill.adapters.harness_hooks import opencode
 
     whole = "".join(f"{i}\n" for i in range(1, 300_001))
-    saved = tmp_path / "tool_1"
+    saved = tmp_path / "share" / "opencode" / "tool-output" / "tool_1"
+    saved.parent.mkdir(parents=True)
     saved.write_text(whole)
     cut = f"...output truncated...\n\nFull output saved to: {saved}\n\n" + whole[-14_000:]
     store = LocalStore(tmp_path / "store")
@@ -78,3 +79,31 @@ def test_opencode_a_cut_shell_output_is_stored_from_its_saved_file(tmp_path: Pat
     assert out is not None and small is None
     assert "s3spill_read_artifact(source_id" in out["output"]
     assert _stored(store, out["output"]) == whole.encode()
+
+
+def test_opencode_a_cut_mcp_result_is_stored_and_a_file_outside_its_directory_is_not(tmp_path: Path) -> None:
+    """Any other tool's cut names the file at its end ("The tool call succeeded but the output
+    was truncated. Full output saved to: PATH"): stored whole from PATH. The same sentence
+    naming a file outside opencode's tool-output directory stores nothing."""
+    from s3spill.adapters.harness_hooks import opencode
+
+    whole = "".join(f"row {i:07d}\n" for i in range(40_000))
+    saved = tmp_path / "share" / "opencode" / "tool-output" / "tool_2"
+    saved.parent.mkdir(parents=True)
+    saved.write_text(whole)
+    outside = tmp_path / "secret.txt"
+    outside.write_text(whole)
+
+    def cut(path: Path) -> str:
+        return (whole[:24_000] + "\n...38000 lines truncated...\n\nThe tool call succeeded but the output "
+                f"was truncated. Full output saved to: {path}\nUse the Task tool to have explore agent "
+                "process it.")
+
+    store = LocalStore(tmp_path / "store")
+    spill = HookSpiller(store, "s", "opencode")
+    event = {"hook_event_name": "tool.execute.after", "tool": "big_dump"}
+    out = opencode({**event, "output": cut(saved)}, spill)
+    fake = opencode({**event, "output": cut(outside)}, spill)
+    spill.close()
+    assert out is not None and _stored(store, out["output"]) == whole.encode()
+    assert fake is None

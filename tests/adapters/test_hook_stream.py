@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from s3spill.adapters import hook_stream
 from s3spill.artifacts.store import ArtifactStore
+from s3spill.spill import json_spool
 from s3spill.store.local import LocalStore
 from s3spill.testing import child_env
 
@@ -60,7 +61,7 @@ def test_the_closing_quote_is_found_as_the_uniform_masking_finds_it(body: list[b
     """The quick search (quote by quote, backslashes before each) and its fallback for many
     escaped quotes (masking) agree on every body, including a trailing lone backslash."""
     buf = b"".join(body)
-    assert hook_stream._string_end(buf, 0) == hook_stream._masked_end(buf, 0)
+    assert json_spool._string_end(buf, 0) == json_spool._masked_end(buf, 0)
 
 
 #: Starts the hook and reports its peak RSS. Why a launcher: a child's ``ru_maxrss`` starts at

@@ -8,6 +8,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,14 +24,15 @@ from s3spill.testing import child_env
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "harnesses.md"
 MARKERS = ["claude-code-settings", "claude-desktop-config", "cursor-config", "gemini-cli-settings",
-           "proxy-config"]
+           "codex-config", "proxy-config"]
 
 
 def _json_block(marker: str) -> Any:
+    """The JSON (or, for Codex's config.toml, TOML) block after ``<!-- marker -->``."""
     text = DOC.read_text(encoding="utf-8")
-    m = re.search(rf"<!-- {marker} -->\n```json\n(.*?)^```", text, re.M | re.S)
-    assert m, f"no json block after <!-- {marker} -->"
-    return json.loads(m.group(1))
+    m = re.search(rf"<!-- {marker} -->\n```(json|toml)\n(.*?)^```", text, re.M | re.S)
+    assert m, f"no json or toml block after <!-- {marker} -->"
+    return json.loads(m.group(2)) if m.group(1) == "json" else tomllib.loads(m.group(2))
 
 
 def _s3spill_argv(doc: Any) -> Iterator[list[str]]:

@@ -132,3 +132,58 @@ def test_the_fast_paths_step_aside_for_a_policy_that_lowers_a_limit(
     assert policy_floor() == 0
     variables = {env for (_, key), env in leaf_keys() if key in ("hard_cap_chars", "max_inline_tokens")}
     assert variables <= set(LIMIT_VARIABLES)
+
+
+#: Policy files that lower no limit a hook applies: the hook's fast path must stay open.
+SETS_NOTHING_THAT_MATTERS = {
+    "empty": "",
+    "comments only": "# nothing set yet\n",
+    "other keys": ('[spill]\nsecrets = "at_rest"\nmax_stored_bytes = "256MiB"\n'
+                   '[quota]\nsession_bytes = "1GiB"\n'),
+    "the proxy's own limits": ("[proxy]\nmax_inline_tokens = 1000\n"
+                               "[harness.mcp-proxy.tools.echo]\nthreshold = 10\n"),
+    "a size above the floor": '[tools.Bash]\nthreshold = "64KiB"\n',
+    "a project file allowed but absent": "[project]\nallow_file = true\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SETS_NOTHING_THAT_MATTERS))
+def test_a_policy_that_lowers_no_hook_limit_keeps_the_hook_fast_path(
+        name: str, fleet_env: Path, write_policy: Callable[..., Path],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small payload passes through the hook's fast path under such a file as with none;
+    one that lowers a limit (also as a size string or in an allowed project file) does not."""
+    import io
+    import sys
+
+    from s3spill.cli import fastpath
+
+    small = json.dumps({"hook_event_name": "PostToolUse", "tool_name": "Bash",
+                        "tool_response": {"stdout": "ok\n" * 100}}).encode()
+
+    def passes() -> bool:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(small)))
+        return fastpath.hook_pass_through(["hook", "claude-code"])
+
+    assert passes()  # no policy at all
+    monkeypatch.setenv("S3SPILL_CONFIG", str(write_policy(SETS_NOTHING_THAT_MATTERS[name])))
+    assert passes(), name
+    write_policy(SETS_NOTHING_THAT_MATTERS[name] + '\n[tools.Grep]\nthreshold = "2KB"\n')
+    assert not passes()
+    write_policy("[project]\nallow_file = true\n")
+    (fleet_env / "work" / ".s3spill.toml").write_text("[tools.Bash]\nthreshold = 1000\n")
+    assert not passes()
+
+
+def test_the_fast_paths_read_sizes_as_the_schema_does() -> None:
+    """Every size form the stdlib reader understands gives pydantic's ByteSize value; any
+    other form gives 0 (the full path decides)."""
+    from pydantic import ByteSize, TypeAdapter
+
+    from s3spill.fleet.locate import _size
+
+    schema = TypeAdapter(ByteSize)
+    for text in ("64KiB", "64 kib", "25000", "25kb", "1.5MiB", "2GB", "3 G", "7b", " 10 MB "):
+        assert _size(text) == schema.validate_python(text), text
+    for odd in ("64 KiBs", "lots", "", "1e3", "-5KB", "64KiB extra", True, 1.5):
+        assert _size(odd) == 0, odd

@@ -98,3 +98,22 @@ def test_a_capped_output_is_counted_as_a_metric(fleet_env: Path, local_store: Lo
     assert REGISTRY.get_sample_value("s3spill_capped_outputs_total", {"tool": "capme"}) == before + 1
     omitted = REGISTRY.get_sample_value("s3spill_capped_omitted_bytes_total", {"tool": "capme"})
     assert omitted is not None and omitted >= len(LINE) * 20_000 - 64 * KiB
+
+
+def test_prefix_means_a_tenant_prefix_on_quota_show_as_on_stats(
+        fleet_env: Path, write_policy: Callable[..., Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`quota show --prefix P` reads the counters of the layout under <store root>/P, as
+    `stats --prefix P` reads its usage; a store URL there is refused, naming --store."""
+    monkeypatch.setenv("S3SPILL_CONFIG", str(write_policy('[quota]\nprefix_bytes = "1GiB"\n')))
+    tenant = LocalStore(fleet_env / "store" / "tenant-a")
+    stored = _spill_orphans(tenant, "in-tenant", [1600], Quota(prefix_bytes=1 << 30))
+    code, out, err = cli_call(["quota", "show", "--prefix", "tenant-a", "--json"], capsys)
+    doc = json.loads(out)
+    assert code == 0, err
+    assert (doc["scope"], doc["bytes"], doc["limit_bytes"]) == ("store prefix", stored, 1 << 30)
+    assert doc["name"].endswith("/store/tenant-a")
+    code, out, _ = cli_call(["quota", "show", "--prefix", "--json"], capsys)
+    assert code == 0 and json.loads(out)["bytes"] == 0  # the root's own counters: nothing there
+    code, _, err = cli_call(["quota", "show", "--prefix", (fleet_env / "store").as_uri()], capsys)
+    assert code == 2 and "not a store URL" in err and "--store" in err

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,14 +148,19 @@ class ClaudeCode:
         return script
 
 
-@pytest.fixture
-def claude(tmp_path: Path) -> Iterator[ClaudeCode]:
-    """Claude Code in a scratch HOME with a project directory and a local store."""
+def scratch(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A harness's scratch HOME, its project directory (resolved) and a local store's URL."""
     home = tmp_path / "home"
     project = tmp_path / "project"
     project.mkdir(parents=True)
     home.mkdir()
-    yield ClaudeCode(home, project.resolve(), (tmp_path / "store").as_uri())
+    return home, project.resolve(), (tmp_path / "store").as_uri()
+
+
+@pytest.fixture
+def claude(tmp_path: Path) -> Iterator[ClaudeCode]:
+    """Claude Code in a scratch HOME with a project directory and a local store."""
+    yield ClaudeCode(*scratch(tmp_path))
 
 
 def npm_bin(name: str) -> Path:
@@ -212,13 +219,13 @@ class GeminiCli:
 
 @pytest.fixture
 def gemini(tmp_path: Path) -> Iterator[GeminiCli]:
-    home = tmp_path / "home"
-    project = tmp_path / "project"
-    project.mkdir(parents=True)
-    home.mkdir()
-    yield GeminiCli(home, project.resolve(), (tmp_path / "store").as_uri())
+    """Gemini CLI in a scratch HOME with a project directory and a local store."""
+    yield GeminiCli(*scratch(tmp_path))
 
 
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "harnesses.md"
+DOC_STORE = "s3://my-bucket/agents"
+DOC_S3SPILL = f"s3spill --store {DOC_STORE} --session codex-me"
 #: What a scratch Codex must not do: check for updates, send analytics, export traces.
 CODEX_QUIET = {"check_for_update_on_startup": False, "analytics": {"enabled": False},
                "otel": {"exporter": "none"}, "feedback": {"enabled": False}}
@@ -230,7 +237,8 @@ class Codex:
 
     ``codex exec --json`` with a ``model_provider`` on 127.0.0.1 (``wire_api = "responses"``),
     the model ``gpt-5.5`` from Codex's own catalog (so its output limits are the ones users
-    get: 10,000 tokens), no sandbox and no approvals (the stand-in asks for the calls), and
+    get: 10,000 tokens), no sandbox unless a test asks for one, no approvals (the stand-in
+    asks for the calls), and
     ``--dangerously-bypass-hook-trust``: Codex runs a hook from config.toml only once the
     user has trusted it (``/hooks``), which a scratch home cannot have done.
     """
@@ -241,20 +249,32 @@ class Codex:
     session: str = "codex-test"
     hooks: dict[str, Any] = field(default_factory=dict)
     mcp: dict[str, Any] = field(default_factory=dict)
+    sandbox: str = "danger-full-access"
 
     def hook(self, command: str | None = None, timeout: int = 60) -> dict[str, Any]:
         return {"type": "command", "timeout": timeout, "command": command or s3spill_cmd(
             "--store", self.store_url, "--session", self.session, "hook", "codex")}
 
     def use_s3spill(self, *, pre: bool = True, post: bool = True, mcp: bool = True) -> None:
-        """The wiring of docs/harnesses.md: both hooks and ``s3spill mcp`` under one named session."""
-        if pre:
-            self.hooks["PreToolUse"] = [{"matcher": "^Bash$", "hooks": [self.hook()]}]
-        if post:
-            self.hooks["PostToolUse"] = [{"matcher": "^mcp__", "hooks": [self.hook()]}]
+        """The wiring of docs/harnesses.md, taken from its ``codex-config`` block: both hooks and
+        ``s3spill mcp`` under one named session, with this checkout's s3spill and a local store."""
+        block = re.search(r"<!-- codex-config -->\n```toml\n(.*?)^```", DOCS.read_text(), re.M | re.S)
+        assert block, "no codex-config block in docs/harnesses.md"
+        doc = tomllib.loads(block[1])
+        ours = s3spill_cmd("--store", self.store_url, "--session", self.session)
+
+        def local(handler: dict[str, Any]) -> dict[str, Any]:
+            return {**handler, "command": handler["command"].replace(DOC_S3SPILL, ours)}
+
+        for event, wanted in (("PreToolUse", pre), ("PostToolUse", post)):
+            if wanted:
+                self.hooks[event] = [{**group, "hooks": [local(h) for h in group["hooks"]]}
+                                     for group in doc["hooks"][event]]
         if mcp:
-            self.mcp["s3spill"] = python_server("-m", "s3spill", "--store", self.store_url, "--session",
-                                                self.session, "mcp")
+            args = [self.store_url if a == DOC_STORE else self.session if a == "codex-me" else a
+                    for a in doc["mcp_servers"]["s3spill"]["args"]]
+            self.mcp["s3spill"] = {**python_server("-m", "s3spill", *args),
+                                   "env_vars": doc["mcp_servers"]["s3spill"].get("env_vars", [])}
 
     def run(self, turns: list[Turn], timeout: float = 300) -> ScriptedModel:
         import tomlkit
@@ -266,7 +286,7 @@ class Codex:
             # The grace: without it the first request goes out before a Python MCP server
             # (1-2 s to start here) has listed its tools, and the call finds no such tool.
             config = {"model": "gpt-5.5", "model_provider": "standin", "approval_policy": "never",
-                      "sandbox_mode": "danger-full-access", "mcp_optional_startup_grace_ms": 20_000,
+                      "sandbox_mode": self.sandbox, "mcp_optional_startup_grace_ms": 20_000,
                       **CODEX_QUIET,
                       "model_providers": {"standin": provider}, "mcp_servers": self.mcp, "hooks": self.hooks}
             (self.home / "config.toml").write_text(tomlkit.dumps(config))
@@ -316,6 +336,7 @@ class Opencode:
     session: str = "opencode-test"
     plugin: bool = False
     mcp: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
 
     def use_s3spill(self) -> None:
         """The wiring of docs/harnesses.md: the shipped plugin and ``s3spill mcp`` on one session."""
@@ -336,10 +357,11 @@ class Opencode:
             (self.project / "opencode.json").write_text(json.dumps(config))
             # Only what it needs: opencode reads provider settings from many variables.
             env = {"HOME": str(self.home), "PATH": os.environ.get("PATH", ""),
-                   "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                   "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                   "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
                    "PYTHONPATH": child_env({})["PYTHONPATH"], "S3SPILL_STORE": self.store_url,
                    "S3SPILL_SESSION": self.session,
-                   "S3SPILL_HOOK_COMMAND": json.dumps([sys.executable, "-m", "s3spill"])}
+                   "S3SPILL_HOOK_COMMAND": json.dumps([sys.executable, "-m", "s3spill"]), **self.env}
             proc = subprocess.run([str(npm_bin("opencode")), "run", "go"], cwd=self.project, env=env,
                                   capture_output=True, timeout=timeout, check=False)
         assert proc.returncode == 0, proc.stderr.decode()[-3000:]
@@ -348,8 +370,5 @@ class Opencode:
 
 @pytest.fixture
 def opencode(tmp_path: Path) -> Iterator[Opencode]:
-    home = tmp_path / "home"
-    project = tmp_path / "project"
-    project.mkdir(parents=True)
-    home.mkdir()
-    yield Opencode(home, project.resolve(), (tmp_path / "store").as_uri())
+    """opencode in a scratch HOME with a project directory and a local store."""
+    yield Opencode(*scratch(tmp_path))

@@ -9,6 +9,7 @@ Routes measured here: BeforeTool ``hookSpecificOutput.tool_input`` rewrites
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ def test_shell_outputs_and_an_mcp_result_reach_the_model_as_preview_and_pointer(
         tool_call("run_shell_command", {"command": BUILD}), follow_pointer(READ, offset=60_000, limit=1),
         tool_call("mcp_big_dump", {}), follow_pointer(READ, offset=25_000, limit=1), text("done")])
     seq, seq_page, build, build_page, mcp, mcp_page = script.function_responses()
+    print("gemini with s3spill:", len(_shown(seq)), len(_shown(build)), len(_shown(mcp)))
     assert "6888896 bytes" in _shown(seq) and f"{READ}(source_id" in _shown(seq) and len(_shown(seq)) < 30_000
     assert "500000\t500000\n500001\t500001\n" in _page(seq_page)
     assert "Exit Code: 1" in _shown(build) and "error: 3 tests FAILED" in _shown(build)
@@ -67,3 +69,47 @@ def test_a_small_output_passes_untouched(gemini: GeminiCli) -> None:
     assert shell_hooked == shell_bare and "x" * 199 in shell_bare
     assert hooked[0]["response"]["output"].endswith(note)
     assert hooked[1]["response"] == bare[1]["response"]
+
+
+def _steady(response: dict[str, Any]) -> str:
+    """What the model got, without what changes from run to run (the shell's process group,
+    the name of the file Gemini saved a long output to)."""
+    return re.sub(r"Process Group PGID: \d+|For full output see: [^\\\s]+", "-", _shown(response))
+
+
+def test_a_hook_that_crashes_or_times_out_leaves_geminis_own_result(gemini: GeminiCli) -> None:
+    """Both hooks killed by a signal, then both slower than their ``timeout``: Gemini CLI
+    gives up on them and the model gets Gemini's own results for the 6.9 MB shell output, the
+    failing 5 MB build and the 1 MB MCP result, the commands run as typed."""
+    gemini.mcp["big"] = {"command": sys.executable, "args": [BIG_MCP], "env": {"BIG_MCP_BYTES": "1000000"}}
+    turns = [tool_call("run_shell_command", {"command": "seq 1 1000000"}),
+             tool_call("run_shell_command", {"command": BUILD}), tool_call("mcp_big_dump", {}), text("done")]
+    bare = [_steady(r) for r in gemini.run(turns).function_responses()]
+    print("gemini without s3spill:", [len(b) for b in bare])
+    assert "1000000" in bare[0] and "Exit Code: 1" in bare[1] and "row 0000000" in bare[2]
+    gemini.use_s3spill()
+    ours = gemini.hooks["AfterTool"][0]["hooks"][0]
+    for hook in ({**ours, "command": "kill -9 $$"},
+                 {**ours, "command": "sleep 5; " + str(ours["command"]), "timeout": 1000}):
+        gemini.hooks = {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [hook]}],
+                        "AfterTool": [{"matcher": ".*", "hooks": [hook]}]}
+        assert [_steady(r) for r in gemini.run(turns).function_responses()] == bare
+
+
+def test_a_big_read_file_is_replaced_as_an_error_holding_geminis_page(gemini: GeminiCli) -> None:
+    """``read_file`` of a 6,000-line file (360 KB): Gemini CLI pages it itself (lines 1-2000,
+    ~120,000 characters, its own "truncated" header first); over the read threshold the
+    AfterTool answer replaces that page with our preview, which the model gets as the call's
+    ``error``, and the pointer holds Gemini's page (header included), not the file."""
+    lines = [f"line {n:05d} " + "x" * 48 for n in range(1, 6001)]
+    (gemini.project / "big.txt").write_text("\n".join(lines) + "\n")
+    read = tool_call("read_file", {"file_path": str(gemini.project / "big.txt")})
+    bare = gemini.run([read, text("done")]).function_responses()[0]
+    assert "Showing lines 1-2000 of 6001" in _shown(bare) and 100_000 < len(_shown(bare)) < 130_000
+    gemini.use_s3spill(before=False)
+    turns = [read, follow_pointer(READ, offset=1_000, limit=1), text("done")]
+    shown, page = gemini.run(turns).function_responses()
+    print("gemini read_file:", len(_shown(bare)), len(_shown(shown)))
+    assert "error" in shown["response"] and f"{READ}(source_id" in _shown(shown)
+    assert len(_shown(shown)) < 15_000
+    assert "line 00995 " in _page(page)  # six header lines come first in the stored page

@@ -6,7 +6,10 @@ file RECORD (so a test can see what reached the upstream). Modes, comma-separate
 * ``forge``: from the ``notifications/initialized`` on, a thread sprays responses to ids
   it was *never sent* (0..1199, as integers and strings) whose text is ``FORGED``, for up
   to 60 s, plus malformed lines;
-* ``clash2``: ``tools/list`` has three pages, the second naming ``s3spill_read_artifact``.
+* ``clash2``: ``tools/list`` has three pages, the second naming ``s3spill_read_artifact``;
+* ``chatty``: before it answers ``initialize``, a log notification and an answer to an id it
+  was never sent (99);
+* ``oddinit``: its answer to ``initialize`` names the server with the byte 0xFF (not UTF-8).
 
 Tools: ``echo`` (answers ``echo: <text>``), ``hang`` (never answered), ``die`` (writes half
 of an answer, then the process exits with status 9), ``odd`` (a 550 KB text holding what
@@ -94,9 +97,14 @@ def answer(msg: dict[str, object]) -> None:
     params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
     assert isinstance(params, dict)
     if method == "initialize":
-        write({"jsonrpc": "2.0", "id": mid, "result": {
+        if "chatty" in MODES:
+            write({"jsonrpc": "2.0", "method": "notifications/message",
+                   "params": {"level": "info", "data": "booting"}})
+            write({"jsonrpc": "2.0", "id": 99, "result": {"content": [{"type": "text", "text": "FORGED"}]}})
+        reply = json.dumps({"jsonrpc": "2.0", "id": mid, "result": {
             "protocolVersion": params.get("protocolVersion", "2025-06-18"), "capabilities": {"tools": {}},
-            "serverInfo": {"name": "hostile", "version": "1"}}})
+            "serverInfo": {"name": "hostile", "version": "1"}}}).encode()
+        write(reply.replace(b'"hostile"', b'"host\xffile"') if "oddinit" in MODES else reply)
     elif method == "tools/list":
         list_tools(mid, params)
     elif method == "tools/call":

@@ -32,6 +32,7 @@ from s3spill.artifacts.paging import unrender
 from s3spill.proxy.relay import Relay
 from s3spill.proxy.results import ResultSpiller
 from s3spill.proxy.settings import ProxySettings
+from s3spill.spill.json_spool import Spool
 from s3spill.spill.spiller import Spiller
 from s3spill.store.local import LocalStore
 from s3spill.testing import child_env
@@ -163,10 +164,30 @@ class Pipe:
         return dict(request)
 
 
-def _pair() -> tuple[Pipe, Pipe]:
+class SpoolingPipe(Pipe):
+    """The relay's end of the upstream pipe, spooling a line over ``over`` bytes as the stdio
+    channel does (long strings from 1,000 bytes, read back 333 bytes at a time)."""
+
+    def __init__(self, inbox: asyncio.Queue[bytes | None], outbox: asyncio.Queue[bytes | None],
+                 over: int) -> None:
+        super().__init__(inbox, outbox)
+        self.over = over
+
+    async def receive(self) -> bytes | Spool | None:  # type: ignore[override]
+        line = await self.inbox.get()
+        if line is None or len(line) <= self.over:
+            return line
+        spool = Spool(long_bytes=1000, piece=333, lenient=True)
+        for n in range(0, len(line), 4096):
+            spool.feed(line[n:n + 4096])
+        spool.finish()
+        return spool
+
+
+def _pair(spool_over: int | None = None) -> tuple[Pipe, Pipe]:
     a: asyncio.Queue[bytes | None] = asyncio.Queue()
     b: asyncio.Queue[bytes | None] = asyncio.Queue()
-    return Pipe(a, b), Pipe(b, a)
+    return Pipe(a, b), Pipe(b, a) if spool_over is None else SpoolingPipe(b, a, spool_over)
 
 
 @asynccontextmanager
@@ -177,15 +198,17 @@ async def relay(tmp_path: Path, **settings: Any) -> AsyncIterator[tuple[Pipe, Pi
 
 
 @asynccontextmanager
-async def relay_with(tmp_path: Path, **settings: Any) -> AsyncIterator[tuple[Pipe, Pipe, Relay]]:
-    """(client, upstream, the relay): as :func:`relay`, with the relay to look at."""
+async def relay_with(tmp_path: Path, spool_over: int | None = None,
+                     **settings: Any) -> AsyncIterator[tuple[Pipe, Pipe, Relay]]:
+    """(client, upstream, the relay): as :func:`relay`, with the relay to look at; with
+    ``spool_over``, the upstream's lines over that size reach the relay spooled."""
     store = LocalStore(tmp_path / "store")
     config = ProxySettings(**settings)
     policy = config.policy()
     spiller = Spiller(store, RELAY_SESSION, policy)
     relay_ = Relay(ResultSpiller(spiller, config), AgentTools(store, RELAY_SESSION, policy=policy), config)
     client, client_side = _pair()
-    upstream, upstream_side = _pair()
+    upstream, upstream_side = _pair(spool_over)
     task = asyncio.create_task(relay_.run(client_side, upstream_side, drain_timeout=1))
     try:
         yield client, upstream, relay_

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from datetime import datetime
 
 from s3spill import keys
 from s3spill.spill.spiller import Spiller
@@ -117,3 +119,41 @@ def test_a_live_read_is_recorded_with_what_it_showed(tmp_path: object) -> None:
     bodies = [store.get(o.key) for o in usage_objects(store)]
     events = [e for b in bodies for e in part_events(b)]
     assert any(e["op"] == "live_read" and "hello live" in e["shown"] for e in events)
+
+
+def test_a_spills_event_is_built_on_the_writers_thread_with_the_calls_time(tmp_path: object) -> None:
+    """The caller only queues a maker; the writer builds the event, stamped when the call ran."""
+    store = LocalStore(f"{tmp_path}/s")
+    rec = UsageRecorder(store, max_events=1000, max_age=60.0, build_every=0.05)
+    spiller = Spiller(store, SESSION, usage=rec, journal=None)
+    threads: list[str] = []
+    spiller._event = _on_thread(spiller._event, threads)  # type: ignore[method-assign]
+    before = time.time()
+    spiller.externalize("a.txt\n", "ls")
+    assert threads == []  # nothing built on the caller's path
+    deadline = time.monotonic() + 10
+    while not threads and time.monotonic() < deadline:  # built (and counted) soon, written later
+        time.sleep(0.01)
+    assert threads == ["s3spill-usage"] and rec.objects == 0
+    rec.close()
+    (event,) = [e for o in usage_objects(store) for e in part_events(store.get(o.key))]
+    assert event["op"] == "spill" and event["tool"] == "ls"
+    stamp = datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
+    assert before - 0.001 <= stamp <= before + 1.0
+
+
+def test_a_maker_that_fails_loses_only_its_own_event(tmp_path: object) -> None:
+    """A deferred event whose building raises is counted lost; the others are written."""
+    store = LocalStore(f"{tmp_path}/s")
+    rec = UsageRecorder(store, max_events=1000, max_age=60.0)
+    rec.defer(lambda: 1 // 0)  # type: ignore[arg-type, return-value]
+    rec.defer(lambda: _event(1))
+    rec.close()
+    assert rec.lost == 1 and rec.written == 1
+
+
+def _on_thread(make: Callable[..., UsageEvent], names: list[str]) -> Callable[..., UsageEvent]:
+    def wrapped(*args: object) -> UsageEvent:
+        names.append(threading.current_thread().name)
+        return make(*args)
+    return wrapped

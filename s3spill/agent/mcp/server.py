@@ -20,8 +20,9 @@ blocking I/O), so one slow read does not stall other requests on the HTTP transp
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
@@ -30,11 +31,12 @@ from mcp.server.lowlevel import Server
 
 from s3spill._version import __version__
 from s3spill.agent.mcp.config import check_bind, rebinding_allowlist
-from s3spill.agent.resources import RESOURCE_NOT_FOUND, TEMPLATE, ArtifactResources
-from s3spill.agent.tool_specs import EXTERNALIZE_DESCRIPTION
-from s3spill.agent.tools import AgentTools, ToolOutcome, error_line
 from s3spill.log import get_logger
-from s3spill.spill.spiller import Spiller
+
+if TYPE_CHECKING:  # imported where used: ``initialize`` is answered before they load (build_deferred)
+    from s3spill.agent.resources import ArtifactResources
+    from s3spill.agent.tools import AgentTools, ToolOutcome
+    from s3spill.spill.spiller import Spiller
 
 log = get_logger("s3spill.mcp")
 
@@ -67,38 +69,100 @@ _EXTERNALIZE_OUTPUT: dict[str, Any] = {
 }
 
 
+class _Served:
+    """What the handlers serve: the tools, their listing, the externalizer, the resources."""
+
+    def __init__(self, tools: AgentTools, externalizer: Externalizer | None) -> None:
+        from s3spill.agent.resources import ArtifactResources
+
+        self.tools, self.externalizer = tools, externalizer
+        self.listing = _tool_listing(tools, with_externalize=externalizer is not None)
+        self.schemas = {tool.name: tool.input_schema for tool in self.listing}
+        self.resources = ArtifactResources(tools)
+
+    def run(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        if name == EXTERNALIZE_TOOL and self.externalizer is not None:
+            return _externalize(self.externalizer, arguments)
+        return self.tools.call(name, arguments)
+
+
+class _Deferred:
+    """:class:`_Served`, built once by ``make`` on a thread of its own, waited for by whoever
+    needs it first; what ``make`` raised is raised to each."""
+
+    def __init__(self, make: Callable[[], tuple[AgentTools, Externalizer | None]] | None,
+                 ready: _Served | None = None) -> None:
+        self._make, self._done = make, threading.Event()
+        self._value: _Served | None = ready
+        self._error: BaseException | None = None
+        if ready is not None:
+            self._done.set()
+
+    def start(self) -> None:
+        threading.Thread(target=self._build, daemon=True, name="s3spill-mcp-build").start()
+
+    def _build(self) -> None:
+        try:
+            assert self._make is not None
+            self._value = _Served(*self._make())
+        except BaseException as exc:
+            log.exception("mcp.build_failed")
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def get(self) -> _Served:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
+
+    async def aget(self) -> _Served:
+        return self._value if self._value is not None else await anyio.to_thread.run_sync(self.get)
+
+
 def build_server(tools: AgentTools, externalizer: Externalizer | None = None) -> Server[Any]:
     """A low-level MCP server exposing ``tools`` (and ``externalize`` when given one)."""
-    listing = _tool_listing(tools, with_externalize=externalizer is not None)
-    schemas = {tool.name: tool.input_schema for tool in listing}
+    return _server(_Deferred(None, _Served(tools, externalizer)))
 
-    def run(name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
-        if name == EXTERNALIZE_TOOL and externalizer is not None:
-            return _externalize(externalizer, arguments)
-        return tools.call(name, arguments)
 
+def build_deferred(make: Callable[[], tuple[AgentTools, Externalizer | None]],
+                   ) -> tuple[Server[Any], Callable[[], Any]]:
+    """:func:`build_server` whose tools ``make`` builds on a thread, started now: the SDK
+    answers ``initialize`` meanwhile (it needs none of them), the first request that needs
+    them waits. Returns the server and what waits for the build (and raises its failure)."""
+    deferred = _Deferred(make)
+    deferred.start()
+    return _server(deferred), deferred.get
+
+
+def _server(deferred: _Deferred) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=listing)
+        return types.ListToolsResult(tools=(await deferred.aget()).listing)
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
-        return tool_result(await run_off_loop(run, params.name, dict(params.arguments or {})))
+        served = await deferred.aget()
+        return tool_result(await run_off_loop(served.run, params.name, dict(params.arguments or {})))
 
-    resources = ArtifactResources(tools)
     return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
-                  get_tool_input_schema=schemas.get, on_list_tools=list_tools,
-                  on_call_tool=call_tool, **resource_handlers(lambda ctx: resources))
+                  get_tool_input_schema=lambda name: deferred.get().schemas.get(name),
+                  on_list_tools=list_tools, on_call_tool=call_tool,
+                  **resource_handlers(lambda ctx: deferred.get().resources))
 
 
 #: The artifact resources a request may reach (None: none, its token opens no session).
-ResourcesFor = Callable[[ServerRequestContext[Any, Any]], ArtifactResources | None]
+ResourcesFor = Callable[[ServerRequestContext[Any, Any]], "ArtifactResources | None"]
 
 
 def resource_handlers(resources_for: ResourcesFor) -> dict[str, Any]:
     """The low-level server's resources/list, resources/templates/list and resources/read,
     each on the artifacts of the session its request is bound to."""
     from mcp import MCPError
+
+    from s3spill.agent.resources import RESOURCE_NOT_FOUND, TEMPLATE
 
     async def list_resources(ctx: ServerRequestContext[Any, Any],
                              params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
@@ -129,6 +193,8 @@ async def run_off_loop(run: Callable[[str, Mapping[str, Any]], ToolOutcome], nam
                        arguments: Mapping[str, Any]) -> ToolOutcome:
     """Run a blocking tool on a worker thread (one slow grep must not stall other requests);
     a crash becomes a one-line error outcome, never the end of the server."""
+    from s3spill.agent.tools import ToolOutcome, error_line
+
     try:
         return await anyio.to_thread.run_sync(run, name, arguments)
     except Exception as exc:  # a tool must never end the server; the model gets one line
@@ -145,6 +211,8 @@ def tool_result(outcome: ToolOutcome) -> types.CallToolResult:
 
 def _tool_listing(tools: AgentTools, *, with_externalize: bool) -> list[types.Tool]:
     """The declared tools: names, titles, descriptions, input and output schemas."""
+    from s3spill.agent.tool_specs import EXTERNALIZE_DESCRIPTION
+
     listing = [
         types.Tool(name=spec["name"], title=spec["title"], description=spec["description"],
                    input_schema=spec["inputSchema"], output_schema=spec["outputSchema"],
@@ -172,6 +240,8 @@ def spiller_externalizer(spiller: Spiller) -> Externalizer:
 
 
 def _externalize(externalizer: Externalizer, arguments: Mapping[str, Any]) -> ToolOutcome:
+    from s3spill.agent.tools import ToolOutcome
+
     text, tool = arguments.get("text"), arguments.get("tool")
     call_id, exit_code = arguments.get("call_id"), arguments.get("exit_code")
     unknown = sorted(set(arguments) - set(_EXTERNALIZE_SCHEMA["properties"]))
