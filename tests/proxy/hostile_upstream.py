@@ -9,7 +9,8 @@ file RECORD (so a test can see what reached the upstream). Modes, comma-separate
 * ``clash2``: ``tools/list`` has three pages, the second naming ``s3spill_read_artifact``;
 * ``chatty``: before it answers ``initialize``, a log notification and an answer to an id it
   was never sent (99);
-* ``oddinit``: its answer to ``initialize`` names the server with the byte 0xFF (not UTF-8).
+* ``oddinit``: its answer to ``initialize`` names the server with the byte 0xFF (not UTF-8);
+* ``noinit``: ``initialize`` is never answered.
 
 Tools: ``echo`` (answers ``echo: <text>``), ``hang`` (never answered), ``die`` (writes half
 of an answer, then the process exits with status 9), ``odd`` (a 550 KB text holding what
@@ -96,6 +97,8 @@ def answer(msg: dict[str, object]) -> None:
     method, mid = msg.get("method"), msg.get("id")
     params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
     assert isinstance(params, dict)
+    if method == "initialize" and "noinit" in MODES:
+        return
     if method == "initialize":
         if "chatty" in MODES:
             write({"jsonrpc": "2.0", "method": "notifications/message",
