@@ -148,14 +148,19 @@ class ClaudeCode:
         return script
 
 
-@pytest.fixture
-def claude(tmp_path: Path) -> Iterator[ClaudeCode]:
-    """Claude Code in a scratch HOME with a project directory and a local store."""
+def scratch(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A harness's scratch HOME, its project directory (resolved) and a local store's URL."""
     home = tmp_path / "home"
     project = tmp_path / "project"
     project.mkdir(parents=True)
     home.mkdir()
-    yield ClaudeCode(home, project.resolve(), (tmp_path / "store").as_uri())
+    return home, project.resolve(), (tmp_path / "store").as_uri()
+
+
+@pytest.fixture
+def claude(tmp_path: Path) -> Iterator[ClaudeCode]:
+    """Claude Code in a scratch HOME with a project directory and a local store."""
+    yield ClaudeCode(*scratch(tmp_path))
 
 
 def npm_bin(name: str) -> Path:
@@ -214,11 +219,8 @@ class GeminiCli:
 
 @pytest.fixture
 def gemini(tmp_path: Path) -> Iterator[GeminiCli]:
-    home = tmp_path / "home"
-    project = tmp_path / "project"
-    project.mkdir(parents=True)
-    home.mkdir()
-    yield GeminiCli(home, project.resolve(), (tmp_path / "store").as_uri())
+    """Gemini CLI in a scratch HOME with a project directory and a local store."""
+    yield GeminiCli(*scratch(tmp_path))
 
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "harnesses.md"
@@ -368,8 +370,5 @@ class Opencode:
 
 @pytest.fixture
 def opencode(tmp_path: Path) -> Iterator[Opencode]:
-    home = tmp_path / "home"
-    project = tmp_path / "project"
-    project.mkdir(parents=True)
-    home.mkdir()
-    yield Opencode(home, project.resolve(), (tmp_path / "store").as_uri())
+    """opencode in a scratch HOME with a project directory and a local store."""
+    yield Opencode(*scratch(tmp_path))
