@@ -26,8 +26,9 @@ class StreamRedactor:
     """
 
     def __init__(self, detector: SecretDetector | None = None, max_line: int = MAX_LINE_BYTES) -> None:
+        # A chunk of 1 MiB or more starts the Hyperscan build (SecretDetector.candidates):
+        # a small output stored at rest never pays for it.
         self._masker = LineMasker(detector or default_detector())
-        self._masker.detector.want_fast()  # a stream is large as a rule: worth the build
         self._carry = b""
         #: The masks already found in the carry of a long line (same length, or empty).
         self._carry_masked = b""
