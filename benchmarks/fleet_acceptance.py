@@ -315,6 +315,8 @@ class Outcome:
         for charged in (self.counted, self.shared):
             if charged is not None and charged != self.stored:
                 out.append(f"{self.name}: the quota counter was charged {charged}, not {self.stored}")
+        if self.rss <= 0:
+            out.append(f"{self.name}: its peak RSS was not measured (process not found)")
         if self.rss > self.rss_bound:
             out.append(f"{self.name}: peak RSS {self.rss:.0f} MiB over {self.rss_bound}")
         return out

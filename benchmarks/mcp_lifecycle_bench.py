@@ -3,10 +3,12 @@
 * startup — spawn to the answer of ``initialize``, 10 spawns each (median, min, max): the
   proxy in front of a minimal Python upstream (tests/proxy/hostile_upstream.py) and in
   front of server-everything (node), each upstream alone (the baselines: interpreter start
-  plus the handshake), and ``s3spill mcp``;
+  plus the handshake), ``s3spill mcp``, and an empty server on the MCP SDK (the floor of
+  ``s3spill mcp``: the SDK's import and its handshake);
 * memory — one ``tools/call`` whose result is N bytes of text (30 MB, 300 MB, 1 GB; the
   upstream streams it, it never holds it): the proxy's peak RSS (``VmHWM``) over its RSS
-  just before the call, and the size of the pointer the client gets;
+  just before the call, and the size of the pointer the client gets; then a 300 MB text
+  sent twice, as the text and as ``structuredContent`` (``--twice``);
 * endings — client EOF, SIGINT and SIGTERM, 10 runs each, for both commands: how many ended
   with exit 0 and nothing of ours on stderr.
 
@@ -27,6 +29,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.proxy.conftest import hostile_command
 from tests.proxy.servers import INIT, RawProxy, proxy_command, server_command
 
+#: The least an MCP server on the official Python SDK does before it can answer ``initialize``:
+#: import the low-level server and the stdio transport, serve one empty server.
+SDK_FLOOR = """
+import anyio
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+async def main():
+    server = Server("floor")
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+anyio.run(main)
+"""
 MB = 1_000_000
 MiB = 1024 * 1024
 
@@ -60,6 +76,7 @@ def startup(runs: int, work: Path) -> None:
         "s3spill mcp-proxy -> server-everything": proxy_command(store, "bench",
                                                                 server_command("everything", "stdio")),
         "s3spill mcp": [sys.executable, "-m", "s3spill", "--store", store, "--session", "bench", "mcp"],
+        "SDK low-level server alone (s3spill mcp's floor)": [sys.executable, "-c", SDK_FLOOR],
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):  # interleaved: each sees the same load
@@ -73,7 +90,7 @@ def startup(runs: int, work: Path) -> None:
               f"   {med / base:4.1f}x the baseline")
 
 
-def memory(size: int, work: Path) -> None:
+def memory(size: int, work: Path, twice: bool = False) -> None:
     proc = RawProxy(proxy_command((work / "store").as_uri(), "bench", hostile_command(work / "up.jsonl")),
                     work / "up.jsonl", work / "memory.err")
     try:
@@ -84,13 +101,15 @@ def memory(size: int, work: Path) -> None:
         before = _kib(proc.proc.pid, "VmRSS")
         started = time.perf_counter()
         proc.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "flood", "arguments": {"bytes": size}}})
+            "name": "flood", "arguments": {"bytes": size, "twice": twice}}})
         answer = proc.answer(1800)
         took = time.perf_counter() - started
         peak = _kib(proc.proc.pid, "VmHWM")
         text = "".join(b.get("text", "") for b in answer["result"]["content"])
-        print(f"  {size / MB:6.0f} MB result: peak RSS {(peak - before) / MiB:7.0f} MiB over the "
-              f"{before / MiB:.0f} MiB before it ({(peak - before) / size:4.2f} bytes per byte), "
+        what = "text, and again as structuredContent" if twice else "result"
+        message = size * (2 if twice else 1)
+        print(f"  {size / MB:6.0f} MB {what}: peak RSS {(peak - before) / MiB:7.0f} MiB over the "
+              f"{before / MiB:.0f} MiB before it ({(peak - before) / message:4.2f} bytes per byte), "
               f"{took:6.1f} s, "
               f"pointer {len(text)} chars")
     finally:
@@ -123,6 +142,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--sizes", default="30,300,1000", help="result sizes in MB")
+    parser.add_argument("--twice", default="300", help="sizes in MB of a text sent twice: as the "
+                        "text and as structuredContent (server-filesystem's read_text_file shape)")
     parser.add_argument("--skip", action="append", default=[], choices=["startup", "memory", "endings"])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -134,6 +155,8 @@ def main() -> None:
             print("memory of one large result through the proxy:")
             for size in (int(s) * MB for s in args.sizes.split(",") if s):
                 memory(size, work)
+            for size in (int(s) * MB for s in args.twice.split(",") if s):
+                memory(size, work, twice=True)
         if "endings" not in args.skip:
             endings(args.runs, work)
 

@@ -13,7 +13,7 @@ Use ``local_store`` only for behaviour that is local by nature.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -118,3 +118,22 @@ def race_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Objec
         s.close()
     else:
         yield request.getfixturevalue("server_store")
+
+
+#: ``refuse(why, (owner, "name"), ...)``: see the ``refuse`` fixture.
+Refuse = Callable[..., None]
+
+
+@pytest.fixture
+def refuse(monkeypatch: pytest.MonkeyPatch) -> Refuse:
+    """``refuse(why, (owner, "name"), ...)``: calling any of the named functions fails the
+    test with ``why`` (a path that must not be taken, instead of a mock that answers)."""
+
+    def patch(why: str, *targets: tuple[object, str]) -> None:
+        def refused(*_: object, **__: object) -> None:
+            raise AssertionError(why)
+
+        for owner, name in targets:
+            monkeypatch.setattr(owner, name, refused)
+
+    return patch

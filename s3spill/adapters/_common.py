@@ -22,6 +22,7 @@ from s3spill.log import get_logger
 from s3spill.spill.aio import AsyncSpiller
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
+from s3spill.usage.recorder import usage_recorder
 
 log = get_logger("s3spill.adapters")
 
@@ -41,9 +42,11 @@ class Session:
     def open(cls, store: ObjectStore, session_id: str, policy: SpillPolicy | None = None,
              **spiller_options: Any) -> Session:
         policy = policy or SpillPolicy()
+        if "usage" not in spiller_options:  # an agent framework's process is long-lived: batches
+            spiller_options["usage"] = usage_recorder(store)
         spiller = Spiller(store, session_id, policy, **spiller_options)
-        return cls(AsyncSpiller.wrap(spiller), AsyncAgentTools.wrap(AgentTools(store, session_id,
-                                                                                policy=policy)))
+        tools = AgentTools(store, session_id, policy=policy, usage=spiller_options["usage"])
+        return cls(AsyncSpiller.wrap(spiller), AsyncAgentTools.wrap(tools))
 
     @property
     def own_tools(self) -> frozenset[str]:

@@ -19,13 +19,10 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Sequence
-
-from s3spill.cli.exitcodes import ExitCode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from subprocess import Popen
 
     from s3spill.cli.parser import COMMAND_HOMES as COMMAND_HOMES
@@ -37,6 +34,9 @@ if TYPE_CHECKING:
     from s3spill.cli.parser import settings_table as settings_table
     from s3spill.cli.run_fast import Started
 
+#: The exit codes the fast paths return, as :class:`~s3spill.cli.exitcodes.ExitCode` has
+#: them (a test checks): the table's module (an ``IntEnum``) loads only on the full path.
+_OK, _INTERRUPTED, _BROKEN_PIPE = 0, 130, 141
 #: Names of :mod:`.parser` this package has always exported, imported on first use.
 _FROM_PARSER = frozenset({"COMMAND_HOMES", "COMMAND_MODULES", "EXIT_ERROR", "FLAG_ONLY", "LOG_LEVELS",
                           "Parser", "build_parser", "env_name", "log_level", "settings_table"})
@@ -52,11 +52,16 @@ def __getattr__(name: str) -> object:
 
 def _fast_paths(argv: list[str]) -> int | Started | None:
     """A fast path's exit status, a command ``run``'s fast path started, or None (parse in full)."""
+    if argv == ["--version"]:  # what argparse's version action prints, without every parser
+        from s3spill._version import __version__
+
+        sys.stdout.write(f"s3spill {__version__}\n")
+        return _OK
     if "hook" in argv:
         from s3spill.cli.fastpath import hook_pass_through
 
         if hook_pass_through(argv):
-            return int(ExitCode.OK)
+            return _OK
     if "mcp-proxy" in argv:  # the upstream first, the handshake before the spill path loads
         from s3spill.proxy.spawn import quick_command, spawn
 
@@ -72,10 +77,10 @@ def _fast_paths(argv: list[str]) -> int | Started | None:
         try:
             return fast_run(argv)
         except KeyboardInterrupt:
-            return int(ExitCode.INTERRUPTED)
+            return _INTERRUPTED
         except BrokenPipeError:
             _silence_stdout()
-            return int(ExitCode.BROKEN_PIPE)
+            return _BROKEN_PIPE
     return None
 
 
@@ -95,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(started, int):
         return started
     from s3spill import log
+    from s3spill.cli.exitcodes import ExitCode
     from s3spill.cli.failures import describe
     from s3spill.cli.parser import COMMAND_MODULES, EXIT_ERROR, build_parser, command_home
     from s3spill.errors import SourceIdError

@@ -15,6 +15,7 @@ from s3spill.agent.mcp.config import check_bind, parse_http_address
 from s3spill.cli.argtypes import session_from_args, store_from_args
 from s3spill.cli.voice import MCP_EXTRA
 from s3spill.errors import ConfigError
+from s3spill.store import ObjectStore
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,6 +58,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_mcp)
 
 
+def _store(args: argparse.Namespace) -> ObjectStore:
+    """The store served. With ``externalize`` the server is a writer, as ``run`` and the hooks
+    are, and makes a missing local store: a harness starts its MCP servers before the first
+    tool call, so on a fresh machine the store is not there yet. ``--no-externalize`` serves
+    reads only, and a read never makes a store: a mistyped path is ``StoreNotFound``."""
+    return store_from_args(args, create=not args.no_externalize)
+
+
 def _cmd_mcp_tokens(args: argparse.Namespace) -> int:
     """``--issue-token`` and the multi-session ``--http --tokens`` server."""
     from s3spill.agent.mcp.tokens import TokenRegistry, issue_token
@@ -78,7 +87,7 @@ def _cmd_mcp_tokens(args: argparse.Namespace) -> int:
     except ImportError as exc:  # the optional extra is missing
         raise ConfigError(f"s3spill mcp needs the MCP SDK: module {exc.name!r} is not installed",
                           hint=MCP_EXTRA) from None
-    store = store_from_args(args)
+    store = _store(args)
     pool = mcp_sessions.SessionPool(store, externalize=not args.no_externalize)
     try:
         server = mcp_sessions.build_token_server(pool, tokens)
@@ -105,7 +114,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from s3spill.cli.policy_args import policy_from_args
 
     loaded = policy_from_args(args)
-    store = store_from_args(args)
+    store = _store(args)
     spillers: list[Spiller] = []
 
     def make() -> tuple[AgentTools, mcp_server.Externalizer | None]:

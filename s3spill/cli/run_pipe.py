@@ -21,8 +21,6 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 
-from s3spill.cli.voice import say
-
 #: Exit status when the command cannot be started at all (as in a shell).
 EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
@@ -41,9 +39,13 @@ def start(cmd: Sequence[str]) -> subprocess.Popen[bytes] | int:
     try:
         return subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # noqa: S603
     except FileNotFoundError:
+        from s3spill.cli.voice import say
+
         print(say(f"run: command not found: {cmd[0]}", "check its name and $PATH"), file=sys.stderr)
         return EXIT_NOT_FOUND
     except PermissionError:
+        from s3spill.cli.voice import say
+
         print(say(f"run: permission denied: {cmd[0]}", "make it executable: chmod +x"),
               file=sys.stderr)
         return EXIT_NOT_EXECUTABLE

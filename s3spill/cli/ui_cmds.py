@@ -48,7 +48,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     if not _loopback(args.ui_bind) and not token:
         raise ConfigError(f"refusing to serve {args.ui_bind} without a token",
                           hint=f"set ${TOKEN_ENV}, or bind 127.0.0.1")
-    store = store_from_args(args)
+    store = store_from_args(args, create=False)  # a view: a mistyped path is not made
     app = build_app(store, token=token, metrics=ui_metrics())
     uvicorn.run(app, host=args.ui_bind, port=args.ui_port, log_level="warning")
     return 0

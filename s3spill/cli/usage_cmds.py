@@ -37,7 +37,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from s3spill.usage.stats import compute_stats
 
     since = parse_duration(args.since) if args.since else None
-    store = tenant_store(args, args.stats_prefix)
+    store = tenant_store(args, args.stats_prefix, create=False)  # figures of a store that exists
     with store:
         stats = compute_stats(store, session_hash=session_hash(args.stats_session) if args.stats_session
                               else None, since=since)
@@ -48,7 +48,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_compact(args: argparse.Namespace) -> int:
     from s3spill.usage.compact import compact_usage
 
-    with store_from_args(args) as store:
+    with store_from_args(args, create=False) as store:  # nothing to compact in a missing store
         report = compact_usage(store)
     if args.json:
         print(json.dumps(report.__dict__, indent=2))

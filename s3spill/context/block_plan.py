@@ -50,6 +50,10 @@ class ImageBlock:
     height: int | None = None
     type: Literal["image"] = "image"
 
+    def data_line(self) -> str:
+        """The line that stands for this image where only text is kept (usage records)."""
+        return f"[image {self.media_type}, {len(self.data)} bytes]\n"
+
     def dimensions(self) -> tuple[int, int] | None:
         if self.width and self.height:
             return (self.width, self.height)

@@ -44,6 +44,8 @@ INIT_ID = 0
 _READ = 1 << 16
 #: A handshake line longer than this is not one: the relay takes over.
 _MAX_LINE = 1 << 20
+#: What :func:`_upstream_line` returns when the client closed its end first.
+_CLIENT_GONE = b"\x00client gone"
 
 #: JSON-RPC's internal error (:data:`s3spill.proxy.wire.INTERNAL_ERROR`; wire loads orjson).
 _INTERNAL_ERROR = -32603
@@ -93,17 +95,6 @@ def _pipes() -> bool:
         return False
 
 
-def _line(fd: int, buf: bytes) -> tuple[bytes | None, bytes]:
-    """(the next line read from ``fd`` after ``buf``, what follows it); None at the end (or past
-    :data:`_MAX_LINE`: then everything read is what follows)."""
-    while (end := buf.find(b"\n")) < 0:
-        piece = os.read(fd, _READ) if len(buf) <= _MAX_LINE else b""
-        if not piece:
-            return None, buf
-        buf += piece
-    return buf[:end + 1], buf[end + 1:]
-
-
 def _client_line(up: int, early: Early) -> bytes | None:
     """The client's first line; None when the session ended first (``early.ended``), or when
     it is no handshake line (too long, or cut by the end of input: the relay reads it).
@@ -127,6 +118,29 @@ def _client_line(up: int, early: Early) -> bytes | None:
                 return None
             early.client += piece
     line, early.client = early.client[:end + 1], early.client[end + 1:]
+    return line
+
+
+def _upstream_line(up: int, early: Early) -> bytes | None:
+    """The upstream's next line; None at its end of output or past :data:`_MAX_LINE` (what
+    was read is in ``early.upstream``), :data:`_CLIENT_GONE` when the client closed its end.
+
+    The client is watched meanwhile: what it writes is kept for the relay."""
+    while (end := early.upstream.find(b"\n")) < 0:
+        if len(early.upstream) > _MAX_LINE:
+            return None
+        ready, _, _ = select.select([up, 0], [], [])
+        if 0 in ready:
+            piece = os.read(0, _READ)
+            if not piece:
+                return _CLIENT_GONE
+            early.client += piece
+        if up in ready:
+            piece = os.read(up, _READ)
+            if not piece:
+                return None
+            early.upstream += piece
+    line, early.upstream = early.upstream[:end + 1], early.upstream[end + 1:]
     return line
 
 
@@ -155,7 +169,10 @@ def _handshake(proc: subprocess.Popen[bytes], early: Early) -> None:
     with contextlib.suppress(BrokenPipeError):  # gone already: its end of output says so next
         _write(proc.stdin.fileno(), _dumps({**msg, "id": INIT_ID}) + b"\n")
     while True:
-        got, early.upstream = _line(up, early.upstream)
+        got = _upstream_line(up, early)
+        if got is _CLIENT_GONE:  # the relay ends the session as it always does (answers drained)
+            early.pending = msg["id"]
+            return
         if got is None and not early.upstream:
             _write(1, _dumps({"jsonrpc": "2.0", "id": msg["id"], "error": {
                 "code": _INTERNAL_ERROR, "message": "s3spill mcp-proxy: the upstream server ended "

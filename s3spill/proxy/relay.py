@@ -13,7 +13,8 @@ What the relay does itself:
   and so is an upstream response to an id the proxy did not send — the upstream cannot
   answer for the proxy, nor for a request it was never asked;
 * ``tools/call`` for our own tools (``<prefix>read_artifact`` …): answered here only;
-* ``tools/call`` responses: each result over :attr:`Relay.floor` bytes goes through
+* ``tools/call`` responses, and ``tasks/result`` of a call made as a task (2025-11-25):
+  each result over :attr:`Relay.floor` bytes goes through
   :class:`~s3spill.proxy.results.ResultSpiller` on a worker thread (other messages keep
   flowing meanwhile; the client matches responses by id, so order does not matter); a
   JSON-RPC error from the upstream goes on as it is. A call the upstream does not answer
@@ -66,6 +67,8 @@ _HANDSHAKES = ("initialize", "server/discover")
 #: Answers the relay changes (its handshake, tools and resources lists): a spooled one is
 #: read into memory first. Any other answer is sent on from its spool.
 _LOOKED_INTO = frozenset({*_HANDSHAKES, "tools/list", *LISTS})
+#: Tasks whose tool is remembered (the oldest forgotten first; its result then goes on as it is).
+_TASKS_KEPT = 10_000
 #: Where a 2026-07-28 request names its protocol version (there is no handshake), and the
 #: first such version: its results must carry ``resultType`` (a stricter client rejects one
 #: without, an older one rejects one with it).
@@ -116,6 +119,7 @@ class Relay:
         self._links = True  # resource_link blocks in pointers (not before 2025-06-18)
         self._tasks: set[asyncio.Task[None]] = set()
         self._spools: set[Spool] = set()  # spooled lines a spill task still reads
+        self._task_tools: dict[Any, str] = {}  # task id -> the tool whose call created it
         self._client: Channel = Closed()
         self._upstream: Channel = Closed()
         #: Requests answered with an error because the upstream ended before it answered them.
@@ -209,7 +213,8 @@ class Relay:
             await self._client.send(error(None, INVALID_REQUEST,
                                           "Invalid Request: an id is a string or an integer"))
             return None
-        name = params.get("name") if method == "tools/call" else None
+        name = params.get("name") if method == "tools/call" else self._task_tools.get(params.get("taskId")) \
+            if method == "tasks/result" else None
         tool = name if isinstance(name, str) else ""
         modern = _modern(params)
         if tool in self._bare:
@@ -333,8 +338,9 @@ class Relay:
             answer = answer if sent.method not in _LOOKED_INTO else spool.materialized(answer)
         if sent.modern:
             answer = _tagged(answer)
-        if sent.method == "tools/call":
+        if sent.method == "tools/call" or (sent.method == "tasks/result" and sent.tool):
             result = answer.get("result")
+            self._task_of(sent, result)
             if isinstance(result, dict) and size > self.floor:
                 self._spilling[sent.client_id] = sent
                 if spool is not None:
@@ -350,6 +356,14 @@ class Relay:
         elif sent.method in _HANDSHAKES:
             answer = self._handshake(answer)
         return encode(answer)
+
+    def _task_of(self, sent: Sent, result: Any) -> None:
+        """A tools/call answered with a task (2025-11-25 tasks): its tool, for ``tasks/result``."""
+        task = result.get("task") if isinstance(result, dict) and "content" not in result else None
+        if isinstance(task, dict) and isinstance(task.get("taskId"), str):
+            self._task_tools[task["taskId"]] = sent.tool
+            while len(self._task_tools) > _TASKS_KEPT:
+                del self._task_tools[next(iter(self._task_tools))]
 
     def _handshake(self, answer: dict[str, Any]) -> dict[str, Any]:
         answer, links = handshake(answer)

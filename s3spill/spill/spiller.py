@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig
-from s3spill.context.block_plan import Block
+from s3spill.context.block_plan import Block, ImageBlock
 from s3spill.context.budget import TurnBudgetReport, TurnResult, enforce_turn_budget
 from s3spill.context.policy import SpillPolicy
 from s3spill.context.secrets import StreamRedactor
@@ -40,6 +40,7 @@ from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.liveness import LivenessMark
 from s3spill.live.run import LiveHandle, LiveSource, start_live
 from s3spill.log import get_logger
+from s3spill.models import ArtifactReference
 from s3spill.spill.block_spill import BlocksResult, externalize_blocks
 from s3spill.spill.job import ExitCode, Note, SpillJob
 from s3spill.spill.result import SpillResult
@@ -47,7 +48,7 @@ from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import Output
 from s3spill.store.base import ObjectStore
 from s3spill.telemetry import tool_span
-from s3spill.usage.events import UsageEvent, spill_event
+from s3spill.usage.events import UsageEvent, blocks_event, spill_event, utf8_len
 from s3spill.usage.recorder import UsageSink
 
 __all__ = ["SpillResult", "Spiller"]
@@ -147,14 +148,21 @@ class Spiller:
         may be a callable, asked once the output has ended. Never raises for store or
         stream failures.
         """
+        result = self._spill(output, tool, call_id, exit_code, spillable, label=label, force=force,
+                             max_chars=max_chars, note=note)
+        if self.usage is not None:
+            self._record(result)
+        return result
+
+    def _spill(self, output: Output, tool: str, call_id: str | None = None, exit_code: ExitCode = None,
+               spillable: bool = True, *, label: str | None = None, force: bool = False,
+               max_chars: int | None = None, note: Note = None) -> SpillResult:
+        """:meth:`externalize` without its usage event (a block result records one of its own)."""
         spillable = spillable and not self.policy.never_spills(tool)  # the fleet policy's never_spill
         job = SpillJob(self.sink, self.policy, output, tool, call_id, exit_code, spillable, label, force,
                        max_chars, note)
         with tool_span("spill", tool):
-            result = job.run()
-        if self.usage is not None:
-            self._record(result)
-        return result
+            return job.run()
 
     def _record(self, result: SpillResult) -> None:
         """Queue the usage event of one result; fail open (losing usage never fails a tool call).
@@ -228,8 +236,35 @@ class Spiller:
         Images are priced with the policy's ``image_pricer``; an omitted image is stored
         as its own artifact and named in the notice by locator.
         """
-        return externalize_blocks(self.sink, self.policy, self.externalize, blocks, tool, call_id,
-                                  exit_code)
+        result = externalize_blocks(self.sink, self.policy, self._spill, blocks, tool, call_id, exit_code)
+        if self.usage is not None:
+            self._record_blocks(blocks, result, tool, call_id)
+        return result
+
+    def _record_blocks(self, blocks: Sequence[Block], result: BlocksResult, tool: str,
+                       call_id: str | None) -> None:
+        """One usage event for a block result: its sizes and what was shown (images by a line
+        naming them), taken now so the maker holds no image; fail open."""
+        assert self.usage is not None
+        try:
+            raw = sum(len(b.data) if isinstance(b, ImageBlock) else utf8_len(b.text) for b in blocks)
+            shown = "".join(b.data_line() if isinstance(b, ImageBlock) else b.text for b in result.blocks)
+            refs = [r for r in (result.artifact, *result.images.values()) if r is not None]
+            self.usage.defer(functools.partial(
+                self._blocks_event, result.artifact, refs, tool, call_id, raw, shown, result.degraded_reason,
+                time.time()))
+        except Exception as exc:  # noqa: BLE001 - whatever went wrong, the result stands
+            log.warning("usage.event_failed", error=type(exc).__name__)
+
+    def _blocks_event(self, ref: ArtifactReference | None, refs: list[ArtifactReference], tool: str,
+                      call_id: str | None, raw: int, shown: str, degraded: str | None,
+                      at: float) -> UsageEvent:
+        indexes = [self.artifacts.written_index(r) for r in refs]
+        stored = sum(i.stored_size for i in indexes if i is not None) if refs else None
+        return blocks_event(self.sink.session_hash, tool, ref, call_id=call_id, raw_bytes=raw, shown=shown,
+                            stored_bytes=stored,
+                            threshold=self.policy.for_tool(tool).threshold, spilled=bool(refs),
+                            degraded=degraded, at=at)
 
     def start(self, source: LiveSource, tool: str = "bash", *, label: str | None = None,
               config: LiveConfig | None = None, env: dict[str, str] | None = None,

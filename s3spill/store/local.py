@@ -79,6 +79,9 @@ if TYPE_CHECKING:
     from s3spill.config import TransferConfig
 
 _LOCK_STRIPES = 64
+#: ``TransferConfig().part_size`` (a test checks): a small write (a usage event after a
+#: ``read``) copies its body in these pieces without building the settings' model.
+_PART_SIZE = 8 * 1024 * 1024
 #: Objects up to this size are read whole by :meth:`LocalStore.get` (one read, no chunking).
 _SMALL = 1024 * 1024
 log = get_logger("s3spill.store.local")
@@ -208,7 +211,8 @@ class LocalStore(ObjectStore):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             with os.fdopen(fd, "wb", closefd=False) as fh:
-                for chunk in iter_body(body, self.config.part_size):
+                piece = _PART_SIZE if self._config is None else self._config.part_size
+                for chunk in iter_body(body, piece):
                     if digest is not None:
                         digest.update(chunk)
                     size += len(chunk)

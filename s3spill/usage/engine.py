@@ -192,20 +192,26 @@ def _parts_select(local: Path, cols: list[str]) -> str:
 
 
 def events_query(objects: Sequence[UsageObject], cols: list[str], local: Path | None = None) -> str:
-    """The SQL filling ``events`` (keys are validated: no quote can occur in them)."""
+    """The SQL filling ``events`` (keys are validated: no quote can occur in them).
+
+    ``id`` is read only where it is needed, to deduplicate (the widest column ``stats`` would
+    otherwise materialise for nothing)."""
+    overlap = _may_overlap(objects)
     names = ", ".join(cols)
+    cols = [*cols, "id"] if overlap and "id" not in cols else cols
+    inner = ", ".join(cols)
     empty = "SELECT " + ", ".join(f"CAST(NULL AS {COLUMNS[k]}) AS {k}" for k in COLUMNS) + " WHERE false"
     days = [o for o in objects if o.compacted]
     selects = [_parts_select(local, cols)] if local is not None else []
     if days:
         # BY NAME against the typed empty row: a day file written before a column existed
         # reads it as NULL (the schema only grows).
-        selects.append(f"SELECT {names} FROM ({empty} UNION ALL BY NAME "  # noqa: S608 - validated keys
+        selects.append(f"SELECT {inner} FROM ({empty} UNION ALL BY NAME "  # noqa: S608 - validated keys
                        f"SELECT * FROM read_parquet({_paths(days)}, union_by_name=true))")
-    body = " UNION ALL ".join(selects or [f"SELECT {names} FROM ({empty})"])  # noqa: S608 - built above
-    if not _may_overlap(objects):  # every event is in exactly one object: no window to pay for
+    body = " UNION ALL ".join(selects or [f"SELECT {inner} FROM ({empty})"])  # noqa: S608 - built above
+    if not overlap:  # every event is in exactly one object: no window to pay for
         return body
-    return (f"SELECT * FROM ({body}) "  # noqa: S608 - built above
+    return (f"SELECT {names} FROM ({body}) "  # noqa: S608 - built above
             "QUALIFY row_number() OVER (PARTITION BY id ORDER BY id) = 1")
 
 

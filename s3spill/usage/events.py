@@ -26,8 +26,8 @@ import orjson
 from s3spill.errors import SourceIdError
 from s3spill.keys import LiveId, SourceId, is_live_id
 
-__all__ = ["SCHEMA_VERSION", "SHOWN_CAP", "EventMaker", "UsageEvent", "grep_event", "read_event",
-           "spill_event"]
+__all__ = ["SCHEMA_VERSION", "SHOWN_CAP", "EventMaker", "UsageEvent", "blocks_event", "grep_event",
+           "read_event", "spill_event", "utf8_len"]
 
 #: 2: a part holds the events' fact rows first, then ``{"id", "shown"}`` rows (1: ``shown`` inline).
 SCHEMA_VERSION = 2
@@ -104,10 +104,14 @@ def _stamp(at: float | None = None) -> tuple[str, str]:
     return f"{_ID_PREFIX}{next(_ids):010x}", f"{_second[1]}{int((now - whole) * 1000):03d}Z"
 
 
+def utf8_len(text: str) -> int:
+    """Bytes of ``text`` in UTF-8, without encoding an ASCII text."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 def _shown(text: str) -> dict[str, Any]:
     cut = text[:SHOWN_CAP]
-    return {"shown": cut, "shown_chars": len(text),
-            "shown_bytes": len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass")),
+    return {"shown": cut, "shown_chars": len(text), "shown_bytes": utf8_len(text),
             "shown_truncated": len(cut) < len(text)}
 
 
@@ -135,6 +139,19 @@ def spill_event(session: str, result: Any, *, stored_bytes: int | None, threshol
         stored_bytes=stored_bytes, threshold=threshold, total_lines=ref.line_count if ref else None,
         masked=sum(result.masked.values()), degraded=result.degraded_reason, id=eid, ts=ts,
         **_shown(result.context_text))
+
+
+def blocks_event(session: str, tool: str, ref: Any, *, call_id: str | None, raw_bytes: int, shown: str,
+                 stored_bytes: int | None, threshold: int | None, spilled: bool, degraded: str | None,
+                 at: float | None = None) -> UsageEvent:
+    """The event of one result made of text and image blocks (``ref``: its stored text, if any;
+    ``shown``: its text blocks, each image the model saw as a line naming it)."""
+    eid, ts = _stamp(at)
+    return UsageEvent(
+        session=session, op="spill", tool=str(tool)[:200], artifact=ref.name if ref else None,
+        source_id=ref.source_id if ref else None, call_id=str(call_id)[:200] if call_id else None,
+        spilled=spilled, mode="blocks", raw_bytes=raw_bytes, stored_bytes=stored_bytes, threshold=threshold,
+        total_lines=ref.line_count if ref else None, degraded=degraded, id=eid, ts=ts, **_shown(shown))
 
 
 def read_event(session: str, source_id: str, via: str, text: str, data: dict[str, Any], *,

@@ -25,7 +25,7 @@ MIN_SPILLS = 5
 RAISE_AT, LOWER_AT = 0.8, 0.1
 
 #: What the query reads (the shown text is never among them: see ``part_body``).
-_COLUMNS = ("id", "ts", "session", "op", "tool", "artifact", "spilled", "raw_bytes", "stored_bytes",
+_COLUMNS = ("ts", "session", "op", "tool", "artifact", "spilled", "raw_bytes", "stored_bytes",
             "threshold", "shown_bytes")
 
 _QUERY = """

@@ -8,21 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3spill.artifacts.index import ArtifactIndex, IndexBuilder, build_stats, make_summary, unit_len
+from s3spill.artifacts.index import (
+    ArtifactIndex,
+    ContentStats,
+    IndexBuilder,
+    build_stats,
+    make_summary,
+    unit_len,
+)
+from tests.artifacts.conftest import AWKWARD_BYTES
 
-PIECES = [
-    b"a",
-    b"\n",
-    b"\r\n",
-    b"\xe2\x82\xac",
-    b"\xf0\x9f\x98\x80",
-    b"\xe2\x82",
-    b"\x80",
-    b"\xff",
-    b"\xed\xa0\x80",
-    b"\xf0\x9f\x98",
-    b"\\",
-]
+PIECES = [*AWKWARD_BYTES, b"\xf0\x9f\x98"]  # and a 4-byte sequence cut after 3
 content = st.one_of(
     st.binary(max_size=300),
     st.lists(st.sampled_from(PIECES), max_size=200).map(b"".join),
@@ -49,6 +45,12 @@ def brute(data: bytes, c: int) -> tuple[list[int], list[int], list[int]]:
     return units, carry, lastline
 
 
+def _index(stats: ContentStats, tool: str) -> ArtifactIndex:
+    """The index of an artifact ``n`` of a zero session hash, built from ``stats``."""
+    return stats.to_index(session_hash="0" * 32, name="n", created_at=datetime.now(UTC), tool=tool,
+                          call_id=None, label=None, body_etag='"etag"')
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     data=content,
@@ -71,15 +73,7 @@ def test_builder_matches_brute_force(data: bytes, c: int, cuts: list[int]) -> No
     assert stats.size_bytes == len(data)
     parts = data.split(b"\n")
     assert stats.line_count == len(parts) - (1 if data.endswith(b"\n") or not data else 0)
-    index = stats.to_index(
-        session_hash="0" * 32,
-        name="n",
-        created_at=datetime.now(UTC),
-        tool="bash",
-        call_id=None,
-        label=None,
-        body_etag='"etag"',
-    )
+    index = _index(stats, "bash")
     assert ArtifactIndex.model_validate_json(index.to_bytes()) == index
 
 
@@ -95,15 +89,7 @@ def test_summary_is_first_non_empty_line_plus_size() -> None:
 def test_inconsistent_index_is_refused() -> None:
     """An index whose tables disagree with its totals does not validate."""
     stats = build_stats(b"a\nb\n", 16)
-    index = stats.to_index(
-        session_hash="0" * 32,
-        name="n",
-        created_at=datetime.now(UTC),
-        tool="t",
-        call_id=None,
-        label=None,
-        body_etag='"etag"',
-    )
+    index = _index(stats, "t")
     bad = index.model_dump()
     bad["line_count"] = 3
     with pytest.raises(ValueError, match="line count"):

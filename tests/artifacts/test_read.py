@@ -12,27 +12,12 @@ from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.errors import InvalidRequest
 from s3spill.store import ObjectStore
+from tests.artifacts.conftest import AWKWARD_BYTES
 from tests.artifacts.inspect_store import read_all
 
-PIECES = [
-    b"a",
-    b"word ",
-    b"\n",
-    b"\r\n",
-    b"\\",
-    b"\\x80",
-    b"\xe2\x82\xac",
-    b"\xf0\x9f\x98\x80",
-    b"\xe2\x82",
-    b"\x80",
-    b"\xff",
-    b"\xed\xa0\x80",
-    b"e\xcc\x81",
-    b"\xe2\x80\x8d",
-    b"\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd",
-    b"\t",
-    b"\x1b[0m",
-]
+#: And: a word, text that looks escaped, a combining mark, ZWJ, an emoji sequence, tab, ANSI.
+PIECES = [*AWKWARD_BYTES, b"word ", b"\\x80", b"e\xcc\x81", b"\xe2\x80\x8d",
+          b"\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd", b"\t", b"\x1b[0m"]
 content = st.one_of(
     st.binary(max_size=2000),
     st.lists(st.sampled_from(PIECES), max_size=800).map(b"".join),

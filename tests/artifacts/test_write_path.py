@@ -28,7 +28,7 @@ from s3spill.store.commit import content_info
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import drop_response_after_send, inject_http_errors
 from tests.artifacts.inspect_store import CountingStore, overwrite, read_all, stored_content
-from tests.conftest import TEST_CONFIG
+from tests.conftest import TEST_CONFIG, Refuse
 from tests.gc.aged_artifacts import later
 
 CHUNK = 4096
@@ -47,15 +47,10 @@ def _stream(data: bytes, piece: int = 100_000) -> Iterator[bytes]:
 
 
 @pytest.fixture
-def no_spool(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_spool(refuse: Refuse) -> None:
     """Any temporary file the write path might open fails the test."""
-
-    def refuse(*_: object, **__: object) -> None:
-        raise AssertionError("the write path opened a temporary file")
-
-    monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
-    monkeypatch.setattr(tempfile, "SpooledTemporaryFile", refuse)
-    monkeypatch.setattr(tempfile, "NamedTemporaryFile", refuse)
+    refuse("the write path opened a temporary file", (tempfile, "TemporaryFile"),
+           (tempfile, "SpooledTemporaryFile"), (tempfile, "NamedTemporaryFile"))
 
 
 def test_a_large_one_shot_stream_goes_in_parts_without_a_spool(

@@ -81,3 +81,11 @@ def test_a_validation_error_reads_as_an_invalid_value_without_the_table_importin
     probe = "import sys, s3spill.cli.failures; print('pydantic' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"
+
+
+def test_the_fast_paths_exit_codes_are_the_tables() -> None:
+    """s3spill.cli returns these before the table (an IntEnum) is imported."""
+    import s3spill.cli as cli
+
+    assert (cli._OK, cli._INTERRUPTED, cli._BROKEN_PIPE) == (
+        ExitCode.OK, ExitCode.INTERRUPTED, ExitCode.BROKEN_PIPE)

@@ -57,3 +57,11 @@ def test_a_bad_policy_variable_still_fails_a_read(tmp_path: Path, probe: Probe) 
     proc = subprocess.run([sys.executable, "-m", "s3spill", "read", source], env=env, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode != 0 and "S3SPILL_HARD_CAP_CHARS" in proc.stderr
+
+
+def test_the_local_stores_default_piece_is_the_settings_part_size() -> None:
+    """A write without settings copies in the pieces the default settings would use."""
+    from s3spill.config import TransferConfig
+    from s3spill.store import local
+
+    assert TransferConfig().part_size == local._PART_SIZE

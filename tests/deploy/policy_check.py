@@ -260,8 +260,9 @@ def bucket_policy_violations(module: Module, root: str = "") -> list[str]:
         return ["no bucket policy document (data.aws_iam_policy_document.bucket)"]
     out = [f"deny statement {st.sid} does not apply to every principal" for st in sts
            if st.effect == "Deny" and st.principals != (("*", ("*",)),)]
-    return [*out, *_transport(sts, root), *_create_once(sts, root), *_owner_slots(sts, root),
-            *_manifests(sts, root), *_deletes(sts, root)]
+    return [*out, *_transport(sts, root), *_create_once(sts, root),
+            *_conditional_only(sts, root, "owner", "an owner slot"),
+            *_conditional_only(sts, root, "manifest", "a manifest"), *_deletes(sts, root)]
 
 
 def _transport(sts: list[Statement], root: str) -> list[str]:
@@ -291,27 +292,15 @@ def _create_once(sts: list[Statement], root: str) -> list[str]:
     return out
 
 
-def _owner_slots(sts: list[Statement], root: str) -> list[str]:
-    """Owner slots: create with If-None-Match, remove by If-Match replace; nothing blind."""
+def _conditional_only(sts: list[Statement], root: str, slot: str, what: str) -> list[str]:
+    """Owner slots and manifests: create with If-None-Match or swap with If-Match; nothing blind."""
     out: list[str] = []
-    owner = LAYOUT_KEYS["owner"]
-    if not denied_by(sts, put(owner, root=root)):
-        out.append("PutObject of an owner slot without If-None-Match or If-Match is not denied")
+    key = LAYOUT_KEYS[slot]
+    if not denied_by(sts, put(key, root=root)):
+        out.append(f"PutObject of {what} without If-None-Match or If-Match is not denied")
     for headers in (IF_NONE_MATCH, IF_MATCH):
-        if denied_by(sts, put(owner, root=root, **headers)):
-            out.append(f"PutObject of an owner slot with {sorted(headers)} is denied")
-    return out
-
-
-def _manifests(sts: list[Statement], root: str) -> list[str]:
-    """Manifests: compare-and-swap only."""
-    out: list[str] = []
-    manifest = LAYOUT_KEYS["manifest"]
-    if not denied_by(sts, put(manifest, root=root)):
-        out.append("PutObject of a manifest without If-Match/If-None-Match is not denied")
-    for headers in (IF_NONE_MATCH, IF_MATCH):
-        if denied_by(sts, put(manifest, root=root, **headers)):
-            out.append(f"PutObject of a manifest with {sorted(headers)} is denied")
+        if denied_by(sts, put(key, root=root, **headers)):
+            out.append(f"PutObject of {what} with {sorted(headers)} is denied")
     return out
 
 

@@ -22,11 +22,10 @@ from s3spill.leases.journal import LeaseJournal
 from s3spill.models import utcnow
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3, child_env
-from tests.gc.aged_artifacts import claim_for, later, put_artifact
+from tests.gc.aged_artifacts import REAL, claim_for, later, put_artifact
 from tests.gc.aged_artifacts import exists as _exists
 
 pytestmark = pytest.mark.slow
-REAL = CleanupPolicy(dry_run=False)
 
 
 def _cli(moto_server: EmbeddedS3, store: S3Store, *args: str,
@@ -60,13 +59,19 @@ def _setup(store: S3Store, tmp_path: Path) -> tuple[list[str], str, Path]:
     return orphans, kept, plan.path
 
 
+def _killed_applying(store: S3Store, moto_server: EmbeddedS3, tmp_path: Path,
+                     failpoint: str) -> tuple[list[str], str, Path]:
+    """:func:`_setup`, then a `gc apply` of its plan in a child SIGKILLed at ``failpoint``."""
+    orphans, kept, plan_path = _setup(store, tmp_path)
+    proc = _cli(moto_server, store, "gc", "apply", str(plan_path), *SHORT, failpoints=failpoint)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    return orphans, kept, plan_path
+
+
 def test_killed_after_condemnation_next_run_completes(
         server_store: S3Store, moto_server: EmbeddedS3, tmp_path: Path) -> None:
     """SIGKILL after CONDEMNED: nothing deleted, claims refused meanwhile; the next run deletes, records."""
-    orphans, kept, plan_path = _setup(server_store, tmp_path)
-    proc = _cli(moto_server, server_store, "gc", "apply", str(plan_path), *SHORT,
-                failpoints="gc.after_condemn=kill")
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    orphans, kept, _ = _killed_applying(server_store, moto_server, tmp_path, "gc.after_condemn=kill")
     shash = keys.session_hash("crash")
     journal = LeaseJournal(server_store, "crash")
     assert len(journal.view().condemned) == 3
@@ -91,10 +96,7 @@ def test_killed_after_condemnation_next_run_completes(
 def test_killed_between_delete_and_deleted_record_next_run_records(
         server_store: S3Store, moto_server: EmbeddedS3, tmp_path: Path) -> None:
     """SIGKILL after the deletes, before DELETED: the next run (even with a fresh plan) records DELETED."""
-    orphans, kept, plan_path = _setup(server_store, tmp_path)
-    proc = _cli(moto_server, server_store, "gc", "apply", str(plan_path), *SHORT,
-                failpoints="gc.after_delete=kill")
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    orphans, kept, plan_path = _killed_applying(server_store, moto_server, tmp_path, "gc.after_delete=kill")
     shash = keys.session_hash("crash")
     assert not any(_exists(server_store, keys.artifact_key(shash, n)) for n in orphans)
     assert len(LeaseJournal(server_store, "crash").view().condemned) == 3

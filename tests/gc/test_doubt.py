@@ -13,20 +13,26 @@ from s3spill import keys
 from s3spill.cli import main
 from s3spill.cli.exitcodes import ExitCode
 from s3spill.gc.apply import apply_cleanup
-from s3spill.gc.models import CleanupPolicy, CleanupScope
+from s3spill.gc.models import CleanupScope
 from s3spill.gc.plan import plan_cleanup
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import S3ReferenceOwner
 from s3spill.leases.references import memory_reference_for, publish_memory_reference
 from s3spill.store.base import ObjectInfo, ObjectStore
 from s3spill.testing import FaultyStore
-from tests.gc.aged_artifacts import later, put_artifact
+from tests.gc.aged_artifacts import REAL, claim_for, later, put_artifact
+from tests.gc.aged_artifacts import exists as _exists
 
-REAL = CleanupPolicy(dry_run=False)
 
+def _publisher(store: ObjectStore, name: str, transaction_id: str) -> Callable[[], None]:
+    """``ref publish`` of session s1's artifact ``name``, to fire in the middle of a GC step."""
+    ref = memory_reference_for(store, claim_for(store, "s1", name).source_id)
 
-def _exists(store: ObjectStore, key: str) -> bool:
-    return any(info.key == key for info in store.list(key))
+    def publish() -> None:
+        publish_memory_reference(LeaseJournal(store, "s1"), S3ReferenceOwner(store, "s1"), ref,
+                                 transaction_id=transaction_id)
+
+    return publish
 
 
 def test_a_session_killed_before_its_first_liveness_mark_is_not_journal_doubt(
@@ -71,16 +77,7 @@ def test_a_publish_between_the_manifest_read_and_the_slot_listing_is_not_doubt(
     """A `ref publish` racing GC's reads: the manifest is read again and the artifact is referenced."""
     old = put_artifact(local_store, "s1", b"old output\n")
     LeaseJournal(local_store, "s1").touch()
-    shash = keys.session_hash("s1")
-    sha = local_store.head(keys.artifact_key(shash, old)).sha256
-    assert sha is not None
-    ref = memory_reference_for(local_store, str(keys.SourceId(shash, old, sha[:16])))
-
-    def publish() -> None:
-        publish_memory_reference(LeaseJournal(local_store, "s1"), S3ReferenceOwner(local_store, "s1"),
-                                 ref, transaction_id="tx-racing")
-
-    racing = PublishingDuringListing(local_store, hook=publish)
+    racing = PublishingDuringListing(local_store, hook=_publisher(local_store, old, "tx-racing"))
     plan = plan_cleanup(racing, CleanupScope(), REAL, out=tmp_path / "plan", now=later())
     assert racing.fired
     statuses = {e.name: e.status for e in plan.entries() if e.object_kind == "artifact"}
@@ -94,17 +91,8 @@ def test_a_racing_publish_during_apply_is_not_doubt(local_store: ObjectStore, tm
     LeaseJournal(local_store, "s1").touch()
     plan = plan_cleanup(local_store, CleanupScope(), REAL, out=tmp_path / "plan", now=later())
     assert plan.footer.counts["planned_delete"] == 1
-    shash = keys.session_hash("s1")
-    sha = local_store.head(keys.artifact_key(shash, name)).sha256
-    assert sha is not None
-    ref = memory_reference_for(local_store, str(keys.SourceId(shash, name, sha[:16])))
-
-    def publish() -> None:
-        publish_memory_reference(LeaseJournal(local_store, "s1"), S3ReferenceOwner(local_store, "s1"),
-                                 ref, transaction_id="tx-racing-apply")
-
-    racing = PublishingDuringListing(local_store, hook=publish)
+    racing = PublishingDuringListing(local_store, hook=_publisher(local_store, name, "tx-racing-apply"))
     report = apply_cleanup(racing, plan, now=later)
     assert racing.fired and report.journal_doubts == 0
     assert report.counts.get("retained_referenced") == 1 and "deleted" not in report.counts
-    assert _exists(local_store, keys.artifact_key(shash, name))
+    assert _exists(local_store, keys.artifact_key(keys.session_hash("s1"), name))

@@ -148,14 +148,19 @@ class ClaudeCode:
         return script
 
 
-@pytest.fixture
-def claude(tmp_path: Path) -> Iterator[ClaudeCode]:
-    """Claude Code in a scratch HOME with a project directory and a local store."""
+def scratch(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A harness's scratch HOME, its project directory (resolved) and a local store's URL."""
     home = tmp_path / "home"
     project = tmp_path / "project"
     project.mkdir(parents=True)
     home.mkdir()
-    yield ClaudeCode(home, project.resolve(), (tmp_path / "store").as_uri())
+    return home, project.resolve(), (tmp_path / "store").as_uri()
+
+
+@pytest.fixture
+def claude(tmp_path: Path) -> Iterator[ClaudeCode]:
+    """Claude Code in a scratch HOME with a project directory and a local store."""
+    yield ClaudeCode(*scratch(tmp_path))
 
 
 def npm_bin(name: str) -> Path:
@@ -214,11 +219,8 @@ class GeminiCli:
 
 @pytest.fixture
 def gemini(tmp_path: Path) -> Iterator[GeminiCli]:
-    home = tmp_path / "home"
-    project = tmp_path / "project"
-    project.mkdir(parents=True)
-    home.mkdir()
-    yield GeminiCli(home, project.resolve(), (tmp_path / "store").as_uri())
+    """Gemini CLI in a scratch HOME with a project directory and a local store."""
+    yield GeminiCli(*scratch(tmp_path))
 
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "harnesses.md"
@@ -235,7 +237,8 @@ class Codex:
 
     ``codex exec --json`` with a ``model_provider`` on 127.0.0.1 (``wire_api = "responses"``),
     the model ``gpt-5.5`` from Codex's own catalog (so its output limits are the ones users
-    get: 10,000 tokens), no sandbox and no approvals (the stand-in asks for the calls), and
+    get: 10,000 tokens), no sandbox unless a test asks for one, no approvals (the stand-in
+    asks for the calls), and
     ``--dangerously-bypass-hook-trust``: Codex runs a hook from config.toml only once the
     user has trusted it (``/hooks``), which a scratch home cannot have done.
     """
@@ -246,6 +249,7 @@ class Codex:
     session: str = "codex-test"
     hooks: dict[str, Any] = field(default_factory=dict)
     mcp: dict[str, Any] = field(default_factory=dict)
+    sandbox: str = "danger-full-access"
 
     def hook(self, command: str | None = None, timeout: int = 60) -> dict[str, Any]:
         return {"type": "command", "timeout": timeout, "command": command or s3spill_cmd(
@@ -282,7 +286,7 @@ class Codex:
             # The grace: without it the first request goes out before a Python MCP server
             # (1-2 s to start here) has listed its tools, and the call finds no such tool.
             config = {"model": "gpt-5.5", "model_provider": "standin", "approval_policy": "never",
-                      "sandbox_mode": "danger-full-access", "mcp_optional_startup_grace_ms": 20_000,
+                      "sandbox_mode": self.sandbox, "mcp_optional_startup_grace_ms": 20_000,
                       **CODEX_QUIET,
                       "model_providers": {"standin": provider}, "mcp_servers": self.mcp, "hooks": self.hooks}
             (self.home / "config.toml").write_text(tomlkit.dumps(config))
@@ -366,8 +370,5 @@ class Opencode:
 
 @pytest.fixture
 def opencode(tmp_path: Path) -> Iterator[Opencode]:
-    home = tmp_path / "home"
-    project = tmp_path / "project"
-    project.mkdir(parents=True)
-    home.mkdir()
-    yield Opencode(home, project.resolve(), (tmp_path / "store").as_uri())
+    """opencode in a scratch HOME with a project directory and a local store."""
+    yield Opencode(*scratch(tmp_path))

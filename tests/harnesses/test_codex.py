@@ -64,6 +64,20 @@ def test_shell_outputs_reach_the_model_as_preview_and_pointer(codex: Codex) -> N
     assert len(build) < 12_000 and "60001\t[0060000] compiling module_60000.c ... ok" in _page(build_page)
 
 
+def test_the_wrapper_works_in_codexs_workspace_write_sandbox(codex: Codex) -> None:
+    """Codex's default sandbox (``workspace-write``: no network, writes only in the project
+    and the temp directory) with a ``file://`` store inside the project: the wrapped command's
+    ``s3spill run`` stores and previews from inside the sandbox, and the pointer pages."""
+    codex.sandbox = "workspace-write"
+    codex.store_url = (codex.project / ".s3spill").as_uri()
+    codex.use_s3spill(post=False)
+    seq, page = codex.run([tool_call("exec_command", {"cmd": "seq 1 1000000"}),
+                           follow_pointer(READ, offset=499_999, limit=1), text("done")]).call_outputs()
+    print("codex sandboxed:", len(seq))
+    assert "6888896 bytes" in seq and f"{READ}(source_id" in seq and len(seq) < 12_000
+    assert "500000\t500000\n" in _page(page)
+
+
 def test_a_1_mb_mcp_result_is_replaced_by_the_post_hook(codex: Codex) -> None:
     """A 1 MB MCP result: Codex alone sends a 40,000-character cut; the PostToolUse answer
     (``decision: "block"`` + our preview as ``reason``) is all the model gets, and the pointer

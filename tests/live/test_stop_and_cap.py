@@ -65,8 +65,10 @@ def test_stop_ends_the_group_after_the_supervisor_died(tmp_path: Path, cli: Cli)
     wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "", 10)
     member, live_id = int(pidfile.read_text()), str(started["source_id"])
     os.kill(int(str(started["supervisor_pid"])), signal.SIGKILL)
-    took = wait_for(lambda: "lost" in cli("status", live_id, S3SPILL_LOST_AFTER="1").stdout, 15)
-    assert took < 5  # three heartbeats of 0.5 s, at most the policy's 1 s: well under 15
+    # Lost after three heartbeats of 0.5 s (the policy's 1 s is less); the polls are CLI
+    # processes of a second or two each on a busy box, so the bound asserted is the issue's.
+    took = wait_for(lambda: "lost" in cli("status", live_id, S3SPILL_LOST_AFTER="1").stdout, 30)
+    assert took < 15, took
     assert alive(member)  # PDEATHSIG reached the leader only; the member ignored it
     finished = cli("status", live_id, "--finish", S3SPILL_LOST_AFTER="1")
     assert "lost" in finished.stdout and "--finish` stores" not in finished.stdout, finished.stdout

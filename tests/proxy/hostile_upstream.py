@@ -9,7 +9,8 @@ file RECORD (so a test can see what reached the upstream). Modes, comma-separate
 * ``clash2``: ``tools/list`` has three pages, the second naming ``s3spill_read_artifact``;
 * ``chatty``: before it answers ``initialize``, a log notification and an answer to an id it
   was never sent (99);
-* ``oddinit``: its answer to ``initialize`` names the server with the byte 0xFF (not UTF-8).
+* ``oddinit``: its answer to ``initialize`` names the server with the byte 0xFF (not UTF-8);
+* ``noinit``: ``initialize`` is never answered.
 
 Tools: ``echo`` (answers ``echo: <text>``), ``hang`` (never answered), ``die`` (writes half
 of an answer, then the process exits with status 9), ``odd`` (a 550 KB text holding what
@@ -78,8 +79,9 @@ def odd(mid: object, kind: str) -> bytes:
         json.dumps(mid).encode(), text)
 
 
-def flood(mid: object, size: int) -> None:
-    """One answer whose text is ``size`` bytes (rounded up to whole MiB chunks of whole lines)."""
+def flood(mid: object, size: int, twice: bool = False) -> None:
+    """One answer whose text is ``size`` bytes (rounded up to whole MiB chunks of whole lines);
+    ``twice``: the same text again as ``structuredContent.content`` (server-filesystem's shape)."""
     line = b"%09d a line of the flood, plain ASCII text to be spilled\\n"
     chunk = b"".join(line % i for i in range(1024 * 1024 // len(line % 0)))
     with _out:
@@ -88,7 +90,13 @@ def flood(mid: object, size: int) -> None:
                   % json.dumps(mid).encode())
         for _ in range(-(-size // len(chunk))):
             out.write(chunk)
-        out.write(b'"}]}}\n')
+        if twice:
+            out.write(b'"}], "structuredContent": {"content": "')
+            for _ in range(-(-size // len(chunk))):
+                out.write(chunk)
+            out.write(b'"}}}\n')
+        else:
+            out.write(b'"}]}}\n')
         out.flush()
 
 
@@ -96,6 +104,8 @@ def answer(msg: dict[str, object]) -> None:
     method, mid = msg.get("method"), msg.get("id")
     params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
     assert isinstance(params, dict)
+    if method == "initialize" and "noinit" in MODES:
+        return
     if method == "initialize":
         if "chatty" in MODES:
             write({"jsonrpc": "2.0", "method": "notifications/message",
@@ -139,7 +149,7 @@ def call_tool(mid: object, params: dict[str, object]) -> None:
         write({"jsonrpc": "2.0", "id": mid, "result": {
             "content": [{"type": "text", "text": f"echo: {arguments.get('text', '')}"}]}})
     elif name == "flood":
-        flood(mid, int(str(arguments.get("bytes", 0))))
+        flood(mid, int(str(arguments.get("bytes", 0))), bool(arguments.get("twice")))
     elif name == "odd":
         write(odd(mid, str(arguments.get("kind"))))
     elif name == "die":

@@ -4,8 +4,11 @@ request that is not a handshake and a bad setting all end as they do through the
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from tests.proxy.servers import INIT, OURS, RawProxy
 
@@ -65,3 +68,16 @@ def test_a_bad_setting_is_reported_as_the_cli_reports_it_after_the_handshake(
     assert proxy.stderr().strip().splitlines()[-1] == (
         "s3spill: ConfigError: invalid proxy setting: ('hard_cap_chars',): Input should be greater "
         "than or equal to 2000")
+
+
+@pytest.mark.slow
+def test_a_client_that_leaves_before_the_upstream_answers_initialize_ends_the_proxy(
+        raw_proxy: Callable[..., RawProxy]) -> None:
+    """The upstream never answers; the client sends initialize and closes stdin: the relay
+    takes the session over and ends it as always (answers drained for up to 10 s, exit 0)."""
+    proxy = raw_proxy("noinit")
+    proxy.send(INIT)
+    time.sleep(0.5)
+    started = time.monotonic()
+    assert proxy.close(timeout=40) == 0
+    assert time.monotonic() - started < 30

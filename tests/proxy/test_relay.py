@@ -151,3 +151,26 @@ def test_a_result_cancelled_while_it_is_spilled_is_stored_whole_and_not_sent(tmp
             assert upstream.inbox.empty()  # the cancel was not forwarded: the upstream had answered
 
     asyncio.run(run())
+
+
+def test_the_result_of_a_tool_call_made_as_a_task_is_spilled_like_any_other(tmp_path: Path) -> None:
+    """tools/call with ``task`` is answered with the task (as it came); the large result that
+    ``tasks/result`` fetches for it later is a pointer, named after the tool."""
+
+    async def run() -> None:
+        async with relay(tmp_path) as (client, upstream):
+            await client.put({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "research", "arguments": {}, "task": {"ttl": 60000}}})
+            task = {"taskId": "t-1", "status": "working", "createdAt": "2026-12-02T00:00:00Z",
+                    "lastUpdatedAt": "2026-12-02T00:00:00Z", "ttl": 60000}
+            await upstream.reply({"task": task})
+            assert (await client.get())["result"] == {"task": task}
+            await client.put({"jsonrpc": "2.0", "id": 2, "method": "tasks/result",
+                              "params": {"taskId": "t-1"}})
+            asked = await upstream.reply({"content": [{"type": "text", "text": "report line\n" * 20_000}]})
+            assert asked["method"] == "tasks/result"
+            answer = await client.get(30)
+            text = answer["result"]["content"][0]["text"]
+            assert answer["id"] == 2 and len(text) < 10_000 and "source_id=" in text and "research" in text
+
+    asyncio.run(run())

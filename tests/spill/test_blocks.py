@@ -89,3 +89,24 @@ def test_a_tiny_budget_points_at_the_text_that_names_every_image(local_store: Lo
     full = b"".join(ArtifactStore(local_store, session_id=SESSION)
                     .iter_verified(result.artifact.source_id)).decode()
     assert all(ref is not None and ref.source_id in full for ref in result.images.values())
+
+
+def test_a_block_result_makes_one_usage_event_with_its_images_sizes(tmp_path: object) -> None:
+    """One ``spill`` event per block result: raw bytes of text and images, stored bytes of every
+    artifact, and what was shown — text blocks, and a line naming each image kept inline."""
+    from s3spill.usage.recorder import UsageRecorder
+    from s3spill.usage.source import part_events, usage_objects
+
+    store = LocalStore(f"{tmp_path}/s")
+    rec = UsageRecorder(store, batch=False)
+    blocks = _blocks()
+    with Spiller(store, SESSION, SpillPolicy(max_inline_tokens=3_000), usage=rec) as spiller:
+        result = spiller.externalize_blocks(blocks, "browser", "c1")
+    (event,) = [e for o in usage_objects(store) for e in part_events(store.get(o.key))]
+    raw = sum(len(b.data) if isinstance(b, ImageBlock) else len(b.text.encode()) for b in blocks)
+    kept = [b for b in result.blocks if isinstance(b, ImageBlock)]
+    assert result.artifact is not None
+    assert (event["op"], event["mode"], event["tool"]) == ("spill", "blocks", "browser")
+    assert event["spilled"] and event["raw_bytes"] == raw and event["artifact"] == result.artifact.name
+    assert event["stored_bytes"] > 0 and event["shown"].count("[image image/png") == len(kept)
+    assert all(b.text in event["shown"] for b in result.blocks if isinstance(b, TextBlock))

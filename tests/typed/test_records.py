@@ -37,6 +37,17 @@ def _rows(data: bytes, delimiter: str = ",") -> list[list[str]]:
     return list(csv.reader(io.StringIO(data.decode(), newline=""), delimiter=delimiter))
 
 
+def _whole_records(text: str, data: bytes) -> tuple[list[list[str]], ...]:
+    """Checks the preview's head is the first records of ``data`` and its tail the last, each
+    whole; returns all the records, the head's and the tail's."""
+    head, rest = preview_part(text).split(GAP, 1)
+    tail = rest.split("…]\n", 1)[1]
+    rows = _rows(data)
+    head_rows, tail_rows = _rows(head.encode()), _rows(tail.encode())
+    assert head_rows == rows[: len(head_rows)] and tail_rows == rows[len(rows) - len(tail_rows) :]
+    return rows, head_rows, tail_rows
+
+
 def _spill(store: ObjectStore, data: bytes) -> str:
     with Spiller(store, SESSION, journal=None) as spiller:
         result = spiller.externalize(iter([data[i : i + 65536] for i in range(0, len(data), 65536)]),
@@ -49,11 +60,7 @@ def test_csv_preview_shows_whole_records_and_exact_counts(store: ObjectStore) ->
     """Head and tail hold whole records (quoted newlines kept inside); the counts are exact."""
     data = csv_with_quoted_newlines(30_000)
     text = _spill(store, data)
-    head, rest = preview_part(text).split(GAP, 1)
-    tail = rest.split("…]\n", 1)[1]
-    rows = _rows(data)
-    head_rows, tail_rows = _rows(head.encode()), _rows(tail.encode())
-    assert head_rows == rows[: len(head_rows)] and tail_rows == rows[len(rows) - len(tail_rows) :]
+    rows, head_rows, tail_rows = _whole_records(text, data)
     found = RECORDS.search(text)
     assert found, text[-800:]
     total, head_end, tail_start, tail_end, omitted = map(_n, found.groups())
@@ -185,11 +192,7 @@ def test_a_tight_token_budget_still_cuts_between_records(local_store: LocalStore
         result = spiller.externalize(data, "bash")
     text = result.context_text
     assert result.spilled and policy.budget().fits(text)
-    head, rest = preview_part(text).split(GAP, 1)
-    tail = rest.split("…]\n", 1)[1]
-    rows = _rows(data)
-    head_rows, tail_rows = _rows(head.encode()), _rows(tail.encode())
-    assert head_rows == rows[: len(head_rows)] and tail_rows == rows[len(rows) - len(tail_rows) :]
+    _, head_rows, tail_rows = _whole_records(text, data)
     found = RECORDS.search(text)
     if found:  # a settled cut names its ranges, exactly
         total, head_end, tail_start, _, _ = map(_n, found.groups())

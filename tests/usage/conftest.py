@@ -38,8 +38,8 @@ def scripted_run(store: ObjectStore, usage: UsageRecorder, session: str = SESSIO
     i = 0
     while made.calls < calls:
         i += 1
-        build = spiller.externalize("".join(f"step {i}.{n} compiling unit {n} key={SECRET}\n"
-                                            for n in range(4000)) + "ERROR: link failed\n", "build")
+        build = spiller.externalize("".join(_build_line(i, n) for n in range(4000))
+                                    + "ERROR: link failed\n", "build")
         made.calls += 1
         made.build_spills += 1
         sid = _source_id(build.context_text)
@@ -60,6 +60,13 @@ def scripted_run(store: ObjectStore, usage: UsageRecorder, session: str = SESSIO
             made.small += 1
     spiller.close()
     return made
+
+
+def _build_line(i: int, n: int) -> str:
+    """A build log line; every 100th (among them the first line of each page read back,
+    0 and 2000) carries the credential. Masking scans every line that carries one, and a
+    credential on all 4,000 lines cost the 200-call run 30 s of CPU without proving more."""
+    return f"step {i}.{n} compiling unit {n}" + (f" key={SECRET}\n" if n % 100 == 0 else "\n")
 
 
 def _source_id(pointer: str) -> str:

@@ -51,6 +51,7 @@ def test_events_hold_only_the_masked_text_the_model_saw(store: ObjectStore, reco
     events = [e for b in bodies for e in part_events(b)]
     reads = [e for e in events if e["op"] == "read"]
     assert reads and all(e["shown"] and e["shown_chars"] == len(e["shown"]) for e in reads)
+    assert all("key=[redacted:aws-key]" in e["shown"] for e in reads)  # it was there, masked
     assert {e["op"] for e in events} == {"spill", "read", "grep"}
 
 

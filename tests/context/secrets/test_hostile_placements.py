@@ -34,6 +34,13 @@ def _spill(store: ObjectStore, session: str, text: str, mode: str) -> tuple[str,
     return result.context_text, AgentTools(store, session, policy=policy), sid
 
 
+def _stored(store: ObjectStore, session: str, text: str, mode: str) -> tuple[AgentTools, str]:
+    """:func:`_spill` of an output that must be stored: the tools and its source id."""
+    _, tools, sid = _spill(store, session, text, mode)
+    assert sid is not None
+    return tools, sid
+
+
 def _check(kind: Kind, build: Callable[[str], str], views: Callable[[str, str], list[str]],
            store: ObjectStore) -> None:
     """``build(secret) -> output``; ``views(output, tag) -> texts the model sees``."""
@@ -86,8 +93,7 @@ def test_a_secret_cut_by_the_preview_seams_shows_no_piece(local: ObjectStore, ki
 def test_pages_starting_inside_a_secret_show_no_piece(local: ObjectStore, kind: Kind, mode: str) -> None:
     """``char_offset`` anywhere inside the secret's line, and a page of every line around it."""
     def views(text: str, tag: str) -> list[str]:
-        _, tools, sid = _spill(local, f"co-{tag}-{mode}", text, mode)
-        assert sid is not None
+        tools, sid = _stored(local, f"co-{tag}-{mode}", text, mode)
         out = []
         for n, line in enumerate(kind.line().split("\n")):
             for c in range(0, len(line), 3):
@@ -104,8 +110,7 @@ def test_plain_paging_of_a_long_line_splits_no_secret_into_readable_halves(local
                                                                          mode: str) -> None:
     """A line longer than a page is paged in pieces; wherever a piece ends, no half shows."""
     def views(text: str, tag: str) -> list[str]:
-        _, tools, sid = _spill(local, f"long-{tag}-{mode}", text, mode)
-        assert sid is not None
+        tools, sid = _stored(local, f"long-{tag}-{mode}", text, mode)
         out, offset, char = [], 0, 0
         for _ in range(400):
             got = tools.read_outcome(sid, offset=offset, char_offset=char)
@@ -129,8 +134,7 @@ def test_plain_paging_of_a_long_line_splits_no_secret_into_readable_halves(local
 def test_grep_excerpts_and_context_lines_show_no_piece(local: ObjectStore, kind: Kind, mode: str) -> None:
     """An excerpt of a long line that starts or ends inside the secret; context lines around it."""
     def views(text: str, tag: str) -> list[str]:
-        _, tools, sid = _spill(local, f"grep-{tag}-{mode}", text, mode)
-        assert sid is not None
+        tools, sid = _stored(local, f"grep-{tag}-{mode}", text, mode)
         return [tools.grep_artifact(sid, "NEEDLE", context=2),
                 tools.grep_artifact(sid, "HAYSTACK", context=3)]
 
@@ -146,8 +150,7 @@ def test_grep_excerpts_and_context_lines_show_no_piece(local: ObjectStore, kind:
 def test_grep_counts_run_over_what_the_model_can_read(local: ObjectStore, mode: str) -> None:
     """With masking on, a pattern that matches only the secret finds nothing to count."""
     secret = KINDS[2].secret
-    _, tools, sid = _spill(local, f"count-{mode}", FILLER + KINDS[2].line() + "\n" + FILLER, mode)
-    assert sid is not None
+    tools, sid = _stored(local, f"count-{mode}", FILLER + KINDS[2].line() + "\n" + FILLER, mode)
     for prefix in (secret[:6], secret[:12], secret[4:20]):
         got = tools.grep_outcome(sid, prefix)
         assert got.structured["total_matches"] == 0, prefix
