@@ -1,6 +1,6 @@
 """Every figure of issue 35, each as a ratio against a baseline measured in the same run.
 
-    python benchmarks/costs.py [--only hook,run,big,read,gc,s3] [--rounds 100]
+    python benchmarks/costs.py [--only hook,run,big,read,cli,gc,s3] [--rounds 100]
         [--big-mib 200] [--gc-artifacts 2000,20000] [--grep-big-mib 1024]
 
 Baselines: the bare interpreter (``python -c pass``, same interpreter and environment),
@@ -199,6 +199,8 @@ def section_big(report: Report, tmp: Path, env: dict[str, str], mib: int, rounds
     report.ratio(f"hook on a {payload.stat().st_size / 1e6:.0f} MB Bash payload, wall median of {rounds}",
                  t["hook_big"].wall_ms, t["spill_big"].wall_ms, "ms", 1.2,
                  "`s3spill spill` of the same bytes")
+    report.ratio("same, CPU median", t["hook_big"].cpu_ms, t["spill_big"].cpu_ms, "ms", 1.2,
+                 "`s3spill spill` of the same bytes")
     over = t["hook_big"].rss_mib - t["hook_40k"].rss_mib
     report.rows.append(("hook on that payload, peak RSS over the same hook on a 40 KB payload "
                         "(ratio: to the 100 MiB bound)",
@@ -243,6 +245,22 @@ def section_read(report: Report, tmp: Path, env: dict[str, str], rounds: int) ->
                  first["plain_ms"], "ms", 1.0, "plain read_page, first call")
 
 
+def section_cli(report: Report, env: dict[str, str], rounds: int) -> None:
+    """What every other sub-command's process costs (the test suite starts hundreds): the CLI's
+    imports, as ratios to the bare interpreter; no goal (issue 35's list names none)."""
+    store = Path(env["S3SPILL_STORE"])
+    store.mkdir(parents=True, exist_ok=True)
+    cmds = {"pass": Cmd([PY, "-c", "pass"]), "help": Cmd([*S3SPILL, "--help"]),
+            "version": Cmd([*S3SPILL, "--version"]), "ls": Cmd([*S3SPILL, "ls"]),
+            "gc_plan_help": Cmd([*S3SPILL, "gc", "plan", "--help"])}
+    t = interleaved(cmds, rounds, env)
+    report.raw["cli_process"] = {k: v.show() for k, v in t.items()}
+    for name, what in (("help", "--help"), ("version", "--version"), ("ls", "ls"),
+                       ("gc_plan_help", "gc plan --help")):
+        report.ratio(f"`s3spill {what}`, whole process, CPU median of {rounds}", t[name].cpu_ms,
+                     t["pass"].cpu_ms, "ms", None, "python -c pass")
+
+
 FIRST_CALL = """
 import json, sys, time
 sys.path.insert(0, {root!r})
@@ -276,7 +294,7 @@ def _first_calls(store: Path, source_id: str, mid: int, plain: Path, sha: str, e
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="hook,run,big,read,gc,s3")
+    parser.add_argument("--only", default="hook,run,big,read,cli,gc,s3")
     parser.add_argument("--rounds", type=int, default=100, help="calls of each small command")
     parser.add_argument("--big-mib", type=int, default=200, help="the huge hook payload's stdout (MiB)")
     parser.add_argument("--big-rounds", type=int, default=3)
@@ -299,6 +317,8 @@ def main() -> None:
             section_big(report, tmp, env, args.big_mib, args.big_rounds)
         if "read" in only:
             section_read(report, tmp, env, args.read_rounds)
+        if "cli" in only:
+            section_cli(report, env, args.read_rounds)
         if "gc" in only:
             from benchmarks.costs_gc import section_gc
 

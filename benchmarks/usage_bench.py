@@ -52,11 +52,13 @@ from s3spill.spill.spiller import Spiller  # noqa: E402
 from s3spill.store.local import LocalStore  # noqa: E402
 from s3spill.usage import recorder as recorder_module  # noqa: E402
 from s3spill.usage.events import UsageEvent  # noqa: E402
-from s3spill.usage.recorder import UsageRecorder, part_body  # noqa: E402
+from s3spill.usage.recorder import BUILD_EVERY, UsageRecorder, part_body  # noqa: E402
 from s3spill.usage.source import usage_objects  # noqa: E402
 from s3spill.usage.stats import compute_stats  # noqa: E402
 
 MiB = 1024 * 1024
+#: Recorder settings of the overhead run (``--build-every``); empty: the defaults.
+RECORDER: dict[str, float] = {}
 
 
 def _quartiles(values: list[float]) -> dict[str, float]:
@@ -72,7 +74,9 @@ def _block(outputs: list[str], tools: list[str], calls: int, with_usage: bool, f
     and PUTs, each measured on its own thread — objects written, events written)."""
     with tempfile.TemporaryDirectory() as tmp:
         store = LocalStore(Path(tmp) / "s")
-        rec = UsageRecorder(store) if with_usage else None  # the defaults: 1,000 events or 30 s
+        # The defaults (1,000 events or 30 s), or the --build-every asked for.
+        every = RECORDER.get("build_every", BUILD_EVERY)
+        rec = UsageRecorder(store, build_every=every) if with_usage else None
         spiller = Spiller(store, f"bench-{first}", usage=rec, journal=None)
         usage_cpu = [0.0, 0.0, 0.0]  # the caller's; the writer's building, writing
         lock = threading.Lock()
@@ -308,6 +312,7 @@ def main() -> None:
     o = sub.add_parser("overhead")
     o.add_argument("--calls", type=int, default=10_000)
     o.add_argument("--block", type=int, default=500, help="calls per A/B block")
+    o.add_argument("--build-every", type=float, default=None, help="the recorder's build_every (s)")
     s = sub.add_parser("stats")
     s.add_argument("--sessions", type=int, default=100)
     s.add_argument("--per-session", type=int, default=10_000)
@@ -321,6 +326,8 @@ def main() -> None:
     args = parser.parse_args()
     recorder_module.ENV  # noqa: B018 - imported for its registry; usage stays on
     if args.what == "overhead":
+        if args.build_every is not None:
+            RECORDER["build_every"] = args.build_every
         out = overhead(args.calls, args.block)
     elif args.what == "stats":
         out = stats_bench(args.sessions, args.per_session, args.formats.split(","), args.oneshot,

@@ -52,6 +52,11 @@ def __getattr__(name: str) -> object:
 
 def _fast_paths(argv: list[str]) -> int | Started | None:
     """A fast path's exit status, a command ``run``'s fast path started, or None (parse in full)."""
+    if argv == ["--version"]:  # what argparse's version action prints, without every parser
+        from s3spill._version import __version__
+
+        sys.stdout.write(f"s3spill {__version__}\n")
+        return _OK
     if "hook" in argv:
         from s3spill.cli.fastpath import hook_pass_through
 

@@ -52,6 +52,7 @@ from s3spill.errors import (
     UnsupportedOperation,
 )
 from s3spill.fleet.seal import CHECK_TTL
+from s3spill.leases.cas import GUESS_TTL
 from s3spill.leases.erased import ErasedSession
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import OwnerSlot
@@ -66,8 +67,9 @@ log = get_logger("s3spill.fleet.purge")
 _JSON = "application/json"
 _ATTEMPTS = 16
 #: Seconds between the seal and the final sweep: longer than a live writer reuses a "not
-#: sealed" answer (:data:`s3spill.fleet.seal.CHECK_TTL`), with a second to spare.
-SETTLE_SECONDS = CHECK_TTL + 1.0
+#: sealed" answer (:data:`s3spill.fleet.seal.CHECK_TTL`) or the journal a verified state for a
+#: segment write (:data:`s3spill.leases.cas.GUESS_TTL`), with a second to spare.
+SETTLE_SECONDS = max(CHECK_TTL, GUESS_TTL) + 1.0
 
 
 class ErasedObject(Record):

@@ -11,10 +11,11 @@ look for our write id or records; never apply twice).
 
 Every ``journal_merge_segments`` level 0 segments, the writer cutting the last one
 writes it merged with the rest of the run (records the reader verified), linked past the
-run; the run's objects stay behind, unreferenced. A write never reads a segment, and
-nothing is ever rewritten in place or deleted, but for one case: a segment this write
-created before its CAS met a purge's tombstone (the session is sealed: nothing can
-reference it). A segment is a create, not a CAS, so it is never written on a guessed state.
+run; the run's objects stay behind, unreferenced. A write never reads a segment, and nothing
+is rewritten in place or deleted but a segment this write created before its CAS met a
+purge's tombstone. A segment is a create, not a CAS: it is written on a guessed state only
+while that is fresh (:data:`GUESS_TTL`, shorter than a purge waits before its final sweep);
+a writer stalled longer re-reads first and, the session purged meanwhile, writes nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -77,6 +79,9 @@ FP_BEFORE_SEGMENT = declare("journal.before_segment_write", "manifest read, segm
 FP_AFTER_SEGMENT = declare("journal.after_segment_write", "history segment written; manifest CAS not sent")
 
 _JSON = "application/json"
+#: Seconds a verified state may be reused for a write that creates a segment (a CAS needs no
+#: bound); :data:`s3spill.fleet.purge.SETTLE_SECONDS` is longer.
+GUESS_TTL = 2.0
 
 
 @dataclass
@@ -158,6 +163,12 @@ class ManifestCas:
         self._last_body = b""
         #: Segments the current :meth:`swap` created (key, ETag): undone if it ends sealed.
         self._created: list[tuple[str, str]] = []
+        #: When the guessed state was last the store's: before the read or the CAS that made it so.
+        self._verified_at = float("-inf")
+        self._sent_at = float("-inf")
+
+    def _fresh(self) -> bool:  # may a guessed write create a segment?
+        return time.monotonic() - self._verified_at <= GUESS_TTL
 
     @property
     def store(self) -> ObjectStore:
@@ -224,17 +235,19 @@ class ManifestCas:
                 built = None
             finally:
                 self._guess.active = False
-            if isinstance(built, ManifestCandidate) and built.segment is not None:
+            if isinstance(built, ManifestCandidate) and built.segment is not None and not self._fresh():
                 # A segment is a create, not a CAS: it would land whatever the manifest is
-                # now (a purge's tombstone, say). Only a CAS is sent on a guessed state.
+                # now (a purge's tombstone, say). On a state older than GUESS_TTL, re-read.
                 built.undo()
                 built = None
             if not isinstance(built, ManifestCandidate):
                 return self._attempt(build, attempted, verify)
         else:
             try:
+                started = time.monotonic()
                 manifest, etag = self.chain.read()
                 fold = self.chain.sync(manifest, etag) if verify else None
+                self._verified_at = started
                 if attempted and manifest is not None:
                     landed = self._landed(manifest, fold, attempted)
                     if landed is not None:
@@ -251,6 +264,7 @@ class ManifestCas:
             raise
         if built.fold is not None:
             built.fold.commit()
+            self._verified_at = self._sent_at
         self.stats.writes += 1
         if built.segment_ref is not None:
             self.chain.segment_keys.add(self.chain.segment_key(built.segment_ref))
@@ -268,6 +282,7 @@ class ManifestCas:
                 raise _Retry(exc, unknown=bool(attempted)) from exc
         failpoint(FP_BEFORE_CAS)
         body = self._last_body = built.manifest.body()
+        self._sent_at = time.monotonic()
         try:
             if manifest is None:
                 put = self.store.put_if_absent(self.key, body, content_type=_JSON)
@@ -313,9 +328,8 @@ class ManifestCas:
         failpoint(FP_AFTER_SEGMENT)
 
     def _undo_created(self) -> None:
-        """The session was sealed (purged) during this write: delete the segments it
-        created, which nothing can reference any more. Only ours, each by its ETag; a role
-        that may not delete leaves them to GC, which erases a sealed session's objects."""
+        """Sealed (purged) during this write: delete the segments it created, each by its ETag
+        (a role that may not delete leaves them to GC, which erases a sealed session's objects)."""
         for key, etag in self._created:
             try:
                 self.store.delete_if_match(key, etag)
@@ -341,8 +355,9 @@ class ManifestCas:
 
     def _build(self, manifest: JournalManifest | None, fold: JournalFold,
                write: PlannedAppend) -> ManifestCandidate:
-        if getattr(self._guess, "active", False) and self._cuts_segment(manifest, fold, len(write.specs)):
-            # It would be dropped unsent (a segment is never written on a guess): skip building
+        if getattr(self._guess, "active", False) and not self._fresh() \
+                and self._cuts_segment(manifest, fold, len(write.specs)):
+            # It would be dropped unsent (no segment on a stale guess): skip building
             # it (records, hashes, fold: a GC batch's worth), and re-read at once.
             raise _CutsSegment
         fold.begin()  # applied in place, undone unless the write is won (see _attempt)
@@ -354,9 +369,8 @@ class ManifestCas:
 
     def _cuts_segment(self, manifest: JournalManifest | None, fold: JournalFold, appended: int) -> bool:
         """Whether appending ``appended`` records moves some into a segment (``_build_on``'s test)."""
-        if manifest is None or not manifest.records:
-            return False
-        return (len(manifest.records) + appended > self.config.journal_max_recent_records
+        return (manifest is not None and bool(manifest.records)
+                and len(manifest.records) + appended > self.config.journal_max_recent_records
                 and manifest.records[0]["sequence"] < fold.next_sequence)
 
     def _build_on(self, manifest: JournalManifest | None, new: JournalFold,

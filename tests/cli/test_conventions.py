@@ -98,3 +98,14 @@ def test_the_docs_list_every_setting() -> None:
     row = r"^\| `(S3SPILL_[A-Z_]+)` \| `(--[a-z-]+)` \| (.+?) \|$"
     rows = {tuple(m) for m in re.findall(row, readme, re.M)}
     assert rows == set(settings_table())
+
+
+def test_the_quick_version_is_what_the_parser_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """`s3spill --version` answers before the parser is built, with argparse's exact text."""
+    from s3spill.cli import main
+
+    assert main(["--version"]) == 0
+    quick = capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--version"])
+    assert quick == capsys.readouterr().out == f"s3spill {__version__}\n"

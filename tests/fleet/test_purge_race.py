@@ -16,7 +16,7 @@ import pytest
 from s3spill import failpoints, keys
 from s3spill.config import TransferConfig
 from s3spill.errors import ArtifactPublicationRejected, SessionErased
-from s3spill.fleet.purge import purge_session, read_erasure
+from s3spill.fleet.purge import SETTLE_SECONDS, purge_session, read_erasure
 from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.models import CleanupPolicy, CleanupScope
 from s3spill.gc.plan import plan_cleanup
@@ -171,6 +171,10 @@ def test_a_publisher_resumed_after_the_seal_leaves_no_segment(point: str, landed
 
     monkeypatch.setattr(journal_module, "failpoint", hold)
     monkeypatch.setattr(cas_module, "failpoint", hold)
+    # A purge waits longer before its final sweep than a verified state may be reused for a
+    # segment write; with both shrunk to 0 here, the held writer's state is already stale.
+    assert SETTLE_SECONDS >= cas_module.GUESS_TTL + 1
+    monkeypatch.setattr(cas_module, "GUESS_TTL", 0.0)
     faults = drop_response_after_send(store.client, "PutObject") if isinstance(store, S3Store) else None
     outcome: list[object] = []
     ref = put_artifact(store, SESSION)[1]

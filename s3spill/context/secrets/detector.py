@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from s3spill.context.secrets.engine import Candidate, Re2Engine, make_engine
+from s3spill.context.secrets.engine import Candidate, Re2Engine, TriggerEngine, make_engine
 from s3spill.context.secrets.triggers import PREFILTERS, TRIGGERS, may_hold_secret
 
 __all__ = ["LIBRARY_VERSION", "TRIGGERS", "Finding", "SecretDetector", "default_detector", "library_version",
@@ -190,8 +190,8 @@ def _plain_value(value: str) -> bool:
 class SecretDetector:
     """The rules, their triggers and the trigger pass; thread-safe once built.
 
-    ``engine``: ``"hyperscan"`` or ``"re2"`` for the pass over every byte (default:
-    Hyperscan when it is installed, :mod:`.engine`).
+    ``engine``: ``"hyperscan"`` or ``"re2"`` for the pass over every byte (default: RE2,
+    and Hyperscan, when it is installed, once a large text asked for it: :meth:`want_fast`).
 
     Why the library's rules are loaded on demand: detect-secrets' import (with ``requests``)
     is most of the detector's cost (~0.2 s in a fresh process), and a log whose lines only
@@ -223,7 +223,12 @@ class SecretDetector:
         #: RE2: one line's rule set and a long line's windows; the chunk pass is
         #: :attr:`engine`'s (Hyperscan when installed, else this one).
         self.re2 = Re2Engine(patterns)
-        self.engine = make_engine(patterns, engine) if engine != "re2" else self.re2
+        self.engine: TriggerEngine = self.re2
+        self._patterns = patterns
+        #: The default engine builds Hyperscan's pass on demand (:meth:`want_fast`).
+        self._fast_pending = engine is None
+        if engine == "hyperscan":
+            self.engine = make_engine(patterns, "hyperscan")
 
     # -- rules ---------------------------------------------------------------------------
 
@@ -348,7 +353,31 @@ class SecretDetector:
 
     def candidates(self, data: bytes, pos: int = 0, end: int | None = None) -> list[Candidate]:
         """The candidate lines of ``data[pos:end]`` and the rules to run on each (one pass)."""
-        return self.engine.candidates(data, pos, len(data) if end is None else end)
+        stop = len(data) if end is None else end
+        if stop - pos >= FAST_FROM_BYTES:
+            self.want_fast()
+        return self.engine.candidates(data, pos, stop)
+
+    def want_fast(self) -> None:
+        """Build the Hyperscan pass in the background, once (default engine only).
+
+        Why in the background, and only for large texts: compiling the database takes
+        ~0.2-0.7 s (the GIL released), far more than the RE2 pass costs on the small texts
+        a hook, ``s3spill run`` or a page read masks in a fresh process; for a stream of
+        hundreds of MiB (``at_rest``) it pays for itself. Until it is ready, RE2 serves
+        (the same candidate lines).
+        """
+        with self._lock:
+            if not self._fast_pending:
+                return
+            self._fast_pending = False
+        threading.Thread(target=self._build_fast, name="s3spill-hyperscan", daemon=True).start()
+
+    def _build_fast(self) -> None:
+        try:
+            self.engine = make_engine(self._patterns, "hyperscan")
+        except Exception:  # noqa: BLE001 - not installed or a pattern it rejects: RE2 stays
+            return
 
     def scan_line(self, line: bytes, *, every_rule: bool = False,
                   hits: Iterable[int] | None = None) -> list[Finding]:
@@ -394,6 +423,9 @@ def _merge(spans: list[tuple[int, int, str]]) -> list[Finding]:
             out.append(Finding(kind, s, e))
     return out
 
+
+#: A text this large starts the Hyperscan pass's build (:meth:`SecretDetector.want_fast`).
+FAST_FROM_BYTES = 1 << 20
 
 _DETECTOR: SecretDetector | None = None
 _DETECTOR_LOCK = threading.Lock()

@@ -26,6 +26,8 @@ class StreamRedactor:
     """
 
     def __init__(self, detector: SecretDetector | None = None, max_line: int = MAX_LINE_BYTES) -> None:
+        # A chunk of 1 MiB or more starts the Hyperscan build (SecretDetector.candidates):
+        # a small output stored at rest never pays for it.
         self._masker = LineMasker(detector or default_detector())
         self._carry = b""
         #: The masks already found in the carry of a long line (same length, or empty).

@@ -109,7 +109,11 @@ TRIGGERS: dict[str, str] = {
 
 #: Looser patterns for the pass over every byte, where the exact trigger costs more
 #: there (each matches wherever its trigger does: tests/context/secrets/test_engine.py).
-PREFILTERS: dict[str, str] = {"high-entropy": _ENTROPY_PREFILTER}
+PREFILTERS: dict[str, str] = {"high-entropy": _ENTROPY_PREFILTER,
+                               # The keyword alone: a literal set, where the comparison
+                               # form (``==`` then a name) costs a scan of the rest of every
+                               # ``pkg==1.2`` line.
+                               "password": _KEYWORDS}
 
 
 def prefilter(kind: str) -> str:
