@@ -64,13 +64,15 @@ def bare(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 
 
 def test_without_s3spill_opencode_cuts_each_big_output_itself(bare: list[str]) -> None:
-    """opencode alone: ``seq``'s last ~14,000 characters and the build log's last ~50,000
-    (no exit code in the text), the MCP result's first 2,000 lines, each naming a file it
-    saved; the read capped at 50 KB (lines 1-853); the 200-byte outputs as they are."""
+    """opencode alone: ``seq``'s last ~14,000 characters and the build log's last lines (no
+    exit code in the text, and the error line only if it came last), the MCP result's first
+    2,000 lines, each naming a file it saved; the read capped at 50 KB (lines 1-853); the
+    200-byte outputs as they are."""
     seq, build, mcp, read, small, small_mcp = bare
     print("opencode without s3spill:", [len(b) for b in bare])
     assert seq.startswith("...output truncated...") and "Full output saved to: " in seq
-    assert "Full output saved to: " in build and build.rstrip().endswith("error: 3 tests FAILED")
+    # The error line goes to stderr, merged in no fixed order: opencode's cut may lose it.
+    assert "Full output saved to: " in build and build.startswith("...output truncated...")
     assert "...38636 lines truncated..." in mcp and "Full output saved to: " in mcp
     assert "Output capped at 50 KB. Showing lines 1-853." in read
     assert "x" * 199 in small and small_mcp.startswith("row 0000000 value=0")
