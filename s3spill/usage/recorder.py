@@ -35,7 +35,7 @@ from s3spill.errors import AlreadyExists, NotFound, PreconditionFailed, S3SpillE
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 from s3spill.telemetry import observe_event, observe_events
-from s3spill.usage.events import EventMaker, UsageEvent, fact_rows, shown_rows
+from s3spill.usage.events import EventMaker, UsageEvent
 
 __all__ = ["UsageRecorder", "UsageSink", "close_all", "part_body", "record_answer", "usage_recorder"]
 
@@ -87,8 +87,9 @@ def part_body(events: list[UsageEvent]) -> tuple[bytes, int]:
     in the key, which a listing returns — and never parses the text. Readers that want the
     text (the web view, compaction) join the rows back by id.
     """
-    facts = fact_rows(events)
-    return facts + shown_rows(events), len(facts)
+    facts = b"".join(e.fact_json() + b"\n" for e in events)
+    shown = b"".join(row + b"\n" for e in events if (row := e.shown_json()) is not None)
+    return facts + shown, len(facts)
 
 
 class UsageRecorder:
