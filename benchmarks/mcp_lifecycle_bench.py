@@ -7,7 +7,8 @@
   ``s3spill mcp``: the SDK's import and its handshake);
 * memory — one ``tools/call`` whose result is N bytes of text (30 MB, 300 MB, 1 GB; the
   upstream streams it, it never holds it): the proxy's peak RSS (``VmHWM``) over its RSS
-  just before the call, and the size of the pointer the client gets;
+  just before the call, and the size of the pointer the client gets; then a 300 MB text
+  sent twice, as the text and as ``structuredContent`` (``--twice``);
 * endings — client EOF, SIGINT and SIGTERM, 10 runs each, for both commands: how many ended
   with exit 0 and nothing of ours on stderr.
 
@@ -89,7 +90,7 @@ def startup(runs: int, work: Path) -> None:
               f"   {med / base:4.1f}x the baseline")
 
 
-def memory(size: int, work: Path) -> None:
+def memory(size: int, work: Path, twice: bool = False) -> None:
     proc = RawProxy(proxy_command((work / "store").as_uri(), "bench", hostile_command(work / "up.jsonl")),
                     work / "up.jsonl", work / "memory.err")
     try:
@@ -100,13 +101,15 @@ def memory(size: int, work: Path) -> None:
         before = _kib(proc.proc.pid, "VmRSS")
         started = time.perf_counter()
         proc.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "flood", "arguments": {"bytes": size}}})
+            "name": "flood", "arguments": {"bytes": size, "twice": twice}}})
         answer = proc.answer(1800)
         took = time.perf_counter() - started
         peak = _kib(proc.proc.pid, "VmHWM")
         text = "".join(b.get("text", "") for b in answer["result"]["content"])
-        print(f"  {size / MB:6.0f} MB result: peak RSS {(peak - before) / MiB:7.0f} MiB over the "
-              f"{before / MiB:.0f} MiB before it ({(peak - before) / size:4.2f} bytes per byte), "
+        what = "text, and again as structuredContent" if twice else "result"
+        message = size * (2 if twice else 1)
+        print(f"  {size / MB:6.0f} MB {what}: peak RSS {(peak - before) / MiB:7.0f} MiB over the "
+              f"{before / MiB:.0f} MiB before it ({(peak - before) / message:4.2f} bytes per byte), "
               f"{took:6.1f} s, "
               f"pointer {len(text)} chars")
     finally:
@@ -139,6 +142,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--sizes", default="30,300,1000", help="result sizes in MB")
+    parser.add_argument("--twice", default="300", help="sizes in MB of a text sent twice: as the "
+                        "text and as structuredContent (server-filesystem's read_text_file shape)")
     parser.add_argument("--skip", action="append", default=[], choices=["startup", "memory", "endings"])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -150,6 +155,8 @@ def main() -> None:
             print("memory of one large result through the proxy:")
             for size in (int(s) * MB for s in args.sizes.split(",") if s):
                 memory(size, work)
+            for size in (int(s) * MB for s in args.twice.split(",") if s):
+                memory(size, work, twice=True)
         if "endings" not in args.skip:
             endings(args.runs, work)
 

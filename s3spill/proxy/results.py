@@ -101,7 +101,7 @@ class ResultSpiller:
                 out["content"] = new_content
                 changed = True
         if "structuredContent" in result:
-            notice = self._structured(out, tool, call_id, schema, refs)
+            notice = self._structured(out, tool, call_id, schema, refs, spool)
             if notice is not None:
                 out["content"] = [*(out.get("content") or []), {"type": "text", "text": notice}]
                 changed = True
@@ -184,37 +184,57 @@ class ResultSpiller:
     # -- structuredContent ------------------------------------------------------------
 
     def _structured(self, out: dict[str, Any], tool: str, call_id: str | None,
-                    schema: dict[str, Any] | Unlisted | None, refs: list[ArtifactReference]) -> str | None:
-        """Keep, shrink or replace ``out["structuredContent"]`` in place; the notice if changed."""
+                    schema: dict[str, Any] | Unlisted | None, refs: list[ArtifactReference],
+                    spool: Spool | None = None) -> str | None:
+        """Keep, shrink or replace ``out["structuredContent"]`` in place; the notice if changed.
+
+        With ``spool``, its long strings are still placeholders here: the JSON stored is the
+        skeleton's with the upstream's own string bytes put back (:meth:`Spool.expand`), and
+        each is over every budget (4 MiB and more), so over the budget and never kept."""
         value = out["structuredContent"]
         if value is None:
             return None
+        longs = spool.longs() if spool is not None else {}
         raw = encode(value)
+        if longs and any(_encoded_in(name, raw) for name in longs):
+            assert spool is not None
+            sizes: list[int] = []
+            ref, reason = self.spiller.sink.store_blob(_counted(spool.expand(raw), sizes), tool, call_id,
+                                                       label="structuredContent (JSON)")
+            return self._replaced(out, tool, schema, refs, sum(sizes), (ref, reason), longs)
         text = raw.decode("utf-8", "replace")
         if not self.policy.for_tool(tool).exceeds(raw) and not self._over(text, tool):
             return None
-        ref, reason = self.spiller.sink.store_blob(iter_output(raw), tool, call_id,
-                                                   label="structuredContent (JSON)")
+        stored = self.spiller.sink.store_blob(iter_output(raw), tool, call_id,
+                                              label="structuredContent (JSON)")
+        return self._replaced(out, tool, schema, refs, len(raw), stored, {})
+
+    def _replaced(self, out: dict[str, Any], tool: str, schema: dict[str, Any] | Unlisted | None,
+                  refs: list[ArtifactReference], size: int,
+                  stored: tuple[ArtifactReference | None, str | None], longs: dict[str, LongString]) -> str:
+        """``out["structuredContent"]`` (``size`` bytes of JSON, ``stored``) shrunk or a pointer."""
+        value = out["structuredContent"]
+        ref, reason = stored
         if ref is not None:
             refs.append(ref)
         where = (f'stored as source_id="{ref.source_id}"; read it with {self.policy.read_tool}'
                  if ref is not None else f"could NOT be saved ({reason})")
         marker_where = f"in {ref.source_id}" if ref is not None else "not saved"
         for limit in _SHRINK_STEPS:
-            shrunk = _shrink(value, limit, marker_where)
+            shrunk = _shrink(value, limit, marker_where, longs)
             if self.policy.should_externalize(encode(shrunk).decode("utf-8", "replace"), tool):
                 continue
             if schema is None or (isinstance(schema, dict) and conforms(schema, shrunk)):
                 out["structuredContent"] = shrunk
-                _log(tool, len(raw), ref is not None, reason, structured="shrunk")
-                return (f"[structuredContent ({len(raw)} bytes of JSON) was over the budget: {where}. "
+                _log(tool, size, ref is not None, reason, structured="shrunk")
+                return (f"[structuredContent ({size} bytes of JSON) was over the budget: {where}. "
                         f"Strings longer than {limit} characters in it are replaced by markers.]")
             break  # shorter markers would not make it conform
-        notice = (f"[structuredContent ({len(raw)} bytes of JSON) was over the budget: {where}. "
+        notice = (f"[structuredContent ({size} bytes of JSON) was over the budget: {where}. "
                   f"This result's structuredContent is a pointer to it.]")
-        out["structuredContent"] = pointer_value(len(raw), notice, *(
+        out["structuredContent"] = pointer_value(size, notice, *(
             (ref.source_id, uri_of(ref.source_id)) if ref is not None else ()))
-        _log(tool, len(raw), ref is not None, reason, structured="pointer")
+        _log(tool, size, ref is not None, reason, structured="pointer")
         return notice
 
 
@@ -239,18 +259,22 @@ def _is_text(item: Any) -> bool:
 
 
 def _streamable(result: dict[str, Any], spool: Spool) -> dict[str, Any]:
-    """``result`` with its long strings read back, except the text of its only content block:
-    that one is a :class:`LongString`, streamed into the spill."""
+    """``result`` with its long strings read back, except the text of its only content block
+    (a :class:`LongString`, streamed into the spill) and those in ``structuredContent``
+    (placeholders still: :meth:`ResultSpiller._structured` stores them from the file)."""
     content = result.get("content")
     longs = spool.longs()
+    rest = {k: v for k, v in result.items() if k != "structuredContent"}
     if isinstance(content, list) and len(content) == 1 and _is_text(content[0]) \
             and content[0]["text"] in longs:
         text = content[0]["text"]
-        out: dict[str, Any] = spool.materialized(result, keep=text)
+        out: dict[str, Any] = spool.materialized(rest, keep=text)
         out["content"] = [{**out["content"][0], "text": longs[text]}]
-        return out
-    whole: dict[str, Any] = spool.materialized(result)
-    return whole
+    else:
+        out = spool.materialized(rest)
+    if "structuredContent" in result:  # its long strings stay in the file (ResultSpiller._structured)
+        out["structuredContent"] = result["structuredContent"]
+    return out
 
 
 def _to_blocks(content: list[Any]) -> tuple[list[Block], dict[int, dict[str, Any]]]:
@@ -303,16 +327,31 @@ def _b64(data: str) -> bytes | None:
         return None
 
 
-def _shrink(value: Any, limit: int, where: str) -> Any:
+def _shrink(value: Any, limit: int, where: str, longs: dict[str, LongString]) -> Any:
     if isinstance(value, str):
+        long = longs.get(value)
+        if long is not None:  # a spooled string: its JSON bytes are known, its characters not counted
+            return f"[s3spill: {long.end - long.start} bytes of JSON string omitted; the full " \
+                   f"structuredContent is {where}]"
         if len(value) <= limit:
             return value
         return f"[s3spill: {len(value)} characters omitted; the full structuredContent is {where}]"
     if isinstance(value, dict):
-        return {key: _shrink(item, limit, where) for key, item in value.items()}
+        return {key: _shrink(item, limit, where, longs) for key, item in value.items()}
     if isinstance(value, list):
-        return [_shrink(item, limit, where) for item in value]
+        return [_shrink(item, limit, where, longs) for item in value]
     return value
+
+
+def _encoded_in(placeholder: str, raw: bytes) -> bool:
+    """Is the placeholder in ``raw`` (JSON by :func:`~s3spill.proxy.wire.encode`)?"""
+    return placeholder[1:].encode() in raw
+
+
+def _counted(pieces: Iterator[bytes], sizes: list[int]) -> Iterator[bytes]:
+    for piece in pieces:
+        sizes.append(len(piece))
+        yield piece
 
 
 def _log(tool: str, size: int, spilled: bool, reason: str | None, **extra: object) -> None:

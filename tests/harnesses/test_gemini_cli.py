@@ -93,7 +93,11 @@ def test_a_hook_that_crashes_or_times_out_leaves_geminis_own_result(gemini: Gemi
                  {**ours, "command": "sleep 5; " + str(ours["command"]), "timeout": 1000}):
         gemini.hooks = {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [hook]}],
                         "AfterTool": [{"matcher": ".*", "hooks": [hook]}]}
-        assert [_steady(r) for r in gemini.run(turns).function_responses()] == bare
+        seq, build, mcp = [_steady(r) for r in gemini.run(turns).function_responses()]
+        # The build's cut is compared by what it must hold: its text was seen to differ
+        # between two runs whose hooks did nothing (how Gemini's shell reads a 5 MB burst).
+        assert [seq, mcp] == [bare[0], bare[2]] and "source_id" not in build
+        assert "Exit Code: 1" in build and "error: 3 tests FAILED" in build and len(build) < 45_000
 
 
 def test_a_big_read_file_is_replaced_as_an_error_holding_geminis_page(gemini: GeminiCli) -> None:

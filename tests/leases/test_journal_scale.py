@@ -219,3 +219,29 @@ def test_a_forged_merge_pointer_is_refused(store: ObjectStore) -> None:
     store.put_if_match(key, json.dumps(doc).encode(), store.head(key).etag)
     with pytest.raises(JournalCorrupt, match="merged segment is not in its segment chain"):
         LeaseJournal(store, SESSION, MERGE).verify()
+
+
+def test_a_guessed_write_that_would_cut_a_segment_is_not_built(store: ObjectStore,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """GC's DELETED batch right after its CONDEMNED batch cuts a segment, which is never sent
+    on a guessed state: its records are built once, on the re-read, not twice."""
+    from s3spill.leases import cas
+
+    j = LeaseJournal(store, SESSION, JCFG)
+    items = []
+    for _ in range(2 * JCFG.journal_max_recent_records):
+        claim, _ = put_artifact(store)
+        items.append(CondemnItem(claim.source_id, claim.sha256))
+    j.condemn_batch(items, "plan-0")
+    built: list[str] = []
+    real = cas.build_record
+
+    def counting(**kwargs: Any) -> Any:
+        built.append(kwargs["event"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(cas, "build_record", counting)
+    results = j.finish_condemnations([i.source_id for i in items], [], "plan-0")
+    assert set(results.values()) == {"deleted"}
+    assert built == ["DELETED"] * len(items)
+    assert LeaseJournal(store, SESSION, JCFG).verify().condemned == 0

@@ -79,8 +79,9 @@ def odd(mid: object, kind: str) -> bytes:
         json.dumps(mid).encode(), text)
 
 
-def flood(mid: object, size: int) -> None:
-    """One answer whose text is ``size`` bytes (rounded up to whole MiB chunks of whole lines)."""
+def flood(mid: object, size: int, twice: bool = False) -> None:
+    """One answer whose text is ``size`` bytes (rounded up to whole MiB chunks of whole lines);
+    ``twice``: the same text again as ``structuredContent.content`` (server-filesystem's shape)."""
     line = b"%09d a line of the flood, plain ASCII text to be spilled\\n"
     chunk = b"".join(line % i for i in range(1024 * 1024 // len(line % 0)))
     with _out:
@@ -89,7 +90,13 @@ def flood(mid: object, size: int) -> None:
                   % json.dumps(mid).encode())
         for _ in range(-(-size // len(chunk))):
             out.write(chunk)
-        out.write(b'"}]}}\n')
+        if twice:
+            out.write(b'"}], "structuredContent": {"content": "')
+            for _ in range(-(-size // len(chunk))):
+                out.write(chunk)
+            out.write(b'"}}}\n')
+        else:
+            out.write(b'"}]}}\n')
         out.flush()
 
 
@@ -142,7 +149,7 @@ def call_tool(mid: object, params: dict[str, object]) -> None:
         write({"jsonrpc": "2.0", "id": mid, "result": {
             "content": [{"type": "text", "text": f"echo: {arguments.get('text', '')}"}]}})
     elif name == "flood":
-        flood(mid, int(str(arguments.get("bytes", 0))))
+        flood(mid, int(str(arguments.get("bytes", 0))), bool(arguments.get("twice")))
     elif name == "odd":
         write(odd(mid, str(arguments.get("kind"))))
     elif name == "die":

@@ -5,6 +5,7 @@ is over the budget comes back as a pointer."""
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,9 +13,10 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import types
 
 from tests.proxy.conftest import SESSION
-from tests.proxy.servers import connect, proxy_command, server_command, source_id, ts_client
+from tests.proxy.servers import OURS, connect, proxy_command, read_back, server_command, source_id, ts_client
 
 BIG_MESSAGE = "".join(f"line {i} of a large echo\n" for i in range(60_000))
 #: Every tool server-everything lists to a client without sampling or elicitation, but
@@ -41,6 +43,24 @@ EVERYTHING_CALLS: list[dict[str, Any]] = [
 #: Results that differ from run to run (the environment, a timestamp in a resource).
 UNSTABLE = {"get-env", "gzip-file-as-resource", "get-resource-reference"}
 EVERYTHING_BIG = {1}
+#: The tools server-everything lists only to a client that declares sampling, elicitation (form
+#: and url) and roots, each answered by the client through the proxy; the big sampling answer
+#: makes a 1.6 MB result. Not here: ``simulate-research-query`` (see above) and the two
+#: ``*-async`` tools, listed only to a client that runs sampling/elicitation as tasks (neither SDK
+#: client here does).
+CAPABLE_CALLS: list[dict[str, Any]] = [
+    {"name": "trigger-sampling-request", "arguments": {"prompt": "small", "maxTokens": 50}},
+    {"name": "trigger-sampling-request", "arguments": {"prompt": "big"}},
+    {"name": "trigger-elicitation-request", "arguments": {}},
+    {"name": "trigger-url-elicitation", "arguments": {"url": "https://example.invalid/consent"}},
+    {"name": "get-roots-list", "arguments": {}},
+]
+CAPABLE_BIG = {1}
+ANSWERS: dict[str, Any] = {
+    "sampling": {"small": "a short answer", "big": BIG_MESSAGE},
+    "elicitation": {"name": "Ada", "check": True, "integer": 7},
+    "roots": [{"uri": "file:///work/project", "name": "project"}],
+}
 
 
 def _git_repo(root: Path) -> Path:
@@ -105,10 +125,67 @@ def _same_or_pointer(calls: list[dict[str, Any]], plain: list[Any], proxied: lis
         name = calls[k]["name"]
         assert other["isError"] == one["isError"], name
         if k in big:
-            text = "".join(b.get("text", "") for b in other["content"])
-            assert len(text) < 25_000 and source_id(text), name
-        elif name not in UNSTABLE:
+            assert len(_text(other)) < 25_000 and source_id(_text(other)), name
+        elif name in UNSTABLE:
+            pass
+        elif name == "trigger-url-elicitation":  # a fresh elicitation id per call
+            assert _text(other).split("Elicitation ID")[0] == _text(one).split("Elicitation ID")[0]
+        else:
             assert other == one, name
+
+
+def _text(result: dict[str, Any]) -> str:
+    return "".join(b.get("text", "") for b in result["content"])
+
+
+def _asked(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The server's requests as the client got them, each once, sorted (``roots/list`` comes
+    when the server gets to it, and again if its cache was empty) and without the fresh
+    elicitation ids; two sampling, two elicitation and the roots request, or the test fails."""
+    out = sorted({json.dumps({**r, "params": {k: v for k, v in r["params"].items() if k != "elicitationId"}},
+                             sort_keys=True) for r in requests if r["method"] != "roots/list"})
+    assert len(out) == 4 and "roots/list" in {r["method"] for r in requests}, requests
+    return [json.loads(r) for r in out]
+
+
+def _capable_python(command: list[str], errlog: Path,
+                    ) -> tuple[set[str], list[dict[str, Any]], list[dict[str, Any]], bytes]:
+    """A Python client with sampling, elicitation and roots callbacks: (tools listed, results,
+    the server's requests as the callbacks got them, the big result read back if a pointer)."""
+    requests: list[dict[str, Any]] = []
+
+    def got(method: str, params: Any) -> None:
+        requests.append({"method": method, "params": params.model_dump(
+            mode="json", by_alias=True, exclude_none=True) if params is not None else {}})
+
+    async def sampling(_: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        got("sampling/createMessage", params)
+        content = params.messages[0].content
+        prompt = content.text.split("context: ")[-1] if isinstance(content, types.TextContent) else ""
+        return types.CreateMessageResult(role="assistant", model="s3spill-test", content=types.TextContent(
+            type="text", text=ANSWERS["sampling"][prompt]))
+
+    async def elicitation(_: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        got("elicitation/create", params)
+        if isinstance(params, types.ElicitRequestURLParams):
+            return types.ElicitResult(action="accept")
+        return types.ElicitResult(action="accept", content=ANSWERS["elicitation"])
+
+    async def roots(_: Any) -> types.ListRootsResult:
+        got("roots/list", None)
+        return types.ListRootsResult.model_validate({"roots": ANSWERS["roots"]})
+
+    async def run() -> tuple[set[str], list[dict[str, Any]], list[dict[str, Any]], bytes]:
+        async with connect(command, errlog, sampling_callback=sampling, elicitation_callback=elicitation,
+                           list_roots_callback=roots, read_timeout_seconds=30) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            results = [_dump(await client.call_tool(c["name"], c["arguments"])) for c in CAPABLE_CALLS]
+            stored = b""
+            if OURS[0] in tools:
+                stored, _ = await read_back(client, OURS[0], source_id(_text(results[1])))
+            return tools, results, requests, stored
+
+    return anyio.run(run)
 
 
 def _dump(result: Any) -> dict[str, Any]:
@@ -134,6 +211,36 @@ def test_every_everything_tool_with_both_clients(tmp_path: Path) -> None:
     plain_ts = _ts_results(ts_client(upstream, EVERYTHING_CALLS, tmp_path))
     via_ts = _ts_results(ts_client(proxied, EVERYTHING_CALLS, tmp_path))
     _same_or_pointer(EVERYTHING_CALLS, plain_ts, via_ts, EVERYTHING_BIG)
+
+
+def test_capability_tools_with_the_python_client(tmp_path: Path) -> None:
+    """server-everything's tools for a client with sampling, elicitation and roots: the proxy
+    relays the server's requests to the Python client and its answers back, each call ends as
+    direct, and the result made of the 1.6 MB sampling answer is a pointer to all of it."""
+    upstream = server_command("everything", "stdio")
+    proxied = proxy_command((tmp_path / "store").as_uri(), SESSION, upstream)
+    tools, plain, asked, _ = _capable_python(upstream, tmp_path / "direct.err")
+    via_tools, via, via_asked, stored = _capable_python(proxied, tmp_path / "proxy.err")
+    plain_names = {c["name"] for c in EVERYTHING_CALLS} | {"simulate-research-query"}
+    assert tools - plain_names == {c["name"] for c in CAPABLE_CALLS}
+    assert via_tools == tools | set(OURS)
+    assert _asked(via_asked) == _asked(asked)
+    assert not any(r["isError"] for r in plain), plain
+    _same_or_pointer(CAPABLE_CALLS, plain, via, CAPABLE_BIG)
+    assert "Name: Ada" in _text(via[2]) and "project" in _text(via[4])
+    assert b"line 0 of a large echo" in stored and b"line 59999 of a large echo" in stored
+
+
+def test_capability_tools_with_the_typescript_client(tmp_path: Path) -> None:
+    """The same with the TypeScript SDK client answering the server's requests (it validates
+    each request it gets and each answer it gives, and every result)."""
+    upstream = server_command("everything", "stdio")
+    proxied = proxy_command((tmp_path / "store").as_uri(), SESSION, upstream)
+    direct = ts_client(upstream, CAPABLE_CALLS, tmp_path, answers=ANSWERS)
+    via = ts_client(proxied, CAPABLE_CALLS, tmp_path, answers=ANSWERS)
+    assert {t["name"] for t in via["tools"]} == {t["name"] for t in direct["tools"]} | set(OURS)
+    assert _asked(via["requests"]) == _asked(direct["requests"])
+    _same_or_pointer(CAPABLE_CALLS, _ts_results(direct), _ts_results(via), CAPABLE_BIG)
 
 
 def test_every_git_tool_with_both_clients(tmp_path: Path) -> None:

@@ -110,3 +110,30 @@ def test_a_spooled_answer_that_is_not_spilled_goes_on_as_the_upstream_s_bytes(tm
             assert read is not None and body in read and read.startswith(b'{"jsonrpc":"2.0","id":"r"')
 
     asyncio.run(run())
+
+
+def test_a_spooled_text_and_its_structured_copy_are_both_stored_from_the_file(tmp_path: Path) -> None:
+    """server-filesystem's shape, the text twice (content and structuredContent): the text is
+    streamed, the structuredContent stored as the upstream's JSON and replaced by markers;
+    neither is read back whole."""
+
+    async def run() -> None:
+        async with relay_with(tmp_path, spool_over=100_000) as (client, upstream, _):
+            await client.put({"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
+            await upstream.reply({"tools": [{"name": "read_text_file", "inputSchema": {"type": "object"}}]})
+            await client.get()
+            await client.put(_call(8, "read_text_file"))
+            pid = (await upstream.get())["id"]
+            await upstream.put({"jsonrpc": "2.0", "id": pid, "result": {
+                "content": [{"type": "text", "text": BULK}], "structuredContent": {"content": BULK, "n": 1}}})
+            answer = (await client.get(30))["result"]
+            assert answer["structuredContent"]["n"] == 1
+            assert answer["structuredContent"]["content"].startswith("[s3spill: ")
+            text = "".join(block["text"] for block in answer["content"] if block["type"] == "text")
+            assert len(text) < 20_000
+            store = ArtifactStore(LocalStore(tmp_path / "store"), session_id=RELAY_SESSION)
+            stored = [b"".join(store.iter_verified(sid)) for sid in dict.fromkeys(SID.findall(text))]
+            assert BULK.encode() in stored
+            assert {"content": BULK, "n": 1} in [parse(data) for data in stored if data.startswith(b"{")]
+
+    asyncio.run(run())
