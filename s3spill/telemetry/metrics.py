@@ -6,7 +6,6 @@ import contextlib
 import os
 import sys
 import threading
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -138,16 +137,21 @@ def observe_events(events: Sequence[Any], *, load: bool = True) -> None:
     if not events:
         return
     try:
-        sums: dict[tuple[str, ...], float] = defaultdict(float)
+        # One tuple and one lookup per event: [calls, shown, output, spilled, stored] per (op, tool).
+        sums: dict[tuple[str, str], list[int]] = {}
         otel = _opentelemetry(load)
         for e in events:
-            sums[("calls", e.op, e.tool)] += 1
-            sums[("shown", e.op, e.tool)] += e.shown_bytes
+            key = (e.op, e.tool)
+            row = sums.get(key)
+            if row is None:
+                row = sums[key] = [0, 0, 0, 0, 0]
+            row[0] += 1
+            row[1] += e.shown_bytes
             if e.op == "spill":
-                sums[("output", e.tool)] += e.raw_bytes
+                row[2] += e.raw_bytes
                 if e.spilled:
-                    sums[("spilled", e.tool)] += 1
-                    sums[("stored", e.tool)] += e.stored_bytes or 0
+                    row[3] += 1
+                    row[4] += e.stored_bytes or 0
             if otel:
                 attrs = {"gen_ai.tool.name": e.tool, "s3spill.operation": e.op, "s3spill.spilled": e.spilled}
                 otel["calls"].add(1, attrs)
@@ -155,10 +159,21 @@ def observe_events(events: Sequence[Any], *, load: bool = True) -> None:
                 if e.op == "spill":
                     otel["output"].record(e.raw_bytes, attrs)
         if _prometheus(load):
-            for key, amount in sums.items():
-                _child(*key).inc(amount)
+            _move_counters(sums)
     except Exception as exc:  # noqa: BLE001 - metrics never fail a tool call
         log.warning("telemetry.failed", error=type(exc).__name__)
+
+
+def _move_counters(sums: dict[tuple[str, str], list[int]]) -> None:
+    """Each Prometheus counter moved once per (op, tool) of a batch."""
+    for (op, tool), (calls, shown, output, spilled, stored) in sums.items():
+        _child("calls", op, tool).inc(calls)
+        _child("shown", op, tool).inc(shown)
+        if op == "spill":
+            _child("output", tool).inc(output)
+            if spilled:
+                _child("spilled", tool).inc(spilled)
+                _child("stored", tool).inc(stored)
 
 
 def observe_fleet(event: str, label: str, amount: int = 1) -> None:

@@ -26,8 +26,8 @@ import orjson
 from s3spill.errors import SourceIdError
 from s3spill.keys import LiveId, SourceId, is_live_id
 
-__all__ = ["SCHEMA_VERSION", "SHOWN_CAP", "EventMaker", "UsageEvent", "blocks_event", "grep_event",
-           "read_event", "spill_event", "utf8_len"]
+__all__ = ["SCHEMA_VERSION", "SHOWN_CAP", "EventMaker", "UsageEvent", "blocks_event",
+           "grep_event", "read_event", "spill_event", "utf8_len"]
 
 #: 2: a part holds the events' fact rows first, then ``{"id", "shown"}`` rows (1: ``shown`` inline).
 SCHEMA_VERSION = 2
@@ -131,14 +131,18 @@ def spill_event(session: str, result: Any, *, stored_bytes: int | None, threshol
     ``at``: when it happened, ``time.time()``, for an event built later)."""
     ref = result.artifact
     eid, ts = _stamp(at)
+    text: str = result.context_text
+    call_id = result.call_id
+    masked = result.masked
+    # Spelled out rather than through _shown(): one of these per spill, on the writer's thread.
     return UsageEvent(
-        session=session, op="spill", tool=str(result.tool)[:200], artifact=ref.name if ref else None,
-        source_id=ref.source_id if ref else None,
-        call_id=str(result.call_id)[:200] if result.call_id else None,
+        session=session, op="spill", tool=str(result.tool)[:200], shown=text[:SHOWN_CAP],
+        shown_chars=len(text), shown_bytes=utf8_len(text), shown_truncated=len(text) > SHOWN_CAP,
+        artifact=ref.name if ref else None, source_id=ref.source_id if ref else None,
+        call_id=str(call_id)[:200] if call_id else None,
         spilled=bool(result.spilled), mode=str(result.mode), raw_bytes=int(result.total_bytes),
         stored_bytes=stored_bytes, threshold=threshold, total_lines=ref.line_count if ref else None,
-        masked=sum(result.masked.values()), degraded=result.degraded_reason, id=eid, ts=ts,
-        **_shown(result.context_text))
+        masked=sum(masked.values()) if masked else 0, degraded=result.degraded_reason, id=eid, ts=ts)
 
 
 def blocks_event(session: str, tool: str, ref: Any, *, call_id: str | None, raw_bytes: int, shown: str,

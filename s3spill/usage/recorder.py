@@ -57,11 +57,22 @@ class UsageSink(Protocol):
         ...
 
 
+@functools.lru_cache(maxsize=1024)
+def _hash_of(session_id: str) -> str:
+    return keys.session_hash(session_id)
+
+
+def _session_hash(session_id: str) -> str:
+    """A session's hash, once per session (a SHA-256 on every read and grep otherwise); only
+    for a plain ``str`` (a subclass such as ``HashedSession`` may compare as it likes)."""
+    return _hash_of(session_id) if type(session_id) is str else keys.session_hash(session_id)
+
+
 def record_answer(usage: UsageSink, make: EventMaker, session_id: str, source_id: str, via: str,
                   text: str, data: dict[str, Any] | None) -> None:
     """The event of one read or grep answer (what the model was shown), built later; never raises."""
     try:
-        usage.defer(functools.partial(make, keys.session_hash(session_id), source_id, via, text,
+        usage.defer(functools.partial(make, _session_hash(session_id), source_id, via, text,
                                       dict(data or {}), at=time.time()))
     except Exception as exc:  # noqa: BLE001 - whatever went wrong, the answer stands
         log.warning("usage.event_failed", error=type(exc).__name__)
@@ -149,28 +160,38 @@ class UsageRecorder:
             except Exception as exc:  # noqa: BLE001 - whatever went wrong, the call stands
                 log.warning("usage.event_failed", error=type(exc).__name__)
             return
-        with self._lock:
-            if self._closed or len(self._queue) + len(self._made) >= self.max_queued:
+        # No lock on this path: a deque's append is atomic, and the writer only ever pops from
+        # the left (:meth:`_build`), so nothing appended here can be missed. The bounds read
+        # lengths that may be a moment old: a bound off by the events of one instant.
+        made, queue = self._made, self._queue
+        if self._closed or len(made) + len(queue) >= self.max_queued:
+            with self._lock:
                 self.dropped += 1
-                return
-            if not self._queue and not self._made:
-                self._oldest = time.monotonic()
-            self._made.append(make)
-            full = len(self._queue) + len(self._made) == self.max_events
-            start = self._thread is None
-            if start:
-                self._thread = threading.Thread(target=self._run, name="s3spill-usage", daemon=True)
-        if start and self._thread is not None:
-            self._thread.start()
-        if full:
+            return
+        if not made and not queue:
+            self._oldest = time.monotonic()
+        made.append(make)
+        if self._thread is None:
+            self._start()
+        if len(made) + len(queue) == self.max_events:
             self._wake.set()
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is not None or self._closed:
+                return
+            thread = self._thread = threading.Thread(target=self._run, name="s3spill-usage", daemon=True)
+        thread.start()
 
     def _build(self) -> None:
         """Build the deferred events (writer's side); a maker that fails loses its event only."""
-        with self._lock:
-            makers, self._made = self._made, deque()
+        made = self._made
         built = []
-        for make in makers:
+        for _ in range(len(made)):
+            try:
+                make = made.popleft()  # a flush on another thread may be building too
+            except IndexError:
+                break
             try:
                 event = make()
             except Exception as exc:  # noqa: BLE001 - losing usage never fails anything
@@ -181,7 +202,8 @@ class UsageRecorder:
                 built.append(event)
         observe_events(built, load=self.batch)
         with self._lock:
-            self._queue.extend(e for e in built if e.session not in self._erased)
+            erased = self._erased
+            self._queue.extend([e for e in built if e.session not in erased] if erased else built)
 
     @property
     def closed(self) -> bool:
