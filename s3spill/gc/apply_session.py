@@ -322,7 +322,8 @@ class SessionApplier:
         """The session's artifact bodies as one listing shows them now, after the fence.
 
         Why: for an artifact whose digest the plan read from its commit record, this one
-        LIST (a request per 1,000 objects) stands in for a HEAD per artifact; the
+        LIST (a request per 1,000 objects; :meth:`ObjectStore.listed`, which on the local
+        store reads just these artifacts' listing records) stands in for a HEAD per artifact; the
         ``If-Match`` delete then proves the object is still the listed one. Only with
         conditional deletes; empty (every artifact HEADed) when the listing fails.
         """
@@ -332,16 +333,12 @@ class SessionApplier:
             return {}
         wanted = {w.name for w in work if w.entry is not None and w.entry.snapshot is not None
                   and w.entry.snapshot.committed}
-        found: dict[str, ObjectInfo] = {}
+        by_key = {keys.artifact_key(shash, name): name for name in wanted}
         try:
-            for info in self.store.list(keys.session_prefix(shash) + "artifacts/"):
-                parsed = keys.parse_key(info.key)
-                if parsed.kind == "artifact" and parsed.name in wanted:
-                    found[str(parsed.name)] = info
+            return {by_key[key]: info for key, info in self.store.listed(list(by_key)).items()}
         except StoreError as exc:
             log.info("gc.apply.listing_failed", session_hash=shash, error=type(exc).__name__)
             return {}
-        return found
 
     def _commit_records(self, shash: str, work: list[_Work]) -> dict[str, bytes | None] | None:
         """The commit records of a plan without a MAC, read for the condemned artifacts in one

@@ -122,6 +122,13 @@ class MeteredStore(WrappedStore):
             return super().delete_many_if_match(items)
         return self._run_many("delete_if_match", len(items), lambda: self.inner.delete_many_if_match(items))
 
+    def listed(self, keys: Sequence[str]) -> dict[str, ObjectInfo]:
+        """Counted as the listing it stands for: one LIST per 1,000 keys (a subclass that
+        intercepts listings gets the default, through its :meth:`list`)."""
+        if type(self).list is not MeteredStore.list or not keys:
+            return super().listed(keys)
+        return self._run_many("list", 1 + (len(keys) - 1) // 1000, lambda: self.inner.listed(keys))
+
     def _run_many(self, op: str, count: int, fn: Callable[[], T]) -> T:
         """:meth:`_run` of a batch of ``count`` requests (each paced and counted)."""
         for _ in range(count - 1):

@@ -464,16 +464,24 @@ class LocalStore(ObjectStore):
         if directory:
             validate_key(directory)
         for key in walk_keys(Path(base), f"{directory}/" if directory else "", prefix, start_after):
-            path = f"{base}/{key}"
-            try:
-                # The listing record when the file has one (no open), else the trailer.
-                yield local_record.read(path, key) or local_trailer.info(key, self._read_trailer(path, key))
-            except (FileNotFoundError, NotADirectoryError):
-                continue  # deleted while listing
-            except (NotFound, StoreError, IntegrityError, ValueError, OSError) as exc:
-                if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, None):
-                    raise
-                continue  # deleted while listing, or not one of ours
+            info = self._listing_info(f"{base}/{key}", key)
+            if info is not None:
+                yield info
+
+    def _listing_info(self, path: str, key: str) -> ObjectInfo | None:
+        """What a listing shows of the file at ``path``; ``None``: gone, or not one of ours."""
+        try:
+            # The listing record when the file has one (no open), else the trailer.
+            return local_record.read(path, key) or local_trailer.info(key, self._read_trailer(path, key))
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # deleted while listing
+        except (NotFound, StoreError, IntegrityError, ValueError, OSError) as exc:
+            if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, None):
+                raise
+            return None  # deleted while listing, or not one of ours
+
+    def listed(self, keys: Sequence[str]) -> dict[str, ObjectInfo]:
+        return local_batch.listed(self, keys)
 
     def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
         """Remove ``tmp/*.part`` files of dead writers untouched for ``older_than`` seconds.

@@ -1,6 +1,7 @@
 """Batched reads and conditional deletes of the local store: one directory's symlink check per batch.
 
-Why: GC reads one commit record per artifact it plans or deletes, and deletes each body
+Why: GC reads one commit record per artifact it plans or deletes, re-reads the listing
+view of each artifact it fenced, and deletes each body
 and sidecar conditionally; one by one, each call re-checks every directory from
 ``objects/`` to the key's parent (five ``lstat``), opens its lock stripe and builds the
 object's listing view — more than the work itself. Here a batch checks the directory
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from s3spill.errors import NotFound, PreconditionFailed, StoreError
 from s3spill.store import local_record
-from s3spill.store.base import validate_key
+from s3spill.store.base import ObjectInfo, validate_key
 
 if TYPE_CHECKING:
     from s3spill.store.local import LocalStore
@@ -174,3 +175,23 @@ def _delete_one(store: LocalStore, directory: int, key: str, etag: str,
         return exc
     finally:
         fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def listed(store: LocalStore, keys: Sequence[str]) -> dict[str, ObjectInfo]:
+    """What a listing shows of each key (its listing record, else its trailer), a directory at a time."""
+    out: dict[str, ObjectInfo] = {}
+    for group in _by_directory(keys).values():
+        path = os.path.dirname(store._spath(group[0]))  # every directory above the parent: no symlink
+        try:
+            mode = os.lstat(path).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISLNK(mode):
+            raise _refused(group[0])
+        if not stat.S_ISDIR(mode):
+            continue
+        for key in group:
+            info = store._listing_info(f"{path}/{key.rpartition('/')[2]}", key)
+            if info is not None:
+                out[key] = info
+    return out
