@@ -23,7 +23,7 @@ from tests.proxy.servers import OURS, connect, proxy_command, read_back, server_
 
 BIG_MESSAGE = "".join(f"line {i} of a large echo\n" for i in range(60_000))
 #: Every tool server-everything lists to a client without sampling or elicitation, but
-#: ``simulate-research-query`` (task-based execution only: outside what the proxy spills).
+#: ``simulate-research-query`` (task-based execution only: TASK_CALLS).
 EVERYTHING_CALLS: list[dict[str, Any]] = [
     {"name": "echo", "arguments": {"message": "hello"}},
     {"name": "echo", "arguments": {"message": BIG_MESSAGE}},
