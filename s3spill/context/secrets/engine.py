@@ -141,7 +141,14 @@ class HyperscanEngine(TriggerEngine):
         import hyperscan
         import re2
 
-        patterns, self._rules = _unique([p for _, p in rules])
+        from s3spill.context.secrets.triggers import prefilter_parts
+
+        distinct, of_pattern = _unique([p for _, p in rules])
+        # A prefilter may be several expressions (cheaper than their union): each reports
+        # for the rules of its prefilter.
+        patterns = [part for p in distinct for part in prefilter_parts(p)]
+        self._rules = [rules_ for p, rules_ in zip(distinct, of_pattern, strict=True)
+                       for _ in prefilter_parts(p)]
         if len(patterns) > 255:
             raise ValueError("more distinct triggers than a match id's 8 bits")
         self._hs = hyperscan

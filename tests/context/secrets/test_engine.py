@@ -166,3 +166,19 @@ def test_hex_rich_values_are_triggered_wherever_a_rule_flags_them(chars: list[st
     every = [(f.start, f.end, f.kind) for f in _detector("re2").scan_line(data, every_rule=True)]
     for engine in ("hyperscan", "re2"):
         assert _findings(_detector(engine), data) == every, engine
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["", "s", "sh", "sha", "sha1", "sha22", "sha256", "sha51", "SHA", "m", "md", "md5",
+                        "Md5", "0", "deadbeef", "0123abcdef"]),
+       st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-", min_size=8,
+               max_size=40),
+       st.sampled_from(["BUILD_ID=", "api_token: ", "x.secret = '", "LONGER_NAME_HERE=\""]))
+def test_base64_values_are_triggered_wherever_the_entropy_rule_flags_them(start: str, rest: str,
+                                                                         name: str) -> None:
+    """Random base64-alphabet values behind digest-like and hex starts: both trigger
+    passes lose no finding of any rule."""
+    data = (name + start + rest).encode()
+    every = [(f.start, f.end, f.kind) for f in _detector("re2").scan_line(data, every_rule=True)]
+    for engine in ("hyperscan", "re2"):
+        assert _findings(_detector(engine), data) == every, engine
