@@ -64,14 +64,16 @@ def server_command(name: str, *args: str) -> list[str]:
 
 
 def ts_client(command: list[str], calls: list[dict[str, Any]], workdir: Path,
-              env: dict[str, str] | None = None, answers: dict[str, Any] | None = None) -> dict[str, Any]:
+              env: dict[str, str] | None = None, answers: dict[str, Any] | None = None,
+              **options: bool) -> dict[str, Any]:
     """Run the TypeScript SDK client against ``command``: {"tools": [...], "calls": [{name, ok,
     result | error}], "requests": [...]} (its validation of structuredContent is on, as the SDK
-    ships it); with ``answers``, a client with sampling, elicitation and roots (ts_client.mjs)."""
+    ships it); with ``answers``, a client with sampling, elicitation and roots; ``options`` are
+    ``tasks``, ``read_back`` and ``parallel`` (ts_client.mjs says what each does)."""
     node = server_command("everything")[0]
     plan = workdir / f"ts-plan-{len(list(workdir.glob('ts-plan-*')))}.json"
     plan.write_text(json.dumps({"command": command, "calls": calls, "env": env or {},
-                                       "answers": answers}))
+                                "answers": answers, **options}))
     with (workdir / "ts-client.err").open("ab") as err:
         done = subprocess.run([node, str(TS_CLIENT), str(plan)], stdout=subprocess.PIPE, stderr=err,
                               timeout=300, check=False, env=child_env(env or {}))
