@@ -23,9 +23,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
-
 from s3spill.artifacts.index import ArtifactIndex, decode_units, encode_units
+from s3spill.artifacts.plain import PlainRecord
 from s3spill.context.read_args import ArgStyle, spell_args
 from s3spill.context.read_limits import DEFAULT_LIMIT as DEFAULT_LIMIT
 from s3spill.context.read_limits import DEFAULT_MAX_CHARS as DEFAULT_MAX_CHARS
@@ -47,8 +46,7 @@ class PageLine:
     """One shown segment of one line.
 
     A slotted dataclass, not a pydantic model: a page holds up to thousands of them and is
-    built on every read, so constructing them must cost next to nothing (pydantic still
-    serializes them inside :class:`Page`).
+    built on every read, so constructing them must cost next to nothing.
     """
 
     number: int  #: 1-based line number
@@ -65,10 +63,13 @@ class PageLine:
         return f"{self.number:>6}{'!' if self.escaped else ''}\t{self.text}"
 
 
-class Page(BaseModel):
-    """A window of lines, with everything needed to continue or to stop."""
+@dataclass(frozen=True, slots=True)
+class Page(PlainRecord):
+    """A window of lines, with everything needed to continue or to stop.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A plain record (:mod:`.plain`), built only by :func:`build_page` and the live reader
+    from verified chunks: a read process imports no pydantic.
+    """
 
     source_id: str
     offset: int
@@ -197,7 +198,7 @@ class _PageFill:
         self.line_no, self.char_pos = offset, char_offset
 
     def page(self, eof: bool, nxt: tuple[int, int] | None) -> Page:
-        return Page.model_construct(
+        return Page(
             source_id=self.source_id, offset=self.offset, char_offset=self.char_offset,
             total_lines=self.index.line_count, size_bytes=self.index.size_bytes,
             lines=tuple(self.lines), eof=eof,
