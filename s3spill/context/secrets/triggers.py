@@ -13,7 +13,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-__all__ = ["PREFILTERS", "TRIGGERS", "may_hold_secret", "prefilter"]
+__all__ = ["BASE64_ALPHABET", "PREFILTERS", "TRIGGERS", "may_hold_secret", "prefilter"]
+
+#: The characters of a base64 (or base64url) token, as a regex class body.
+BASE64_ALPHABET = "A-Za-z0-9+/=_-"
 
 #: A byte of a word character as Python's ``\\w`` sees a str (any byte of a multi-byte
 #: character counts: the library's keyword patterns run on decoded text).
