@@ -36,6 +36,8 @@ MIN_BODY_CHARS = 64
 MIN_CUT_CHARS = 200
 LEGEND = ("[lines marked ! contain bytes that are not UTF-8, shown as \\xHH;"
           " on those lines a backslash is shown as \\\\]")
+#: Bytes counted at a time by :func:`_nth_newline` before it looks for single newlines.
+_COUNT_BLOCK = 16384
 _ROW = re.compile(r"^ *(\d+)(!?)\t(.*)$", re.DOTALL)
 
 Fetch = Callable[[int], bytes]
@@ -262,9 +264,25 @@ class _ChunkCache:
 
 
 def _nth_newline(data: bytes, n: int) -> int:
-    """Position of the ``n``-th (1-based) newline in ``data``; the split runs in C."""
-    rest = data.split(b"\n", n)[-1]
-    return len(data) - len(rest) - 1
+    """Position of the ``n``-th (1-based) newline in ``data`` (the last one, or -1, if it has
+    fewer). Counted a block at a time in C, then found in the block that holds it: no list
+    of the lines before it is built (a split was half of a fresh page's line walk)."""
+    if n <= 0:
+        return -1
+    start, size = 0, len(data)
+    while start < size:
+        end = min(start + _COUNT_BLOCK, size)
+        found = data.count(b"\n", start, end)
+        if found >= n:
+            break
+        n -= found
+        start = end
+    else:
+        return data.rfind(b"\n")
+    pos = start - 1
+    for _ in range(n):
+        pos = data.find(b"\n", pos + 1)
+    return pos
 
 
 def _locate(index: ArtifactIndex, chunk: _ChunkCache, offset: int, char_offset: int,
