@@ -34,6 +34,8 @@ ROOT = "s3spill"
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "exception": 40, "critical": 50}
 _NAMED = {"NOTSET": 0, "DEBUG": 10, "INFO": 20, "WARN": 30, "WARNING": 30, "ERROR": 40, "FATAL": 50,
           "CRITICAL": 50}
+#: The level of :mod:`logging`'s root logger until someone configures it.
+_WARNING = 30
 #: What :func:`configure` was asked for while :mod:`logging` was not loaded yet: (level, json).
 _pending: tuple[int, bool] | None = None
 _ready = False
@@ -168,9 +170,10 @@ class _LazyLogger:
     def __getattr__(self, method: str) -> Any:
         level = _LEVELS.get(method)
         if level is not None:
-            pending = _pending
-            if pending is not None and level < pending[0] and "logging" not in sys.modules:
-                return _drop  # below the level the CLI asked for: nothing could show it
+            if "logging" not in sys.modules and level < (_WARNING if _pending is None else _pending[0]):
+                # Nothing can show it: no one configured logging (its root level is WARNING),
+                # or the CLI asked for a level above it.
+                return _drop
             if not self._stdlib.isEnabledFor(level):
                 return _drop
         if self._logger is None:
