@@ -11,6 +11,10 @@ file RECORD (so a test can see what reached the upstream). Modes, comma-separate
   was never sent (99);
 * ``oddinit``: its answer to ``initialize`` names the server with the byte 0xFF (not UTF-8);
 * ``noinit``: ``initialize`` is never answered.
+* ``lingers``: it does not exit at the end of its input (as server-everything does not, once a
+  client declared roots): it writes a log notification every 50 ms until a signal ends it,
+  and dies of EPIPE (exit 32, saying so) if the proxy stops reading it first; its pid is
+  written to RECORD.pid.
 
 Tools: ``echo`` (answers ``echo: <text>``), ``hang`` (never answered), ``die`` (writes half
 of an answer, then the process exits with status 9), ``odd`` (a 550 KB text holding what
@@ -160,8 +164,22 @@ def call_tool(mid: object, params: dict[str, object]) -> None:
             os._exit(9)
 
 
+def linger() -> None:
+    """After the end of input: on and on, as a server with timers does."""
+    try:
+        while True:
+            write({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info",
+                                                                                     "data": "still here"}})
+            time.sleep(0.05)
+    except BrokenPipeError:
+        print("hostile upstream: EPIPE, its reader is gone", file=sys.stderr, flush=True)
+        os._exit(32)
+
+
 def main() -> None:
     MODES.update(mode for mode in (sys.argv[2] if len(sys.argv) > 2 else "").split(",") if mode)
+    with open(sys.argv[1] + ".pid", "w") as pid:
+        pid.write(str(os.getpid()))
     with open(sys.argv[1], "ab") as record:
         for line in sys.stdin.buffer:
             record.write(line)
@@ -177,6 +195,8 @@ def main() -> None:
                     threading.Thread(target=forge, daemon=True).start()
                 answer(msg)
     _stop.set()
+    if "lingers" in MODES:
+        linger()
 
 
 if __name__ == "__main__":

@@ -5,8 +5,11 @@ same bytes and characters as when the line is held."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.proxy.stdio import StreamChannel
@@ -135,5 +138,37 @@ def test_a_spooled_text_and_its_structured_copy_are_both_stored_from_the_file(tm
             stored = [b"".join(store.iter_verified(sid)) for sid in dict.fromkeys(SID.findall(text))]
             assert BULK.encode() in stored
             assert {"content": BULK, "n": 1} in [parse(data) for data in stored if data.startswith(b"{")]
+
+    asyncio.run(run())
+
+
+def _escaped(text: str) -> bytes:
+    return json.dumps(text).encode()[1:-1]
+
+
+@pytest.mark.parametrize("spooled", [False, True], ids=["held", "spooled"])
+@pytest.mark.parametrize("bad", [b"\\q", b"\\u12G4", b"\x01"], ids=["escape", "short-u", "control"])
+def test_a_long_string_that_is_not_json_drops_the_line_held_or_spooled(tmp_path: Path, spooled: bool,
+                                                                       bad: bytes) -> None:
+    """A bad escape or a raw control character in a result's long text: the line is not JSON,
+    so it is dropped with a log line whether it was held or spooled, for a result to spill and
+    for one handed on as it is (never_spill); the next answer goes through."""
+
+    async def run() -> None:
+        async with relay_with(tmp_path, spool_over=100_000 if spooled else None,
+                              never_spill=frozenset({"as-is"})) as (client, upstream, relay_):
+            for n, tool in enumerate(("odd", "as-is")):
+                await client.put(_call(10 + n, tool))
+                pid = (await upstream.get())["id"]
+                text = _escaped(BULK[:HALF]) + bad + _escaped(BULK[HALF:])
+                await upstream.put(b'{"jsonrpc": "2.0", "id": %d, "result": {"content": [{"type": "text", '
+                                   b'"text": "%s"}]}}' % (pid, text))
+                await client.put(_call(20 + n, "echo"))
+                pid = (await upstream.get())["id"]
+                await upstream.put({"jsonrpc": "2.0", "id": pid, "result": {"content": [
+                    {"type": "text", "text": "fine"}]}})
+                answer = await client.get(30)
+                assert answer["id"] == 20 + n, answer["id"]
+            assert relay_.dropped.counts == {"proxy.upstream_malformed_dropped": 2}
 
     asyncio.run(run())
