@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,16 @@ from mcp import types
 
 from s3spill.artifacts.paging import unrender
 from tests.proxy.conftest import SESSION
-from tests.proxy.servers import OURS, connect, proxy_command, read_back, server_command, source_id, ts_client
+from tests.proxy.servers import (
+    OURS,
+    connect,
+    proxy_command,
+    py_tasks_client,
+    read_back,
+    server_command,
+    source_id,
+    ts_client,
+)
 
 BIG_MESSAGE = "".join(f"line {i} of a large echo\n" for i in range(60_000))
 #: Every tool server-everything lists to a client without sampling or elicitation, but
@@ -81,8 +91,8 @@ TASK_CALLS: list[dict[str, Any]] = [
 TASK_BIG = {1, 3}
 TASK_ANSWERS: dict[str, Any] = {**ANSWERS, "elicitation": {
     "name": "Ada", "favoriteColor": "Blue", "agreeToTerms": True, "interpretation": "technical"}}
-#: Task ids are fresh in every run.
-TASK_ID = re.compile(r"\b[0-9a-f]{32}\b")
+#: Task ids are fresh in every run (the TypeScript SDK's 32 hex digits, the Python SDK's UUIDs).
+TASK_ID = re.compile(r"\b(?:[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b")
 
 
 def _git_repo(root: Path) -> Path:
@@ -273,21 +283,31 @@ def test_capability_tools_with_the_typescript_client(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_task_tools_with_the_typescript_client(tmp_path: Path) -> None:
-    """The three task tools with the TypeScript SDK's experimental tasks API (a client task store,
-    tools/call as a task), direct and through the proxy at once (each waits out the server's 1 s
-    poll intervals): every call completes as direct, the server's task requests to the client and
-    its tasks/get and tasks/result reach the client and come back, the client's own tasks/result
-    is validated as a tool result; the big tasks/result and the big async result come back as
-    pointers whose pages hold the direct result's text."""
+def test_task_tools_with_both_clients(tmp_path: Path) -> None:
+    """The three task tools with the tasks APIs of the TypeScript SDK (experimental, 1.32.2) and
+    of the Python SDK (``mcp`` 1.30.0, the last with one): a client task store, tools/call as a
+    task. Direct and through the proxy, all four at once (each waits out the server's 1 s
+    stages and polls): every call completes as direct, the server's task requests to the client
+    and its tasks/get and tasks/result reach the client and come back, each client validates
+    the results; the big tasks/result and the big async result come back as pointers whose
+    pages, read by that client, hold the direct result's text."""
     upstream = server_command("everything", "stdio")
-    proxied = proxy_command((tmp_path / "store").as_uri(), SESSION, upstream)
-    with ThreadPoolExecutor(2) as pool:
-        runs = [pool.submit(ts_client, command, TASK_CALLS, tmp_path / how, answers=TASK_ANSWERS,
-                            tasks=True, read_back=True, parallel=True)
-                for how, command in (("direct", upstream), ("proxied", proxied))
-                if not (tmp_path / how).mkdir()]
-        direct, via = (run.result() for run in runs)
+    runs = {}
+    with ThreadPoolExecutor(4) as pool:
+        for client, run in (("typescript", partial(ts_client, tasks=True, parallel=True)),
+                            ("python", py_tasks_client)):
+            proxied = proxy_command((tmp_path / client / "store").as_uri(), SESSION, upstream)
+            for how, command in (("direct", upstream), ("proxied", proxied)):
+                (tmp_path / client / how).mkdir(parents=True)
+                runs[client, how] = pool.submit(run, command, TASK_CALLS, tmp_path / client / how,
+                                                answers=TASK_ANSWERS, read_back=True)
+        done = {key: run.result() for key, run in runs.items()}
+    assert done["python", "direct"]["sdk"] == "1.30.0"
+    for client in ("typescript", "python"):
+        _same_tasks(done[client, "direct"], done[client, "proxied"])
+
+
+def _same_tasks(direct: dict[str, Any], via: dict[str, Any]) -> None:
     listed = {t["name"] for t in direct["tools"]}
     assert {c["name"] for c in TASK_CALLS} <= listed
     assert {t["name"] for t in via["tools"]} == listed | set(OURS)
