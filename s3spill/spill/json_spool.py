@@ -22,7 +22,7 @@ import os
 import re
 import secrets
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import IO, Any
 
 __all__ = ["LONG_BYTES", "PIECE", "LongString", "Scanner", "Spool"]
@@ -288,13 +288,13 @@ class Spool:
         """The whole document (for a reader that needs it all)."""
         return os.pread(self.file.fileno(), self.size, 0)
 
-    def materialized(self, value: Any, keep: str | None = None) -> Any:
+    def materialized(self, value: Any, keep: Collection[str] = ()) -> Any:
         """``value`` (parsed from the skeleton) with every placeholder, key or value, read back
-        as its ``str`` (the document as a plain parser would give it), but ``keep``."""
+        as its ``str`` (the document as a plain parser would give it), but those in ``keep``."""
         longs = self.longs()
         if not longs:
             return value
-        return _replace(value, lambda s: longs[s].text() if s in longs and s != keep else s)
+        return _replace(value, lambda s: longs[s].text() if s in longs and s not in keep else s)
 
     def expand(self, encoded: bytes) -> Iterator[bytes]:
         """``encoded`` (JSON of a value with placeholders in it) with each placeholder's JSON

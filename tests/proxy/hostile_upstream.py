@@ -21,7 +21,8 @@ of an answer, then the process exits with status 9), ``odd`` (a 550 KB text hold
 ``kind`` names: ``escape`` the JSON escape ``\udce9``, as a Python server writes a file name
 decoded with surrogateescape; ``other`` the escape ``\ud800``, a lone surrogate that stands
 for no byte; ``raw`` the byte 0xE9 itself, invalid UTF-8 on the wire; ``mixed`` all three),
-``flood`` (a text of ``bytes`` bytes, written 1 MiB at a time: the upstream never holds it).
+``flood`` (a text of ``bytes`` bytes, written 1 MiB at a time: the upstream never holds it;
+in ``blocks`` text blocks).
 """
 
 from __future__ import annotations
@@ -83,16 +84,20 @@ def odd(mid: object, kind: str) -> bytes:
         json.dumps(mid).encode(), text)
 
 
-def flood(mid: object, size: int, twice: bool = False) -> None:
+def flood(mid: object, size: int, twice: bool = False, blocks: int = 1) -> None:
     """One answer whose text is ``size`` bytes (rounded up to whole MiB chunks of whole lines);
-    ``twice``: the same text again as ``structuredContent.content`` (server-filesystem's shape)."""
+    ``twice``: the same text again as ``structuredContent.content`` (server-filesystem's shape);
+    ``blocks``: the text cut into that many text blocks."""
     line = b"%09d a line of the flood, plain ASCII text to be spilled\\n"
     chunk = b"".join(line % i for i in range(1024 * 1024 // len(line % 0)))
     with _out:
         out = sys.stdout.buffer
         out.write(b'{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "'
                   % json.dumps(mid).encode())
-        for _ in range(-(-size // len(chunk))):
+        chunks = -(-size // len(chunk))
+        for n in range(chunks):
+            if n and n % -(-chunks // blocks) == 0:
+                out.write(b'"}, {"type": "text", "text": "')
             out.write(chunk)
         if twice:
             out.write(b'"}], "structuredContent": {"content": "')
@@ -153,7 +158,8 @@ def call_tool(mid: object, params: dict[str, object]) -> None:
         write({"jsonrpc": "2.0", "id": mid, "result": {
             "content": [{"type": "text", "text": f"echo: {arguments.get('text', '')}"}]}})
     elif name == "flood":
-        flood(mid, int(str(arguments.get("bytes", 0))), bool(arguments.get("twice")))
+        flood(mid, int(str(arguments.get("bytes", 0))), bool(arguments.get("twice")),
+              int(str(arguments.get("blocks", 1))))
     elif name == "odd":
         write(odd(mid, str(arguments.get("kind"))))
     elif name == "die":
