@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import types
+from pydantic import ValidationError
 
 from s3spill.artifacts.paging import unrender
 from tests.proxy.conftest import SESSION
@@ -250,6 +251,26 @@ def test_every_everything_tool_with_both_clients(tmp_path: Path) -> None:
     plain_ts = _ts_results(ts_client(upstream, EVERYTHING_CALLS, tmp_path))
     via_ts = _ts_results(ts_client(proxied, EVERYTHING_CALLS, tmp_path))
     _same_or_pointer(EVERYTHING_CALLS, plain_ts, via_ts, EVERYTHING_BIG)
+
+
+def test_the_python_sdk_2_cannot_call_a_tool_as_a_task(tmp_path: Path) -> None:
+    """Why the task tools are called with mcp 1.30: with the venv's 2.x, direct to the server,
+    ``ClientSession.send_request`` checks the answer to a tools/call made as a task against the
+    2025-11-25 CallToolResult surface and refuses the CreateTaskResult (``content`` missing),
+    and ``call_tool`` gets the server's own error (when a 2.x learns tasks, this fails)."""
+
+    async def run() -> None:
+        async with connect(server_command("everything", "stdio"), tmp_path / "direct.err") as client:
+            await client.list_tools()
+            request = types.CallToolRequest(params=types.CallToolRequestParams(
+                name="simulate-research-query", arguments={"topic": "x"},
+                task=types.TaskMetadata(ttl=60_000)))
+            with pytest.raises(ValidationError, match="content"):
+                await client.session.send_request(request, types.CreateTaskResult)
+            plain = await client.call_tool("simulate-research-query", {"topic": "x"})
+            assert plain.is_error and "requires task augmentation" in _text(_dump(plain))
+
+    anyio.run(run)
 
 
 def test_capability_tools_with_the_python_client(tmp_path: Path) -> None:
