@@ -20,10 +20,11 @@ Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture
-def live_env(tmp_path: Path) -> dict[str, str]:
-    """The environment of a CLI child: a fresh local store and session, no other policy."""
+def live_env(tmp_path: Path, reaper: dict[str, str]) -> dict[str, str]:
+    """The environment of a CLI child: a fresh local store and session, no other policy;
+    whatever it leaves running is killed at teardown (``reaper``)."""
     env = {k: v for k, v in child_env({}).items() if not k.startswith("S3SPILL_")}
-    return {**env, "S3SPILL_STORE": (tmp_path / "store").as_uri(), "S3SPILL_SESSION": "live-fleet",
+    return {**env, **reaper, "S3SPILL_STORE": (tmp_path / "store").as_uri(), "S3SPILL_SESSION": "live-fleet",
             "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_CONFIG_DIRS": str(tmp_path / "sys")}
 
 
