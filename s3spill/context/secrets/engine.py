@@ -128,6 +128,11 @@ class Re2Engine(TriggerEngine):
         return out
 
 
+#: Lines up to this long have their confirmations remembered, this many at most.
+_CACHED_LINE = 512
+_CACHED_LINES = 4096
+
+
 def _collect(_id: int, _from: int, to: int, _flags: int, found: list[int]) -> None:
     found.append(to << 8 | _id)  # one int per match: the callback runs once per match end
 
@@ -141,7 +146,14 @@ class HyperscanEngine(TriggerEngine):
         import hyperscan
         import re2
 
-        patterns, self._rules = _unique([p for _, p in rules])
+        from s3spill.context.secrets.triggers import prefilter_parts
+
+        distinct, of_pattern = _unique([p for _, p in rules])
+        # A prefilter may be several expressions (cheaper than their union): each reports
+        # for the rules of its prefilter.
+        patterns = [part for p in distinct for part in prefilter_parts(p)]
+        self._rules = [rules_ for p, rules_ in zip(distinct, of_pattern, strict=True)
+                       for _ in prefilter_parts(p)]
         if len(patterns) > 255:
             raise ValueError("more distinct triggers than a match id's 8 bits")
         self._hs = hyperscan
@@ -153,6 +165,7 @@ class HyperscanEngine(TriggerEngine):
         #: Rules whose prefilter is looser than their trigger: the trigger, to confirm.
         self._confirm = {i: _searcher(re2.compile(t.encode(), _re2_options()))
                          for i, (t, p) in enumerate(rules) if t != p}
+        self._answers: dict[tuple[bytes, frozenset[int]], frozenset[int]] = {}
 
     def _scratch(self) -> Any:
         scratch = getattr(self._local, "scratch", None)
@@ -188,11 +201,30 @@ class HyperscanEngine(TriggerEngine):
         return out
 
     def _add(self, out: list[Candidate], data: bytes, start: int, stop: int, hits: set[int]) -> None:
-        for index in hits & self._confirm.keys():
-            if self._confirm[index](data, start, stop) < 0:
-                hits.discard(index)
+        need = hits & self._confirm.keys()
+        if need:
+            hits -= self._unconfirmed(data, start, stop, frozenset(need))
         if hits:
             out.append((start, stop, frozenset(hits)))
+
+    def _unconfirmed(self, data: bytes, start: int, stop: int, need: frozenset[int]) -> frozenset[int]:
+        """Of the rules ``need``, those whose exact trigger does not match ``data[start:stop]``.
+
+        Remembered for short lines: a log repeats its lines (the prefilters match
+        ``PATH=/usr/local/sbin:…`` of every env dump), and the answer depends on the
+        line's bytes alone."""
+        def check() -> frozenset[int]:
+            return frozenset(i for i in need if self._confirm[i](data, start, stop) < 0)
+
+        if stop - start > _CACHED_LINE:
+            return check()
+        key = (data[start:stop], need)
+        found = self._answers.get(key)
+        if found is None:
+            if len(self._answers) >= _CACHED_LINES:
+                self._answers.clear()  # bounded; clearing now and then is cheaper than an LRU
+            found = self._answers[key] = check()
+        return found
 
 
 def make_engine(rules: Sequence[Patterns], prefer: str | None = None) -> TriggerEngine:

@@ -11,9 +11,14 @@ builds the detector (~0.2 s).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable
 
-__all__ = ["PREFILTERS", "TRIGGERS", "may_hold_secret", "prefilter"]
+__all__ = ["BASE64_ALPHABET", "PREFILTERS", "PREFILTER_PARTS", "TRIGGERS", "may_hold_secret", "prefilter",
+           "prefilter_parts"]
+
+#: The characters of a base64 (or base64url) token, as a regex class body.
+BASE64_ALPHABET = "A-Za-z0-9+/=_-"
 
 #: A byte of a word character as Python's ``\\w`` sees a str (any byte of a multi-byte
 #: character counts: the library's keyword patterns run on decoded text).
@@ -32,45 +37,115 @@ _KEYWORD_TRIGGER = (
     rf"|{_KEYWORDS}[^\t-\r\x1c-\x20]*{_WS}*['\"`]{_W}[^\n]*['\"`];"
     rf"|[=!][=!]{_WS}*{_W}*{_KEYWORDS}")
 
-_B64 = r"[A-Za-z0-9+/=_-]"
-_HEXISH = r"[0-9a-fA-F_=-]"
-#: The high-entropy trigger, looser (and 3x cheaper for Hyperscan and RE2: shorter counted
-#: runs, no length bound), for the pass over every byte; a line it finds runs the rule
-#: only if the exact trigger matches the line too.
-_ENTROPY_PREFILTER = (rf"[A-Za-z0-9_.-]{{3}}[\"']?[ \t]*[:=][ \t]*[\"'`]?"
-                      rf"(?:(?:[g-rt-zG-Z+/]|s[A-Za-gi-z0-9+/=_-]|sh[A-Zb-z0-9+/=_-]|sha[A-Za-z+/=_-])"
-                      rf"{_B64}{{12}}|{_HEXISH}{{1,7}}[g-zG-Z+/]{_B64}{{12}}|{_HEXISH}{{8,}}[g-zG-Z+/])")
+_B64_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
+_HEX_CHARS = "0123456789abcdefABCDEF_=-"
+#: Characters no hex digit is: any letter past ``f`` (either case), ``+``, ``/``.
+_PAST_F = frozenset(_B64_CHARS) - frozenset(_HEX_CHARS)
+#: detect-secrets-free spellings of the digests the rule skips (``_DIGEST_VALUE`` of
+#: :mod:`.detector`; ``:`` ends a value, so only ``-`` and ``_`` follow inside one).
+_DIGESTS = ("sha1-", "sha1_", "sha224-", "sha224_", "sha256-", "sha256_", "sha384-", "sha384_",
+            "sha512-", "sha512_", "md5-")
+
+
+def _cls(chars: Iterable[str]) -> str:
+    """A character class of ``chars`` (base64 alphabet), written with ranges."""
+    wanted, out = set(chars), []
+    for lo, hi in (("A", "Z"), ("a", "z"), ("0", "9")):
+        run = [chr(c) for c in range(ord(lo), ord(hi) + 1)]
+        i = 0
+        while i < len(run):
+            if run[i] not in wanted:
+                i += 1
+                continue
+            j = i
+            while j + 1 < len(run) and run[j + 1] in wanted:
+                j += 1
+            out.append(run[i] if i == j else run[i] + run[j] if j == i + 1 else f"{run[i]}-{run[j]}")
+            i = j + 1
+    out += [c for c in "+/=_-" if c in wanted]  # ``-`` last: a literal there
+    return out[0] if len(out) == 1 and len(out[0]) == 1 else "[" + "".join(out) + "]"
+
+
+_B64 = _cls(_B64_CHARS)
+_HEXISH = _cls(_HEX_CHARS)
+_X = _cls(_PAST_F)
+_ASSIGN = r"[\"']?[ \t]*[:=][ \t]*[\"'`]?"
+_NAME3 = "[A-Za-z0-9_.-]{3}"
+_SECRETISH = "(?i:token|secret|passw|api_?key|private|credential|auth)"
+
+
+def _digest_free_starts(tail: int | None, shortest: int = 1) -> list[str]:
+    """Value starts with ``s``/``m`` (either case) that begin no digest the rule skips,
+    each followed by enough characters for a value of ``tail`` characters (None: no
+    tail); ``shortest``: only the starts past a digest's first ``shortest - 1`` characters.
+    Such a value holds a letter past ``f`` already (``s``, ``m``)."""
+    def lit(text: str) -> str:
+        return "".join(f"[{c.upper()}{c}]" if c.isalpha() else c for c in text)
+
+    out = []
+    for pre in sorted({d[:i] for d in _DIGESTS for i in range(shortest, len(d))}):
+        bad = {c for d in _DIGESTS if d.startswith(pre) and len(d) > len(pre)
+               for c in (d[len(pre)].lower(), d[len(pre)].upper())}
+        rest = "" if tail is None else f"{_B64}{{{tail - len(pre) - 1}}}"
+        out.append(f"{lit(pre)}{_cls(set(_B64_CHARS) - bad)}{rest}")
+    return out
+
+
+def _past_f_value(length: int) -> list[str]:
+    """A base64-alphabet value of ``length`` characters or more holding a letter past ``f``
+    (or ``+``, ``/``) and starting with no digest: the first such character at each
+    position ``p`` (hex before it), then at least ``length - 1 - p`` more."""
+    first = _cls(_PAST_F - set("sSmM"))  # a value starting with s or m: the digest-free starts
+    out = [f"{first}{_B64}{{{length - 1}}}"]
+    out += [f"{_HEXISH}{{{p}}}{_X}{_B64}{{{length - 1 - p}}}" for p in range(1, length - 1)]
+    return [*out, f"{_HEXISH}{{{length - 1},}}{_X}", *_digest_free_starts(length)]
+
+
+def _mixed_hex_value() -> list[str]:
+    """A value of hex digits and ``_=-`` only that can hold 23 distinct characters: of
+    those 25, such a value misses two at most, so it holds a lower-case and an upper-case
+    ``a``-``f`` and one of ``_=-`` (0-9 and both cases are 22). By which comes first:
+    digits, then the first of one kind, ..., then the first of the third kind."""
+    kinds = ("a-f", "A-F", r"=_\-")
+    out = []
+    for a, b, c in itertools.permutations(kinds):
+        out.append(f"[0-9]*[{a}][0-9{a}]*[{b}][0-9{a}{b}]*[{c}]")
+    return out
 
 
 def _high_entropy() -> str:
     """The high-entropy rule's trigger (``_ASSIGNMENT`` of :mod:`.detector`, checked by entropy).
 
     A name of three or more characters (the last three count: ``config.v2=`` is a name),
-    an assignment, and a value holding a letter past ``f`` or a base64 symbol: the hex
-    commit ids, UUIDs and digests of a build log (and go.sum's ``h1:``, npm's ``sha512-``)
-    are no candidates; hex carries at most 4 bits of entropy per character, under the
-    limit anyway. And a length: entropy is at most log2 of the distinct characters, so a
-    value passes the plain 4.5-bit limit only with 23 or more of them (2**4.5 = 22.6); the
-    3.8-bit limit (14 characters, fewer than the rule's 20) applies only after a name that
-    says secret. So a shorter value is a candidate only after such a name:
-    ``path=/api/v1/items/00000014`` on every line of a request log is none.
+    an assignment, and a value that can pass: entropy is at most log2 of the distinct
+    characters, so a value passes the plain 4.5-bit limit only with 23 or more of them
+    (2**4.5 = 22.6), and hex digits with ``_=-`` are 19 in one case: such a value holds a
+    letter past ``f`` (or ``+``, ``/``) or hex letters of both cases. A digest the rule
+    skips (``sha512-``, ``md5-``) is no candidate, so npm's integrity lines are none; the
+    3.8-bit limit (14 characters, 20 long) applies only after a name that says secret
+    and to a value with a letter past ``f``. So ``path=/api/v1/items/00000014`` and the
+    hex commit ids, UUIDs and digests of a build log are no candidates.
     """
-    hex_run, b64 = "[0-9a-fA-F_=-]", "[A-Za-z0-9+/=_-]"
-    assign = r"[\"']?[ \t]*[:=][ \t]*[\"'`]?"
-    # The first character that is no hex digit (``sha`` spelled out as a prefix is not
-    # one: the rule skips digests), by its length in characters.
-    non_hex = {1: "[g-rt-zG-Z+/]", 2: "s[A-Za-gi-z0-9+/=_-]", 3: "sh[A-Zb-z0-9+/=_-]", 4: "sha[A-Za-z+/=_-]"}
-    any_value = f"{hex_run}*(?:{'|'.join(non_hex.values())}){b64}{{12}}"
-    # The same value, 23 characters or more in all: p hex characters, the non-hex one(s)
-    # of length m, then at least max(12, 23 - p - m) more.
-    long_value = []
-    for m, first in non_hex.items():
-        for p in range(0, 11 - m):
-            long_value.append(f"{hex_run}{{{p}}}{first}{b64}{{{23 - p - m}}}")
-        long_value.append(f"{hex_run}{{{11 - m},}}{first}{b64}{{12}}")
-    secretish = "(?i:token|secret|passw|api_?key|private|credential|auth)"
-    return (f"{secretish}[A-Za-z0-9_.-]*{assign}{any_value}"
-            f"|[A-Za-z0-9_.-]{{3}}{assign}(?:{'|'.join(long_value)})")
+    plain = "|".join([*_past_f_value(23), *_mixed_hex_value()])
+    secretish = "|".join(_past_f_value(20))
+    return f"{_NAME3}{_ASSIGN}(?:{plain})|{_SECRETISH}[A-Za-z0-9_.-]*{_ASSIGN}(?:{secretish})"
+
+
+def _entropy_prefilter() -> tuple[str, ...]:
+    """The high-entropy trigger, looser and several times cheaper for Hyperscan, in three
+    expressions (one union of them costs Hyperscan twice their sum) for the pass over
+    every byte; a line they find runs the rule only if the exact trigger matches the line
+    too. A first letter past ``f`` at ``p`` leaves 19 - p more characters at least (20
+    after a secret-sounding name): 12 or more when ``p`` < 8. The value starts ``sha`` and
+    a digit (no digest) and the hex values of both cases are rare: they follow the
+    assignment itself (no name: cheaper to find)."""
+    first = _cls(_PAST_F - set("s"))
+    s_forms = f"s{_cls(set(_B64_CHARS) - {'h'})}|sh{_cls(set(_B64_CHARS) - {'a'})}|sha[A-Za-z+/=_-]"
+    past_f = f"(?:{first}|{s_forms}){_B64}{{12}}|{_HEXISH}{{1,7}}{_X}{_B64}{{12}}|{_HEXISH}{{8,}}{_X}"
+    after = r"[:=][ \t]*[\"'`]?"
+    sha_digit = [s for s in _digest_free_starts(None, shortest=3) if s.startswith("[Ss]")]
+    return (f"{_NAME3}{_ASSIGN}(?:{past_f})", f"{after}(?:{'|'.join(_mixed_hex_value())})",
+            f"{after}(?:{'|'.join(sha_digit)})")
 
 
 #: The trigger of each rule: a cheap RE2 pattern that every line the rule can flag
@@ -89,7 +164,9 @@ TRIGGERS: dict[str, str] = {
     "github-token": r"gh[pousr]_",
     "gitlab-token": r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941",
     "ibm-cos-hmac-credentials": r"(?i:secret[_-]?(?:access)?[_-]?key)",
-    "ibm-cloud-iam-key": r"(?i:key|pwd|pass|token)[^\n]{0,12}[a-zA-Z0-9_-]{44}",
+    # The keyword, quotes, spaces (any number), an assignment and the 44-character key.
+    "ibm-cloud-iam-key": (r"(?i:key|pwd|pass|token)(?i:word)?[\"']?\]? *(?:[=:]|:=|=>|::)? *[\"']?"
+                          r"[a-zA-Z0-9_-]{44}"),
     "jwt": r"eyJ[A-Za-z0-9_=-]+\.",
     "mailchimp-access-key": r"-us[0-9]",
     "npm-token": r"_authToken",
@@ -109,7 +186,9 @@ TRIGGERS: dict[str, str] = {
 
 #: Looser patterns for the pass over every byte, where the exact trigger costs more
 #: there (each matches wherever its trigger does: tests/context/secrets/test_engine.py).
-PREFILTERS: dict[str, str] = {"high-entropy": _ENTROPY_PREFILTER,
+#: Prefilters that Hyperscan scans for as separate expressions (cheaper than their union).
+PREFILTER_PARTS: dict[str, tuple[str, ...]] = {"high-entropy": _entropy_prefilter()}
+PREFILTERS: dict[str, str] = {"high-entropy": "|".join(f"(?:{p})" for p in PREFILTER_PARTS["high-entropy"]),
                                # The keyword alone: a literal set, where the comparison
                                # form (``==`` then a name) costs a scan of the rest of every
                                # ``pkg==1.2`` line.
@@ -119,6 +198,14 @@ PREFILTERS: dict[str, str] = {"high-entropy": _ENTROPY_PREFILTER,
 def prefilter(kind: str) -> str:
     """The pattern the chunk pass looks for, for rule ``kind``."""
     return PREFILTERS.get(kind) or TRIGGERS[kind]
+
+
+_PARTS_OF = {PREFILTERS[k]: parts for k, parts in PREFILTER_PARTS.items()}
+
+
+def prefilter_parts(pattern: str) -> tuple[str, ...]:
+    """``pattern`` (a prefilter) as the expressions Hyperscan compiles for it."""
+    return _PARTS_OF.get(pattern, (pattern,))
 
 
 @functools.cache

@@ -250,3 +250,21 @@ def test_text_blocks_of_a_block_result_are_shown_masked(local: ObjectStore) -> N
     with Spiller(local, "s", journal=None) as sp:
         out = sp.externalize_blocks(blocks, "mcp_tool")
     assert not _leaks(out.text) and "[redacted:aws-key]" in out.text
+
+
+def test_a_line_seen_again_gets_the_findings_of_its_own_rules() -> None:
+    """The detector remembers short lines' findings by line and rule set: the same line
+    asked with other rules, or again, answers as a fresh detector does; the memory is bounded."""
+    import s3spill.context.secrets.detector as detector_module
+    from s3spill.context.secrets.detector import SecretDetector
+
+    line = SAMPLES["aws-key"].encode()
+    detector = SecretDetector("re2")
+    fresh = SecretDetector("re2").scan_line(line)
+    assert detector.scan_line(line) == detector.scan_line(line) == fresh and fresh
+    assert detector.scan_line(line, hits=frozenset()) == []
+    other = frozenset({detector._kinds.index("github-token")})
+    assert detector.scan_line(line, hits=other) == SecretDetector("re2").scan_line(line, hits=other) == []
+    for n in range(detector_module._CACHED_LINES + 10):
+        detector.scan_line(b"AKIA" + str(n).encode())
+    assert len(detector._seen) <= detector_module._CACHED_LINES

@@ -128,3 +128,57 @@ def test_the_default_detector_builds_hyperscan_only_for_a_large_text() -> None:
         time.sleep(0.05)
     assert detector.engine.name == "hyperscan"
     assert _findings(detector, big) == _findings(_detector("re2"), big)
+
+
+#: Values the entropy and IBM rules flag that the triggers skipped before (issue 31's last
+#: wave): hex of both cases plus ``_=-`` (25 distinct characters, up to 4.64 bits each), a
+#: value whose first letter past ``f`` comes late, one that starts ``sha`` but is no
+#: digest, and a keyword followed by more spaces than the trigger allowed.
+_SKIPPED_BEFORE = [
+    "BUILD_NONCE=aE-F=5_dA9bB0716cDef382C4",
+    "BUILD_NONCE=Af49512eDa738Cbd6cEBF0ghi",
+    "api_token=10fCE724Ac68FbeaD95g",
+    "TOKEN_VALUE=sha5kLmN0pQrStUvWxYz12e4BdCaEfGh",
+    "iam_key          =          sbcdefgshijsLMNOPQRSTs123456789-abcdefghijkl",
+]
+
+
+@pytest.mark.parametrize("line", _SKIPPED_BEFORE)
+def test_a_rule_s_finding_is_never_skipped_by_its_trigger(line: str) -> None:
+    """Each line is flagged by some rule, and both engines' trigger passes find it too."""
+    data = line.encode()
+    every = [(f.start, f.end, f.kind) for f in _detector("re2").scan_line(data, every_rule=True)]
+    assert every
+    for engine in ("hyperscan", "re2"):
+        assert _findings(_detector(engine), data) == every, engine
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.permutations(list("0123456789abcdefABCDEF_=-")), st.integers(0, 25),
+       st.sampled_from(["", "g", "s", "sh", "sha", "shaZ", "md5", "md5-", "sha512-", "Q1/+"]),
+       st.sampled_from(["KEY_ID=", "x.api_token: ", 'session="', "run_id = '"]))
+def test_hex_rich_values_are_triggered_wherever_a_rule_flags_them(chars: list[str], cut: int, insert: str,
+                                                                  name: str) -> None:
+    """Hex-alphabet values of up to 25 distinct characters, with a non-hex piece anywhere
+    (or none): the trigger passes lose no finding of the entropy rule."""
+    value = "".join(chars[:cut]) + insert + "".join(chars[cut:])
+    data = (name + value).encode()
+    every = [(f.start, f.end, f.kind) for f in _detector("re2").scan_line(data, every_rule=True)]
+    for engine in ("hyperscan", "re2"):
+        assert _findings(_detector(engine), data) == every, engine
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["", "s", "sh", "sha", "sha1", "sha22", "sha256", "sha51", "SHA", "m", "md", "md5",
+                        "Md5", "0", "deadbeef", "0123abcdef"]),
+       st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-", min_size=8,
+               max_size=40),
+       st.sampled_from(["BUILD_ID=", "api_token: ", "x.secret = '", "LONGER_NAME_HERE=\""]))
+def test_base64_values_are_triggered_wherever_the_entropy_rule_flags_them(start: str, rest: str,
+                                                                         name: str) -> None:
+    """Random base64-alphabet values behind digest-like and hex starts: both trigger
+    passes lose no finding of any rule."""
+    data = (name + start + rest).encode()
+    every = [(f.start, f.end, f.kind) for f in _detector("re2").scan_line(data, every_rule=True)]
+    for engine in ("hyperscan", "re2"):
+        assert _findings(_detector(engine), data) == every, engine
