@@ -102,7 +102,8 @@ def test_the_mcp_server_process_exposes_prometheus_counters(tmp_path: Path) -> N
 def test_a_one_shot_spill_does_not_import_opentelemetry(tmp_path: Path) -> None:
     """A process that never configured OpenTelemetry spills without importing it (its import
     would be most of a hook's time), though the package is installed."""
-    code = ("import sys\nfrom s3spill.spill.spiller import Spiller\nfrom s3spill.store.local import LocalStore\n"
+    code = ("import sys\nfrom s3spill.spill.spiller import Spiller\n"
+            "from s3spill.store.local import LocalStore\n"
             "s = Spiller(LocalStore(sys.argv[1]), 'one-shot', journal=None)\n"
             "s.externalize('a\\n' * 10, 'ls')\ns.externalize('line\\n' * 100_000, 'build')\n"
             "print('opentelemetry' in sys.modules)\n")
