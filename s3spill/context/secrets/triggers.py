@@ -37,8 +37,8 @@ _B64_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_
 _HEX_CHARS = "0123456789abcdefABCDEF_=-"
 #: Characters no hex digit is: any letter past ``f`` (either case), ``+``, ``/``.
 _PAST_F = frozenset(_B64_CHARS) - frozenset(_HEX_CHARS)
-#: detect-secrets-free spellings of the digests the rule skips (``_DIGEST_VALUE`` of
-#: :mod:`.detector`; ``:`` ends a value, so only ``-`` and ``_`` follow inside one).
+#: The digest prefixes the rule skips (``_DIGEST_VALUE`` of :mod:`.detector`), as they can
+#: start a value (``:`` ends one, so only ``-`` and ``_`` follow the name inside it).
 _DIGESTS = ("sha1-", "sha1_", "sha224-", "sha224_", "sha256-", "sha256_", "sha384-", "sha384_",
             "sha512-", "sha512_", "md5-")
 
