@@ -7,7 +7,11 @@ then times, each in a fresh process (the call alone, imports done): our
 ``plan_cleanup`` + ``apply_cleanup`` with a clock three days ahead on one copy, and
 :mod:`benchmarks.plain`'s walk + one manifest per session + unlink on the other. The
 plain side reads a ``plain-manifest.json`` per session that lists the referenced
-artifacts (what our journal says, written beside it at population time). Both sides
+artifacts (what our journal says, written beside it at population time). With
+``--gc-signed`` a third side runs ours with a plan key (``S3SPILL_PLAN_KEY``): the plan
+carries a MAC, so apply skips re-reading each commit record. The 1-minute load average
+is recorded before the first round and after each, and, with two sizes or more,
+:func:`section_gc_linearity` adds the per-artifact CPU of the largest over the smallest. Both sides
 delete the same objects: our apply gets the plan's policy (no ``max_deletions``), not the
 apply-time default (10,000), which had our side delete 10,000 of the 15,000 at 20,000.
 """
@@ -98,22 +102,33 @@ def _child(code: str, env: dict[str, str]) -> dict[str, Any]:
     return result
 
 
-def section_gc(report: Any, work: Path, artifacts: int, rounds: int) -> None:
+#: A plan key for the ``ours_signed`` side: a plan with a MAC lets apply skip re-reading
+#: each commit record (``docs/gc.md``); benchmark-only, never a real secret.
+BENCH_PLAN_KEY = "costs-gc-benchmark-plan-key"
+
+
+def section_gc(report: Any, work: Path, artifacts: int, rounds: int, *, signed: bool = False) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("S3SPILL_")}
     env["PYTHONPATH"] = str(ROOT)
     sessions = max(1, artifacts // 100)
     source = work / "population"
     _child(POPULATE.format(root=str(ROOT), store=str(source), sessions=sessions,
                            per_session=artifacts // sessions), env)
-    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "plain": []}
+    sides = [("ours", OURS, env), ("plain", PLAIN, env)]
+    if signed:
+        sides.insert(1, ("ours_signed", OURS, {**env, "S3SPILL_PLAN_KEY": BENCH_PLAN_KEY}))
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side, _, _ in sides}
+    load = [os.getloadavg()[0]]
     for r in range(rounds):
-        for side, code in (("ours", OURS), ("plain", PLAIN)):
+        for side, code, side_env in sides:
             copy = work / f"{side}-{r}"
             shutil.copytree(source, copy, symlinks=True)
             runs[side].append(_child(code.format(root=str(ROOT), store=str(copy),
-                                                 plan=str(work / f"{side}-{r}.plan")), env))
+                                                 plan=str(work / f"{side}-{r}.plan")), side_env))
             shutil.rmtree(copy)
-    figures: dict[str, Any] = {"artifacts": artifacts, "sessions": sessions, "rounds": rounds}
+        load.append(os.getloadavg()[0])
+    figures: dict[str, Any] = {"artifacts": artifacts, "sessions": sessions, "rounds": rounds,
+                               "load_average_1min": [round(x, 1) for x in load]}
     for side, results in runs.items():
         for key in ("plan_wall", "plan_cpu", "apply_wall", "apply_cpu"):
             figures[f"{side}_{key}_s"] = round(statistics.median(x[key] for x in results), 3)
@@ -129,3 +144,22 @@ def section_gc(report: Any, work: Path, artifacts: int, rounds: int) -> None:
                             f"{figures[f'ours_{step}_cpu_s'] / artifacts * 1e6:.0f} µs",
                             f"{figures[f'plain_{step}_cpu_s'] / artifacts * 1e6:.0f} µs (plain)",
                             figures[f"ours_{step}_cpu_s"] / max(1e-9, figures[f"plain_{step}_cpu_s"]), None))
+    if signed:
+        report.ratio(f"GC apply of a signed plan, {artifacts:,} (CPU)", figures["ours_signed_apply_cpu_s"],
+                     figures["plain_apply_cpu_s"], "s", 1.0, "plain apply")
+
+
+def section_gc_linearity(report: Any) -> None:
+    """Per-artifact CPU at the largest size over the smallest's, for each step (1.0: linear)."""
+    sizes = sorted(int(k.split("_")[1]) for k in report.raw if k.startswith("gc_") and k[3:].isdigit())
+    if len(sizes) < 2:
+        return
+    small, large = report.raw[f"gc_{sizes[0]}"], report.raw[f"gc_{sizes[-1]}"]
+    for step in ("plan", "apply"):
+        per = [report.raw[f"gc_{n}"][f"ours_{step}_cpu_s"] / n * 1e6 for n in sizes]
+        report.rows.append((
+            f"GC {step} CPU per artifact at {sizes[-1]:,} over {sizes[0]:,} (linear: 1.0x)",
+            f"{large[f'ours_{step}_cpu_s'] / sizes[-1] * 1e6:.0f} µs",
+            f"{small[f'ours_{step}_cpu_s'] / sizes[0] * 1e6:.0f} µs (" + " / ".join(
+                f"{p:.0f}" for p in per) + f" µs at {' / '.join(f'{n:,}' for n in sizes)})",
+            (large[f"ours_{step}_cpu_s"] / sizes[-1]) / (small[f"ours_{step}_cpu_s"] / sizes[0]), 1.25))

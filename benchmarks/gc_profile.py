@@ -2,21 +2,23 @@
 
 Populates N artifacts as :mod:`benchmarks.costs_gc` does (N/100 sessions, a quarter of each
 session's referenced through the lease journal), then runs ``plan_cleanup`` and
-``apply_cleanup`` once under ``cProfile`` with a CPU clock, the worker pools made
-synchronous (so every step is on one thread and counted), and prints each step's
-cumulative CPU and its share. Profiling inflates Python-heavy steps more than system
-calls, so the shares are a guide and the unprofiled totals are ``costs.py``'s.
+``apply_cleanup`` once with the worker pools made synchronous (every step on one thread)
+and each step's function wrapped in a thread-CPU timer (outermost call, inclusive): no
+profiler, so the figures are the steps' real CPU (a timer costs well under a microsecond
+a call) and add up to the phase's total; what no step names is "the rest". Apply's
+per-artifact figures are per deleted artifact. ``--signed`` plans and applies with a
+plan key, so apply skips re-reading the commit records.
 
-    python benchmarks/gc_profile.py --artifacts 2000
+    python benchmarks/gc_profile.py --artifacts 2000 [--signed]
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
+import importlib
+import inspect
 import json
 import os
-import pstats
 import subprocess
 import sys
 import tempfile
@@ -34,27 +36,41 @@ from benchmarks.costs_gc import POPULATE  # noqa: E402
 
 T = TypeVar("T")
 
+#: (label, module under ``s3spill``, attribute): each step's CPU is the inclusive thread CPU of that
+#: function (outermost call only), looked up where the GC calls it. An indented label would
+#: be inside the step above it (not added to the total).
 PLAN_STEPS = [
-    ("conditional-writes probe (once per store and process)", "conditional_writes.py", "_probe"),
-    ("listing (walk + listing records)", "store/local.py", "_list"),
-    ("journal fold per session", "gc/fence.py", "read_session_facts"),
-    ("history evidence per session (owner slots, segments)", "leases/evidence.py", "read_history_evidence"),
-    ("content digest per artifact (commit record GET)", "gc/plan_rules.py", "_content"),
-    ("plan entries (pydantic)", "gc/plan_rules.py", "_emit"),
-    ("snapshots (pydantic)", "gc/plan_rules.py", "snapshot_of"),
-    ("plan file lines (JSON + SHA-256)", "gc/planfile.py", "add"),
+    ("conditional-writes probe (once per store and process)", "gc.plan", "require_conditional_writes"),
+    ("listing record per object (lstat + getxattr + decode)", "store.local", "LocalStore._listing_info"),
+    ("key parsing per object", "gc.plan", "parse_key"),
+    ("journal fold per session (manifest + segments, verified)", "gc.fence", "JournalLedger.facts"),
+    ("history evidence per session (owner slots, segments)", "gc.plan_rules", "read_history_evidence"),
+    ("commit records, one batch per session (content digest)", "store.local", "LocalStore.get_many"),
+    ("plan entries and snapshots (pydantic)", "gc.plan_rules", "Planner._emit"),
+    ("snapshots of objects (pydantic)", "gc.plan_rules", "snapshot_of"),
+    ("plan lines (JSON + running SHA-256)", "gc.planfile", "PlanWriter.add"),
+    ("plan file closed (footer, fsync)", "gc.planfile", "PlanWriter.close"),
 ]
 APPLY_STEPS = [
-    ("plan file re-read (pydantic per entry)", "gc/planfile.py", "entries"),
-    ("journal + history read per session", "gc/apply_session.py", "_read_facts"),
-    ("condemn CAS (records, fold, segment + manifest)", "gc/fence.py", "condemn"),
-    ("listing after the condemnation", "gc/apply_session.py", "_listed_after_condemnation"),
-    ("revalidate + delete each artifact", "gc/delete.py", "revalidate_and_delete"),
-    ("  commit-record digest (unsigned plan)", "store/commit.py", "committed_digest"),
-    ("delete each sidecar", "gc/delete.py", "delete_index"),
-    ("  LocalStore.delete_if_match (both)", "store/local.py", "delete_if_match"),
-    ("finish CAS (DELETED records)", "gc/fence.py", "finish"),
-    ("directory fsyncs", "store/local.py", "_fsync_dir"),
+    ("plan lines validated (pydantic per entry)", "gc.planfile", "PlanEntry.model_validate_json"),
+    ("run lock (take, renew, release)", "gc.lock", "GcRunLock.renew_if_due"),
+    ("journal + history read per session", "gc.apply_session", "SessionApplier._read_facts"),
+    ("admission of each plan line on fresh facts", "gc.apply_session", "SessionApplier._admit"),
+    ("condemnation CAS (records built + folded, segment + manifest, 4 fsyncs)", "gc.fence",
+     "JournalLedger.condemn"),
+    ("listing records of the fenced artifacts", "gc.apply_session",
+     "SessionApplier._listed_after_condemnation"),
+    ("commit records re-read, one batch (unsigned plan only)", "gc.apply_session",
+     "SessionApplier._commit_records"),
+    ("revalidation of each artifact (snapshot, digest, age)", "gc.delete", "ConditionalDeleter.revalidate"),
+    ("conditional deletes of the bodies, one batch", "gc.delete",
+     "ConditionalDeleter.delete_validated_many"),
+    ("conditional deletes of the sidecars, one batch", "gc.delete", "ConditionalDeleter.delete_indexes"),
+    ("directory fsyncs (once per directory and batch)", "store.local", "LocalStore._fsync_dir"),
+    ("quota credit (a HEAD per session)", "fleet.credit", "QuotaCredit.raw_size"),
+    ("finishing CAS (DELETED records, segment + manifest, 4 fsyncs)", "gc.fence", "JournalLedger.finish"),
+    ("tally of each outcome", "gc.tally", "Tally.add"),
+    ("temporaries sweep", "store.local", "LocalStore.sweep_temporaries"),
 ]
 
 
@@ -79,32 +95,72 @@ class _InlinePool:
         return future
 
 
-def _profiled(label: str, fn: Callable[[], T], steps: list[tuple[str, str, str]]) -> T:
-    profile = cProfile.Profile(time.process_time)
-    started = time.process_time()
-    profile.enable()
+class _Timers:
+    """Inclusive thread CPU per step: each listed function wrapped, outermost calls timed."""
+
+    def __init__(self, steps: list[tuple[str, str, str]]) -> None:
+        self.spent: dict[str, float] = dict.fromkeys((label for label, _, _ in steps), 0.0)
+        for label, module, attr in steps:
+            self._wrap(label, importlib.import_module(f"s3spill.{module}"), attr)
+
+    def _wrap(self, label: str, module: Any, attr: str) -> None:
+        *path, name = attr.split(".")
+        owner = module
+        for part in path:
+            owner = getattr(owner, part)
+        inner = getattr(owner, name)
+        depth = [0]
+        spent = self.spent
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if depth[0]:
+                return inner(*args, **kwargs)
+            depth[0] += 1
+            started = time.thread_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                spent[label] += time.thread_time() - started
+                depth[0] -= 1
+
+        bound_to_class = inspect.ismethod(inner) and isinstance(inner.__self__, type)
+        setattr(owner, name, staticmethod(timed) if bound_to_class else timed)
+
+    def reset(self) -> None:
+        for label in self.spent:
+            self.spent[label] = 0.0
+
+
+def _measured(label: str, fn: Callable[[], T], timers: _Timers, per: Callable[[T], int]) -> T:
+    timers.reset()
+    started = time.thread_time()
     out = fn()
-    profile.disable()
-    cpu = time.process_time() - started
-    stats: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(profile).stats  # type: ignore[attr-defined]
-    total = sum(v[2] for v in stats.values())
-    print(f"\n{label}: {cpu * 1e3:.0f} ms CPU under the profiler")
-    print("| step | CPU (profiled) | share |\n|---|---|---|")
-    for name, path, func in steps:
-        spent = sum(v[3] for k, v in stats.items() if k[0].endswith(path) and k[2] == func)
-        print(f"| {name} | {spent * 1e3:.0f} ms | {100 * spent / total:.0f}% |")
+    cpu = time.thread_time() - started
+    count = per(out)
+    print(f"\n{label}: {cpu * 1e3:.0f} ms CPU, {cpu / count * 1e6:.0f} µs per artifact ({count:,})")
+    print("| step | CPU | per artifact | share |\n|---|---|---|---|")
+    top = 0.0
+    for step, spent in timers.spent.items():
+        if not step.startswith(" "):
+            top += spent
+        print(f"| {step} | {spent * 1e3:.0f} ms | {spent / count * 1e6:.1f} µs | {100 * spent / cpu:.0f}% |")
+    rest = cpu - top
+    print(f"| the rest (walk, grouping, decisions, pools, objects) | {rest * 1e3:.0f} ms "
+          f"| {rest / count * 1e6:.1f} µs | {100 * rest / cpu:.0f}% |")
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--artifacts", type=int, default=2000)
+    parser.add_argument("--signed", action="store_true", help="plan and apply with a plan key (a MAC)")
     args = parser.parse_args()
     import s3spill.gc.apply as apply_module
     import s3spill.gc.plan as plan_module
     from s3spill.gc.apply import apply_cleanup
     from s3spill.gc.models import CleanupPolicy, CleanupScope
     from s3spill.gc.plan import plan_cleanup
+    from s3spill.gc.planfile import PLAN_KEY_ENV
     from s3spill.store.local import LocalStore
 
     apply_module.ThreadPoolExecutor = _InlinePool  # type: ignore[misc,assignment]
@@ -119,14 +175,19 @@ def main() -> None:
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                              check=True)
         print(json.dumps({"artifacts": args.artifacts, **json.loads(out.stdout.splitlines()[-1]),
-                          "load_average": os.getloadavg()}))
+                          "signed": args.signed, "load_average": os.getloadavg()}))
+        if args.signed:
+            os.environ[PLAN_KEY_ENV] = "gc-profile-benchmark-plan-key"
         store = LocalStore(root)
         later = datetime.now(UTC) + timedelta(days=3)
         policy = CleanupPolicy(dry_run=False, max_deletions=None)
-        plan = _profiled("plan", lambda: plan_cleanup(store, CleanupScope(), policy, out=Path(tmp) / "plan",
-                                                      now=later), PLAN_STEPS)
-        report = _profiled("apply", lambda: apply_cleanup(store, plan, now=lambda: later), APPLY_STEPS)
-        print(f"\ndeleted: {report.counts.get('deleted', 0)}")
+        plan = _measured("plan", lambda: plan_cleanup(store, CleanupScope(), policy, out=Path(tmp) / "plan",
+                                                      now=later), _Timers(PLAN_STEPS),
+                         lambda _: args.artifacts)
+        report = _measured("apply", lambda: apply_cleanup(store, plan, now=lambda: later, policy=policy),
+                           _Timers(APPLY_STEPS), lambda r: max(1, r.counts.get("deleted", 0)))
+        print(f"\ndeleted: {report.counts.get('deleted', 0)} "
+              "(apply's per-artifact figures are per deleted artifact)")
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ def startup(runs: int, work: Path) -> None:
               f"   {med / base:4.1f}x the baseline")
 
 
-def memory(size: int, work: Path, twice: bool = False) -> None:
+def memory(size: int, work: Path, twice: bool = False, blocks: int = 1) -> None:
     proc = RawProxy(proxy_command((work / "store").as_uri(), "bench", hostile_command(work / "up.jsonl")),
                     work / "up.jsonl", work / "memory.err")
     try:
@@ -101,12 +101,13 @@ def memory(size: int, work: Path, twice: bool = False) -> None:
         before = _kib(proc.proc.pid, "VmRSS")
         started = time.perf_counter()
         proc.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "flood", "arguments": {"bytes": size, "twice": twice}}})
+            "name": "flood", "arguments": {"bytes": size, "twice": twice, "blocks": blocks}}})
         answer = proc.answer(1800)
         took = time.perf_counter() - started
         peak = _kib(proc.proc.pid, "VmHWM")
         text = "".join(b.get("text", "") for b in answer["result"]["content"])
-        what = "text, and again as structuredContent" if twice else "result"
+        what = "text, and again as structuredContent" if twice else \
+            f"result in {blocks} text blocks" if blocks > 1 else "result"
         message = size * (2 if twice else 1)
         print(f"  {size / MB:6.0f} MB {what}: peak RSS {(peak - before) / MiB:7.0f} MiB over the "
               f"{before / MiB:.0f} MiB before it ({(peak - before) / message:4.2f} bytes per byte), "
@@ -144,6 +145,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="30,300,1000", help="result sizes in MB")
     parser.add_argument("--twice", default="300", help="sizes in MB of a text sent twice: as the "
                         "text and as structuredContent (server-filesystem's read_text_file shape)")
+    parser.add_argument("--blocks", default="300", help="sizes in MB of a result in two text blocks")
     parser.add_argument("--skip", action="append", default=[], choices=["startup", "memory", "endings"])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -157,6 +159,8 @@ def main() -> None:
                 memory(size, work)
             for size in (int(s) * MB for s in args.twice.split(",") if s):
                 memory(size, work, twice=True)
+            for size in (int(s) * MB for s in args.blocks.split(",") if s):
+                memory(size, work, blocks=2)
         if "endings" not in args.skip:
             endings(args.runs, work)
 

@@ -12,6 +12,10 @@ Use ``local_store`` only for behaviour that is local by nature.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +29,14 @@ from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3
 from tests.store.endpoint import ENDPOINT_PARAMS, endpoint_env, endpoint_store
 
+# Bytecode is written even under PYTHONDONTWRITEBYTECODE (to the gitignored __pycache__
+# folders, where Python writes it by default): without it each worker compiles every test
+# module again for its assertion rewriting and each of the suite's hundreds of child
+# interpreters compiles the s3spill modules it imports again (~0.1 s of CPU per CLI child).
+# Set here, before the xdist workers start, so that they and every child inherit it.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 BACKENDS = ["local", "moto", *ENDPOINT_PARAMS]
 TEST_BUCKET = "s3spill-test"
 VERSIONED_BUCKET = "s3spill-versioned"
@@ -33,6 +45,16 @@ TEST_CONFIG = TransferConfig(
     multipart_threshold=5 * MiB, part_size=5 * MiB, deadline=5.0, backoff_base=0.01,
     backoff_max=0.05, connect_timeout=1.0, read_timeout=10.0,
 )
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: two workers per core. The suite's tests wait on subprocesses, servers and
+    sleeps about as long as they compute (one worker per core kept 2 cores 143 % busy), so
+    a second worker per core computes while the first waits; PYTEST_XDIST_AUTO_NUM_WORKERS
+    still decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return 2 * len(os.sched_getaffinity(0))
 
 
 @pytest.fixture
@@ -137,3 +159,42 @@ def refuse(monkeypatch: pytest.MonkeyPatch) -> Refuse:
             monkeypatch.setattr(owner, name, refused)
 
     return patch
+
+
+#: The variable a test's children inherit (down to detached supervisors and their commands),
+#: so that its teardown finds what outlived it: see the ``reaper`` fixture.
+REAP_MARK = "TESTS_REAP_MARK"
+
+
+def kill_marked(mark: str) -> list[int]:
+    """SIGKILL every process of ours whose environment carries ``REAP_MARK=mark``, with its
+    process group (a background run's supervisor and its command each lead one); a process
+    in this worker's own group is killed alone. Returns the pids found."""
+    needle, own_group = f"{REAP_MARK}={mark}".encode(), os.getpgid(0)
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError), open(f"/proc/{entry.name}/environ", "rb") as fh:
+            if needle in fh.read().split(b"\0"):
+                found.append(int(entry.name))
+    for pid in found:
+        with contextlib.suppress(ProcessLookupError):
+            group = os.getpgid(pid)
+            if group == own_group:
+                os.kill(pid, signal.SIGKILL)
+            else:
+                os.killpg(group, signal.SIGKILL)
+    return found
+
+
+@pytest.fixture
+def reaper() -> Iterator[dict[str, str]]:
+    """``{REAP_MARK: <fresh mark>}`` to put in the environment of the processes a test starts;
+    at teardown every process still carrying it is killed with its group, so a failed or
+    interrupted test leaves no background supervisor or command running (a passing one has
+    stopped them itself). The mark is not set in this process's environment: a session
+    fixture started meanwhile (the moto server) must not inherit it."""
+    mark = uuid.uuid4().hex
+    yield {REAP_MARK: mark}
+    kill_marked(mark)

@@ -84,3 +84,16 @@ def test_configure_is_idempotent(level: str, capsys: pytest.CaptureFixture[str])
         root.propagate = True
         root.setLevel(logging.NOTSET)
     assert [json.loads(line)["event"] for line in err.splitlines()] == ["once"]
+
+
+def test_logging_loads_with_the_first_record_that_can_show() -> None:
+    """Below the level (WARNING unconfigured, or the CLI's), a record loads no `logging`; the first
+    record at the level loads it and reaches the handler `configure` asked for."""
+    code = ("import sys\nfrom s3spill.log import configure, get_logger\nlog = get_logger('s3spill.t')\n"
+            "log.debug('quiet'); log.info('quiet')\nassert 'logging' not in sys.modules\n"
+            "configure(level='ERROR', json=True)\nlog.warning('quiet')\nassert 'logging' not in sys.modules\n"
+            "log.error('shown', n=1)\nassert 'logging' in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    [line] = [json.loads(x) for x in proc.stderr.splitlines()]
+    assert line["event"] == "shown" and line["n"] == 1 and line["level"] == "error"

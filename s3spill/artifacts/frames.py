@@ -21,7 +21,8 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from s3spill.artifacts.index import Codec, ContentStats, IndexBuilder
+from s3spill.artifacts.index import Codec
+from s3spill.artifacts.index_builder import ContentStats, IndexBuilder
 from s3spill.config import TransferConfig
 from s3spill.typed.record_ends import RecordTable
 

@@ -26,10 +26,9 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pydantic import ValidationError
-
 from s3spill import keys
 from s3spill.artifacts.index import META_INDEX_SHA256, ArtifactIndex
+from s3spill.artifacts.index_fields import IndexInvalid
 from s3spill.errors import (
     ArtifactErased,
     ArtifactNotFound,
@@ -115,7 +114,7 @@ class IndexVerifier:
             return self._load_index(art)
         try:
             index = ArtifactIndex.model_validate_json(raw)
-        except ValidationError:
+        except IndexInvalid:
             return self._load_index(art)
         if index.schema_version < 2 or not index.body_etag:
             return self._load_index(art, raw)
@@ -146,7 +145,7 @@ class IndexVerifier:
             raise IntegrityError(f"{sid}: the index does not match the digest its artifact pins")
         try:
             index = ArtifactIndex.model_validate_json(raw)
-        except ValidationError:
+        except IndexInvalid:
             raise IntegrityError(f"{sid}: the index does not parse") from None
         if not pinned and (index.schema_version < 2 or index.body_etag != info.etag):
             raise IntegrityError(f"{sid}: the index does not commit this body (ETag differs)")

@@ -23,9 +23,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
-
 from s3spill.artifacts.index import ArtifactIndex, decode_units, encode_units
+from s3spill.artifacts.plain import PlainRecord
 from s3spill.context.read_args import ArgStyle, spell_args
 from s3spill.context.read_limits import DEFAULT_LIMIT as DEFAULT_LIMIT
 from s3spill.context.read_limits import DEFAULT_MAX_CHARS as DEFAULT_MAX_CHARS
@@ -37,6 +36,8 @@ MIN_BODY_CHARS = 64
 MIN_CUT_CHARS = 200
 LEGEND = ("[lines marked ! contain bytes that are not UTF-8, shown as \\xHH;"
           " on those lines a backslash is shown as \\\\]")
+#: Bytes counted at a time by :func:`_nth_newline` before it looks for single newlines.
+_COUNT_BLOCK = 16384
 _ROW = re.compile(r"^ *(\d+)(!?)\t(.*)$", re.DOTALL)
 
 Fetch = Callable[[int], bytes]
@@ -47,8 +48,7 @@ class PageLine:
     """One shown segment of one line.
 
     A slotted dataclass, not a pydantic model: a page holds up to thousands of them and is
-    built on every read, so constructing them must cost next to nothing (pydantic still
-    serializes them inside :class:`Page`).
+    built on every read, so constructing them must cost next to nothing.
     """
 
     number: int  #: 1-based line number
@@ -65,10 +65,13 @@ class PageLine:
         return f"{self.number:>6}{'!' if self.escaped else ''}\t{self.text}"
 
 
-class Page(BaseModel):
-    """A window of lines, with everything needed to continue or to stop."""
+@dataclass(frozen=True, slots=True)
+class Page(PlainRecord):
+    """A window of lines, with everything needed to continue or to stop.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A plain record (:mod:`.plain`), built only by :func:`build_page` and the live reader
+    from verified chunks: a read process imports no pydantic.
+    """
 
     source_id: str
     offset: int
@@ -197,7 +200,7 @@ class _PageFill:
         self.line_no, self.char_pos = offset, char_offset
 
     def page(self, eof: bool, nxt: tuple[int, int] | None) -> Page:
-        return Page.model_construct(
+        return Page(
             source_id=self.source_id, offset=self.offset, char_offset=self.char_offset,
             total_lines=self.index.line_count, size_bytes=self.index.size_bytes,
             lines=tuple(self.lines), eof=eof,
@@ -261,9 +264,25 @@ class _ChunkCache:
 
 
 def _nth_newline(data: bytes, n: int) -> int:
-    """Position of the ``n``-th (1-based) newline in ``data``; the split runs in C."""
-    rest = data.split(b"\n", n)[-1]
-    return len(data) - len(rest) - 1
+    """Position of the ``n``-th (1-based) newline in ``data`` (the last one, or -1, if it has
+    fewer). Counted a block at a time in C, then found in the block that holds it: no list
+    of the lines before it is built (a split was half of a fresh page's line walk)."""
+    if n <= 0:
+        return -1
+    start, size = 0, len(data)
+    while start < size:
+        end = min(start + _COUNT_BLOCK, size)
+        found = data.count(b"\n", start, end)
+        if found >= n:
+            break
+        n -= found
+        start = end
+    else:
+        return data.rfind(b"\n")
+    pos = start - 1
+    for _ in range(n):
+        pos = data.find(b"\n", pos + 1)
+    return pos
 
 
 def _locate(index: ArtifactIndex, chunk: _ChunkCache, offset: int, char_offset: int,

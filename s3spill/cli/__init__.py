@@ -101,7 +101,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return started
     from s3spill import log
     from s3spill.cli.exitcodes import ExitCode
-    from s3spill.cli.failures import describe
     from s3spill.cli.parser import COMMAND_MODULES, EXIT_ERROR, build_parser, command_home
     from s3spill.errors import SourceIdError
 
@@ -133,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from s3spill.cli.argtypes import explain_mismatch
 
             exc = explain_mismatch(exc, args)
+        from s3spill.cli.failures import describe  # the failure table loads on a failure only
+
         failure = describe(exc)
         print(failure.line(), file=sys.stderr)
         return int(failure.code)

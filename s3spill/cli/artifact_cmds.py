@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -98,6 +97,8 @@ def cmd_spill(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """The Spiller's own warning about a spill it could not store: the CLI says it itself."""
+    import logging
+
     logger = logging.getLogger("s3spill.spill.spiller")
     level = logger.level
     logger.setLevel(logging.ERROR)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
@@ -58,8 +59,33 @@ EXIT_ERROR = int(ExitCode.ERROR)
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
+def help_width() -> int:
+    """The width argparse's help formatter takes, ``shutil.get_terminal_size().columns - 2``,
+    without importing :mod:`shutil` (and the compression modules it loads): argparse builds a
+    formatter for every ``add_argument``, so every command paid that import (issue 35)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    try:
+        lines = int(os.environ["LINES"])
+    except (KeyError, ValueError):
+        lines = 0
+    if columns <= 0 or lines <= 0:
+        try:
+            size = os.get_terminal_size(sys.__stdout__.fileno())  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            size = os.terminal_size((80, 24))
+        if columns <= 0:
+            columns = size.columns or 80
+    return columns - 2
+
+
 class Parser(argparse.ArgumentParser):
     """argparse whose usage errors are one line in the CLI's format (exit 2, no usage dump)."""
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        return self.formatter_class(prog=self.prog, width=help_width())  # type: ignore[call-arg]
 
     def error(self, message: str) -> NoReturn:
         from s3spill.cli.voice import say

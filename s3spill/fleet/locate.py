@@ -121,8 +121,9 @@ def policy_floor(environ: Mapping[str, str] | None = None, config: str | None = 
 
 #: ``S3SPILL_*`` variables that set no policy key but the store's own (``S3SPILL_STORE``,
 #: which the store's opening reads the same way): tests check them against the schema.
+#: ``S3SPILL_USAGE`` is read by the usage recorder alone (``off``: no usage records).
 NOT_POLICY_VARIABLES = frozenset({"S3SPILL_STORE", "S3SPILL_SESSION", "S3SPILL_LOG_LEVEL", "S3SPILL_DEBUG",
-                                  "S3SPILL_CONFIG"})
+                                  "S3SPILL_CONFIG", "S3SPILL_USAGE"})
 
 
 def store_needs_no_policy(config: str | None, environ: Mapping[str, str]) -> bool:

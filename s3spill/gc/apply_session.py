@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from s3spill import failpoints, keys
-from s3spill.errors import InvalidKey, JournalError, NotFound, S3SpillError, StoreError
+from s3spill.errors import JournalError, NotFound, S3SpillError, StoreError
 from s3spill.fleet.credit import QuotaCredit
+from s3spill.gc.apply_checks import age_text, layout_ok, refusal
 from s3spill.gc.delete import ConditionalDeleter
 from s3spill.gc.erase_session import erase_session
 from s3spill.gc.fence import (
@@ -43,7 +44,7 @@ from s3spill.gc.usage_logs import apply_usage_log
 from s3spill.leases.evidence import HistoryEvidence, read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo
-from s3spill.store.commit import committed_digest
+from s3spill.store.commit import committed_digest, committed_digest_of
 
 __all__ = ["FP_AFTER_CONDEMN", "FP_AFTER_DELETE", "SessionApplier"]
 
@@ -154,7 +155,7 @@ class SessionApplier:
         assert e.snapshot is not None and e.name is not None
         if e.object_kind == "usage_log":
             return apply_usage_log(self, shash, e, facts)
-        refused = _refusal(shash, e, published)
+        refused = refusal(shash, e, published)
         if refused is not None:
             self.tally.add(refused[0], e, refused[1])
             return
@@ -182,20 +183,20 @@ class SessionApplier:
         if facts.claims.get(name):
             return "retained_referenced", "a claim appeared after the plan"
         if facts.last_active is not None and self.now() - facts.last_active < self.active_within:
-            age = _age(self.now() - facts.last_active)
+            age = age_text(self.now() - facts.last_active)
             if self.planned_at is not None and facts.last_active > self.planned_at:
                 return "retained_recent", f"session active since the plan (last active {age} ago)"
             if self.now() - facts.last_active < self.policy.session_ttl:
                 return "retained_recent", (f"session last active {age} ago, within the apply-time "
-                                           f"session_ttl {_age(self.policy.session_ttl)}")
+                                           f"session_ttl {age_text(self.policy.session_ttl)}")
             return "retained_recent", (f"session last active {age} ago, within the apply-time "
-                                       f"orphan_ttl {_age(self.policy.orphan_ttl)} after it")
+                                       f"orphan_ttl {age_text(self.policy.orphan_ttl)} after it")
         return None
 
     def _fresh_younger_than_session_ttl(self, shash: str, e: PlanEntry) -> bool:
         """Judged on a fresh HEAD, never on the plan's snapshot (which could be edited)."""
         assert e.name is not None
-        if e.object_kind not in ("artifact", "index") or not _layout_ok(shash, e.name):
+        if e.object_kind not in ("artifact", "index") or not layout_ok(shash, e.name):
             return False
         key = (keys.artifact_key(shash, e.name) if e.object_kind == "artifact"
                else keys.index_key(shash, e.name))
@@ -215,15 +216,15 @@ class SessionApplier:
             ref = object_created(name, head)
             if facts.last_active is not None:
                 if now - facts.last_active < self.policy.session_ttl:
-                    return (f"session last active {_age(now - facts.last_active)} ago, within the "
-                            f"apply-time session_ttl {_age(self.policy.session_ttl)}")
+                    return (f"session last active {age_text(now - facts.last_active)} ago, within the "
+                            f"apply-time session_ttl {age_text(self.policy.session_ttl)}")
                 ref = max(ref, facts.last_active)
             for claim in facts.expired_claims.get(name, ()):
                 if claim.retain_until is not None:
                     ref = max(ref, claim.retain_until)
             if now - ref < self.policy.orphan_ttl:
-                return (f"{_age(now - ref)} old, younger than the apply-time orphan_ttl "
-                        f"{_age(self.policy.orphan_ttl)}")
+                return (f"{age_text(now - ref)} old, younger than the apply-time orphan_ttl "
+                        f"{age_text(self.policy.orphan_ttl)}")
             return None
 
         return check
@@ -282,6 +283,9 @@ class SessionApplier:
         credit = QuotaCredit(self.store, shash, self.run_id)
         gone: list[str] = []
         lift: list[str] = []
+        records = self._commit_records(shash, [w for w in work if verdicts.get(w.name) == "condemned"])
+        validated: list[tuple[_Work, ObjectInfo]] = []
+        indexes: list[ObjectSnapshot] = []
         # One directory fsync per batch on the local store; durable before DELETED is recorded.
         with self.store.deferred_sync():
             for w in work:
@@ -290,7 +294,22 @@ class SessionApplier:
                     self._record(w, *_NOT_CONDEMNED.get(verdict, ("retained_error",
                                                                   f"journal answered {verdict!r}")))
                     continue
-                self._delete_condemned(shash, w, facts, gone, lift, listed.get(w.name), credit)
+                checked = self.deleter.revalidate(
+                    w.fact, keys.artifact_key(shash, w.name), self._young(facts, w.name),
+                    listed=listed.get(w.name),
+                    record_digest=None if self.authenticated_plan
+                    else self._record_digest(shash, w.name, records))
+                if isinstance(checked, tuple):
+                    self._settle(shash, w, checked, gone, lift, credit, indexes)
+                else:
+                    validated.append((w, checked))
+            # The bodies in one batch of conditional deletes, then their sidecars (an index
+            # goes only once its body is gone).
+            outcomes = self.deleter.delete_validated_many(
+                [(keys.artifact_key(shash, w.name), head) for w, head in validated])
+            for (w, _), outcome in zip(validated, outcomes, strict=True):
+                self._settle(shash, w, outcome, gone, lift, credit, indexes)
+            self.deleter.delete_indexes(indexes)
         credit.flush()  # the session's quota counters get back what was deleted
         failpoints.failpoint(FP_AFTER_DELETE)
         try:
@@ -303,7 +322,8 @@ class SessionApplier:
         """The session's artifact bodies as one listing shows them now, after the fence.
 
         Why: for an artifact whose digest the plan read from its commit record, this one
-        LIST (a request per 1,000 objects) stands in for a HEAD per artifact; the
+        LIST (a request per 1,000 objects; :meth:`ObjectStore.listed`, which on the local
+        store reads just these artifacts' listing records) stands in for a HEAD per artifact; the
         ``If-Match`` delete then proves the object is still the listed one. Only with
         conditional deletes; empty (every artifact HEADed) when the listing fails.
         """
@@ -313,41 +333,54 @@ class SessionApplier:
             return {}
         wanted = {w.name for w in work if w.entry is not None and w.entry.snapshot is not None
                   and w.entry.snapshot.committed}
-        found: dict[str, ObjectInfo] = {}
+        by_key = {keys.artifact_key(shash, name): name for name in wanted}
         try:
-            for info in self.store.list(keys.session_prefix(shash) + "artifacts/"):
-                parsed = keys.parse_key(info.key)
-                if parsed.kind == "artifact" and parsed.name in wanted:
-                    found[str(parsed.name)] = info
+            return {by_key[key]: info for key, info in self.store.listed(list(by_key)).items()}
         except StoreError as exc:
             log.info("gc.apply.listing_failed", session_hash=shash, error=type(exc).__name__)
             return {}
-        return found
 
-    def _record_digest(self, shash: str, name: str) -> Callable[[str], str | None]:
+    def _commit_records(self, shash: str, work: list[_Work]) -> dict[str, bytes | None] | None:
+        """The commit records of a plan without a MAC, read for the condemned artifacts in one
+        batch (:meth:`ObjectStore.get_many`) after the fence; ``None``: read one by one
+        (signed plan, or the batch failed: each artifact's own GET then decides)."""
+        if self.authenticated_plan or not work:
+            return None
+        wanted = [keys.index_key(shash, w.name) for w in work]
+        try:
+            found = self.store.get_many(wanted)
+        except StoreError as exc:
+            log.info("gc.apply.records_batch_failed", session_hash=shash, error=type(exc).__name__)
+            return None
+        return {key: found.get(key) for key in wanted}
+
+    def _record_digest(self, shash: str, name: str, records: dict[str, bytes | None] | None = None
+                       ) -> Callable[[str], str | None]:
         """Reads the digest the artifact's commit record gives the body with a given ETag.
 
         Why, for a plan without a MAC: the fence is keyed by the digest the condemnation
         names, and whoever can write an unauthenticated plan file could name another, so
         that a claim racing into the condemnation would not see it. One GET of the record
-        (which pins the ETag) settles it; an authenticated plan's digest is the planner's.
+        (which pins the ETag) settles it — or the record :meth:`_commit_records` read; an
+        authenticated plan's digest is the planner's.
         """
-        return lambda etag: committed_digest(self.store, keys.index_key(shash, name), etag,
-                                             shash=shash, name=name)
+        key = keys.index_key(shash, name)
+        if records is not None and key in records:
+            raw = records[key]
+            return lambda etag: committed_digest_of(raw, etag, shash=shash, name=name)
+        return lambda etag: committed_digest(self.store, key, etag, shash=shash, name=name)
 
-    def _delete_condemned(self, shash: str, w: _Work, facts: SessionFacts, gone: list[str],
-                          lift: list[str], listed: ObjectInfo | None, credit: QuotaCredit) -> None:
-        """Revalidate and delete one fenced artifact; say whether to finish, lift or keep it condemned."""
-        key = keys.artifact_key(shash, w.name)
-        record = None if self.authenticated_plan else self._record_digest(shash, w.name)
-        outcome, reason, attempted = self.deleter.revalidate_and_delete(
-            w.fact, key, self._young(facts, w.name), listed=listed, record_digest=record)
+    def _settle(self, shash: str, w: _Work, result: tuple[ApplyOutcome, str, bool], gone: list[str],
+                lift: list[str], credit: QuotaCredit, indexes: list[ObjectSnapshot]) -> None:
+        """One fenced artifact's outcome: finish it (and queue its sidecar), lift it, or keep it condemned."""
+        outcome, reason, attempted = result
         if outcome in ("deleted", "already_missing"):
             gone.append(w.name)
             if outcome == "deleted":
                 credit.note(credit.raw_size(w.name))
-            self.deleter.delete_index(w.index if w.index is not None
-                                      else self.deleter.index_snapshot(shash, w.name))
+            index = w.index if w.index is not None else self.deleter.index_snapshot(shash, w.name)
+            if index is not None:
+                indexes.append(index)
         elif outcome == "race_detected" or not attempted:
             lift.append(w.name)
         # else: the delete's outcome is unknown — stay condemned; the next run resolves it.
@@ -374,56 +407,12 @@ class _Work:
     takeover: str | None = None
 
 
-def _layout_ok(shash: str, name: str) -> bool:
-    try:
-        keys.artifact_key(shash, name)
-        return True
-    except InvalidKey:
-        return False
-
-
-def _entry_layout_ok(shash: str, e: PlanEntry) -> bool:
-    """Never trust a plan's key: it must be exactly what the layout derives."""
-    assert e.snapshot is not None and e.name is not None
-    if not _layout_ok(shash, e.name):
-        return False
-    expected = (keys.artifact_key(shash, e.name) if e.object_kind == "artifact"
-                else keys.index_key(shash, e.name))
-    if e.snapshot.key != expected:
-        return False
-    return e.index_snapshot is None or e.index_snapshot.key == keys.index_key(shash, e.name)
-
-
 def _leftover_condemnations(shash: str, facts: SessionFacts,
                             published: dict[str, set[str]]) -> dict[str, _Work]:
     """Condemnations an interrupted (or concurrent) run left behind: adopted, to be finished."""
     work: dict[str, _Work] = {}
     for name, cf in sorted(facts.condemned.items()):
-        if not _layout_ok(shash, name) or name in published:
+        if not layout_ok(shash, name) or name in published:
             continue  # a published slot outranks a leftover condemnation: never delete it
         work[name] = _Work(name, cf, None, None, takeover=cf.run_id)
     return work
-
-
-def _refusal(shash: str, e: PlanEntry, published: dict[str, set[str]]) -> tuple[ApplyOutcome, str] | None:
-    """Why a plan line may not be acted on at all, whatever the journal says, or ``None``."""
-    if e.object_kind not in ("artifact", "index"):
-        return "denied", f"a plan may only delete artifacts and sidecars, not {e.object_kind}"
-    if not _entry_layout_ok(shash, e):
-        return "denied", "plan entry's key is not an artifact key of this store"
-    if e.name in published:
-        return "retained_referenced", "an owner slot holds a published reference"
-    return None
-
-
-def _age(delta: timedelta) -> str:
-    """A duration as a reason states it: ``24h``, ``90s``, ``3d2h`` (whole seconds; days from 2)."""
-    seconds = max(0, int(delta.total_seconds()))
-    parts = []
-    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
-        if seconds >= size and (unit != "d" or seconds >= 2 * size):
-            parts.append(f"{seconds // size}{unit}")
-            seconds %= size
-    if seconds or not parts:
-        parts.append(f"{seconds}s")
-    return "".join(parts)

@@ -144,6 +144,17 @@ class ConditionalDeleter:
         the commit record gives the body with an ETag; a body whose digest lives there must
         have the one the snapshot names, or it is not deleted.
         """
+        checked = self.revalidate(snap, key, young, listed=listed, record_digest=record_digest)
+        if isinstance(checked, tuple):
+            return checked
+        return self._delete_validated(key, checked)
+
+    def revalidate(self, snap: ObjectSnapshot | CondemnFact, key: str, young: AgeCheck | None = None, *,
+                   listed: ObjectInfo | None = None,
+                   record_digest: Callable[[str], str | None] | None = None,
+                   ) -> tuple[ApplyOutcome, str, bool] | ObjectInfo:
+        """:meth:`revalidate_and_delete` up to the delete: the object to delete (its deletion
+        slot taken), or the outcome that keeps it (nothing attempted)."""
         committed = listed is not None and self.method == "if_match"
         if committed:
             assert listed is not None
@@ -170,20 +181,48 @@ class ConditionalDeleter:
             return "retained_recent", why, False
         if not self.take_slot():
             return "retained_limit", f"max_deletions={self.max_deletions} reached", False
-        return self._delete_validated(key, head)
+        return head
+
+    def delete_validated_many(self, validated: list[tuple[str, ObjectInfo]]
+                              ) -> list[tuple[ApplyOutcome, str, bool]]:
+        """Delete each ``(key, validated HEAD)`` as :meth:`revalidate_and_delete` would; the
+        outcome of each, in order. ``If-Match`` deletes go to the store as one batch
+        (:meth:`~s3spill.store.base.ObjectStore.delete_many_if_match`: the same conditional
+        delete per key, each outcome its own); the other methods, one by one."""
+        if self.method != "if_match":
+            return [self._delete_validated(key, head) for key, head in validated]
+        errors = self.store.delete_many_if_match([(key, head.etag) for key, head in validated])
+        return [_delete_outcome(errors[key]) for key, _ in validated]
+
+    def delete_indexes(self, snapshots: list[ObjectSnapshot]) -> None:
+        """:meth:`delete_index` of each sidecar (best effort), in one batch where deletes are ``If-Match``."""
+        if self.method != "if_match":
+            for snap in snapshots:
+                self.delete_index(snap)
+            return
+        for key, error in self.store.delete_many_if_match([(s.key, s.etag) for s in snapshots]).items():
+            if error is not None:
+                log.info("gc.apply.index_left", error=type(error).__name__, key=key)
 
     def _delete_validated(self, key: str, head: ObjectInfo) -> tuple[ApplyOutcome, str, bool]:
         try:
             # The etag of the validated HEAD: equal to the snapshot's when it has one.
             self.delete(key, head.etag, head.version_id)
-        except NotFound:
-            return "already_missing", "object vanished before the delete", True
-        except PreconditionFailed as exc:
-            return "race_detected", f"conditional delete refused: {exc}", True
-        except UnsupportedOperation as exc:
-            # A definite refusal (501 NotImplemented): nothing was deleted, so the
-            # condemnation is lifted, never left "unknown" for ever.
-            return "retained_error", f"the store refused the delete as not implemented: {exc}", False
         except StoreError as exc:
-            return "retained_error", f"delete outcome unknown: {type(exc).__name__}", True
+            return _delete_outcome(exc)
+        return _delete_outcome(None)
+
+
+def _delete_outcome(error: StoreError | None) -> tuple[ApplyOutcome, str, bool]:
+    """What one delete's answer means: (outcome, reason, delete_was_attempted)."""
+    if error is None:
         return "deleted", "", True
+    if isinstance(error, NotFound):
+        return "already_missing", "object vanished before the delete", True
+    if isinstance(error, PreconditionFailed):
+        return "race_detected", f"conditional delete refused: {error}", True
+    if isinstance(error, UnsupportedOperation):
+        # A definite refusal (501 NotImplemented): nothing was deleted, so the
+        # condemnation is lifted, never left "unknown" for ever.
+        return "retained_error", f"the store refused the delete as not implemented: {error}", False
+    return "retained_error", f"delete outcome unknown: {type(error).__name__}", True

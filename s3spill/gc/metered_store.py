@@ -14,10 +14,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, TypeVar
 
-from s3spill.errors import StoreUnavailable
+from s3spill.errors import StoreError, StoreUnavailable
 from s3spill.store.base import (
     Body,
     ByteRange,
@@ -108,6 +108,34 @@ class MeteredStore(WrappedStore):
 
     def delete_version(self, key: str, version_id: str) -> None:
         self._run("delete_version", lambda: self.inner.delete_version(key, version_id))
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        """Counted as one GET per key; the wrapped store reads them as one batch, unless a
+        subclass intercepts single reads (then each goes through its :meth:`get`)."""
+        if type(self).get is not MeteredStore.get:
+            return super().get_many(keys)
+        return self._run_many("get", len(keys), lambda: self.inner.get_many(keys))
+
+    def delete_many_if_match(self, items: Sequence[tuple[str, str]]) -> dict[str, StoreError | None]:
+        """Counted as one conditional DELETE per key; batched as :meth:`get_many` is."""
+        if type(self).delete_if_match is not MeteredStore.delete_if_match:
+            return super().delete_many_if_match(items)
+        return self._run_many("delete_if_match", len(items), lambda: self.inner.delete_many_if_match(items))
+
+    def listed(self, keys: Sequence[str]) -> dict[str, ObjectInfo]:
+        """Counted as the listing it stands for: one LIST per 1,000 keys (a subclass that
+        intercepts listings gets the default, through its :meth:`list`)."""
+        if type(self).list is not MeteredStore.list or not keys:
+            return super().listed(keys)
+        return self._run_many("list", 1 + (len(keys) - 1) // 1000, lambda: self.inner.listed(keys))
+
+    def _run_many(self, op: str, count: int, fn: Callable[[], T]) -> T:
+        """:meth:`_run` of a batch of ``count`` requests (each paced and counted)."""
+        for _ in range(count - 1):
+            self._pace()
+        with self._lock:
+            self.requests[op] += count - 1
+        return self._run(op, fn)
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         return self._pages(self.inner.list(prefix))

@@ -30,7 +30,16 @@ from s3spill.keys import OWNER, SESSIONS, ParsedKey, parse_key
 from s3spill.leases.evidence import read_history_evidence
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore
-from s3spill.store.commit import COMMIT_SIDECAR, META_COMMIT, committed_digest, content_info, defers_digest
+from s3spill.store.commit import (
+    COMMIT_SIDECAR,
+    META_COMMIT,
+    SIDECAR_SUFFIX,
+    committed_digest,
+    committed_digest_of,
+    content_info,
+    content_info_of,
+    defers_digest,
+)
 
 log = get_logger("s3spill.gc")
 
@@ -185,8 +194,40 @@ class Planner:
         except NotFound:
             return None
 
-    def _content(self, shash: str, name: str, info: ObjectInfo, index: ObjectInfo | None
-                 ) -> ObjectInfo | None:
+    def _record_key(self, info: ObjectInfo, index: ObjectInfo | None) -> str | None:
+        """The commit record :meth:`_content` reads for ``info``'s digest (``None``: none, a HEAD)."""
+        if info.sha256 is not None:
+            return None
+        if defers_digest(info):
+            return info.key + SIDECAR_SUFFIX
+        return index.key if index is not None and not self._versioned else None
+
+    def _prefetch(self, group: SessionGroup, facts: SessionFacts, published: dict[str, set[str]]
+                  ) -> dict[str, bytes | None]:
+        """The commit records :meth:`_content` will read for this session, in one batch.
+
+        Why: the local store reads a directory's records with one symlink check
+        (:meth:`ObjectStore.get_many`); elsewhere it is the same GETs, one by one. Only the
+        records of artifacts that reach the digest (claimed, or old enough and under the
+        run's limit) are read; a record that is absent maps to ``None``.
+        """
+        if self._full:
+            return {}
+        wanted: list[str] = []
+        for name, info in group.artifacts.items():
+            if name in published or (not facts.claims.get(name) and self._recent(
+                    object_created(name, info), facts, name) is not None):
+                continue
+            key = self._record_key(info, group.indexes.get(name))
+            if key is not None:
+                wanted.append(key)
+        if not wanted:
+            return {}
+        found = self.store.get_many(wanted)
+        return {key: found.get(key) for key in wanted}
+
+    def _content(self, shash: str, name: str, info: ObjectInfo, index: ObjectInfo | None,
+                 records: dict[str, bytes | None] | None = None) -> ObjectInfo | None:
         """``info`` with its content SHA-256, from as few requests as the listing allows.
 
         Why no HEAD per artifact: a listing already gives key, size, ETag and
@@ -197,14 +238,21 @@ class Planner:
         metadata itself. Only a body the commit record does not vouch for (version 1,
         or not written by the artifact store), or a store that claims versioning (whose
         version id a listing omits), costs the HEAD it always did. Apply revalidates by
-        HEAD before it deletes either way; ``None``: the object is gone.
+        HEAD before it deletes either way; ``None``: the object is gone. ``records``: the
+        commit records :meth:`_prefetch` read (a key it holds is not read again).
         """
+        key = self._record_key(info, index)
         if info.sha256 is not None or defers_digest(info):  # a listing with metadata (local)
+            if records is not None and key in records:
+                return content_info_of(info, records[key])
             return content_info(self.store, info)
         if index is not None and not self._versioned:
             with self._lock:
                 self.index_reads += 1
-            sha = committed_digest(self.store, index.key, info.etag, shash=shash, name=name)
+            if records is not None and key in records:
+                sha = committed_digest_of(records[key], info.etag, shash=shash, name=name)
+            else:
+                sha = committed_digest(self.store, index.key, info.etag, shash=shash, name=name)
             if sha is not None:
                 # Marked as a HEAD of a version 2 body is: its digest is the record's.
                 return replace(info, sha256=sha, metadata={META_COMMIT: COMMIT_SIDECAR})
@@ -284,8 +332,9 @@ class Planner:
             self._retain_all(group, "retained_journal_doubt", reason)
             return
         published = evidence.published_names()
+        records = self._prefetch(group, facts, published)
         for name, info in sorted(group.artifacts.items()):
-            self._artifact(shash, name, info, group.indexes.get(name), facts, published)
+            self._artifact(shash, name, info, group.indexes.get(name), facts, published, records)
         for name, info in sorted(group.indexes.items()):
             if name not in group.artifacts:
                 self._orphan_index(shash, name, info, facts, published)
@@ -341,7 +390,8 @@ class Planner:
             self._emit(status, "usage_log", info, shash=shash, name=name, reason=reason)
 
     def _artifact(self, shash: str, name: str, info: ObjectInfo, index: ObjectInfo | None,
-                  facts: SessionFacts, published: dict[str, set[str]]) -> None:
+                  facts: SessionFacts, published: dict[str, set[str]],
+                  records: dict[str, bytes | None] | None = None) -> None:
         claims = facts.claims.get(name, [])
         size = info.size + (index.size if index else 0)
         idx = snapshot_of(index) if index else None
@@ -350,7 +400,7 @@ class Planner:
                        index=idx, reason="an owner slot holds a published reference to it")
             return
         if claims:
-            head = self._content(shash, name, info, index)
+            head = self._content(shash, name, info, index, records)
             if head is None:
                 digests = ",".join(sorted({c.sha256[:16] for c in claims}))
                 self._emit("missing_referenced", "claim", None, shash=shash, name=name,
@@ -370,7 +420,7 @@ class Planner:
         if self.held("artifact", info, object_created(name, info), facts, shash=shash, name=name,
                      size=size, index=idx):
             return
-        head = self._content(shash, name, info, index)
+        head = self._content(shash, name, info, index, records)
         if head is None:
             return
         if head.sha256 is None:

@@ -25,7 +25,7 @@ from s3spill import keys
 from s3spill.artifacts.grep.engine import Grep
 from s3spill.artifacts.grep.pattern import compile_pattern
 from s3spill.artifacts.grep.result import GrepResult
-from s3spill.artifacts.index import build_stats
+from s3spill.artifacts.index_builder import build_stats
 from s3spill.artifacts.paging import Page, build_page
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.artifacts.views import CONTEXT_BYTES, ChunkView, viewed
@@ -247,7 +247,7 @@ class LiveReader:
         next_line = page.next_offset
         if cut_short:
             next_line = index.line_count - (0 if window.endswith(b"\n") else 1)
-        return Page.model_construct(
+        return Page(
             source_id=sid, offset=shift, char_offset=char_offset,
             total_lines=state.line_count, size_bytes=state.committed_bytes,
             lines=tuple(dataclasses.replace(ln, number=ln.number + shift) for ln in page.lines),
@@ -270,8 +270,8 @@ class LiveReader:
         return bytes(out)
 
     def _wrap(self, page: Page, state: LiveState, next_since: int) -> LivePage:
-        fields = {name: getattr(page, name) for name in Page.model_fields}
-        return LivePage.model_construct(**fields, live=summarize(state, self.config, next_since))
+        fields = {name: getattr(page, name) for name in Page.field_names()}
+        return LivePage(**fields, live=summarize(state, self.config, next_since))
 
     def _final_page(self, state: LiveState, offset: int, limit: int, char_offset: int,
                     max_chars: int, since: int | None, session_id: str | None) -> LivePage:
@@ -306,8 +306,8 @@ class LiveReader:
                 if attempt == 2:
                     raise
                 continue
-            fields = {name: getattr(result, name) for name in GrepResult.model_fields}
-            return LiveGrepResult.model_construct(
+            fields = {name: getattr(result, name) for name in GrepResult.field_names()}
+            return LiveGrepResult(
                 **fields, live=summarize(state, self.config, state.committed_bytes))
         raise AssertionError("unreachable")
 
@@ -351,7 +351,7 @@ def _nth_newline_end(data: bytearray, n: int) -> int:
 
 
 def _empty(sid: str, state: LiveState, at: int, max_chars: int) -> Page:
-    return Page.model_construct(
+    return Page(
         source_id=sid, offset=state.line_count, char_offset=0, total_lines=state.line_count,
         size_bytes=state.committed_bytes, lines=(), eof=True, next_offset=None,
         next_char_offset=None, byte_start=at, byte_end=at, max_chars=max_chars)

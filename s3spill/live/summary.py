@@ -8,6 +8,7 @@ and is listed by ``list_artifacts`` and ``s3spill ls`` for commands still runnin
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -77,10 +78,20 @@ def summarize(state: LiveState, config: LiveConfig, next_since: int,
         final_source_id=state.final_source_id, note=state.note, next_since=next_since)
 
 
+def _with_live(plain_json: str, live: LiveSummary) -> str:
+    """A plain record's JSON with the (pydantic) summary as its last field, ``live``."""
+    return f'{plain_json[:-1]},"live":{live.model_dump_json()}}}'
+
+
+@dataclass(frozen=True)
 class LivePage(Page):
     """A :class:`Page` of a live output, with the live footer."""
 
     live: LiveSummary
+
+    def model_dump_json(self) -> str:
+        return _with_live(Page(**{name: getattr(self, name) for name in Page.field_names()})
+                          .model_dump_json(), self.live)
 
     def footer(self, style: ArgStyle = "call") -> str:
         running = self.live.status == "running"
@@ -100,10 +111,15 @@ class LivePage(Page):
         return f"{base}\n{self.live.line(style)}"
 
 
+@dataclass(frozen=True)
 class LiveGrepResult(GrepResult):
     """A :class:`GrepResult` over the committed part of a live output."""
 
     live: LiveSummary
+
+    def model_dump_json(self) -> str:
+        plain = GrepResult(**{name: getattr(self, name) for name in GrepResult.field_names()})
+        return _with_live(plain.model_dump_json(), self.live)
 
     def footer(self, style: ArgStyle = "call") -> str:
         return f"{super().footer(style)}\n{self.live.line(style)}"

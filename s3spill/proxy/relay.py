@@ -302,6 +302,8 @@ class Relay:
             msg = parse_spooled(line) if isinstance(line, Spool) else parse(line)
             if msg is MALFORMED:
                 self.dropped("proxy.upstream_malformed_dropped", len(line))
+                if spool is not None:
+                    spool.close()
                 continue
             if spool is not None and isinstance(msg, list):  # a batch: taken apart in memory
                 msg, line, spool = spool.materialized(msg), b"", None

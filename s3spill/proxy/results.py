@@ -10,7 +10,8 @@ rebuilt, and then only the parts that had to change:
   :func:`~s3spill.spill.block_spill.externalize_blocks`: blocks are priced (binaries with
   :meth:`ProxySettings.price_binary`), the first and last ones kept, each omitted binary
   stored as its own artifact and named in the notice; a binary kept whole is handed on as
-  the upstream's own block, untouched;
+  the upstream's own block, untouched; but the text blocks of a spooled line (no binary
+  among them, some too long to hold) are streamed, one after the other, as one text;
 * ``structuredContent`` is kept when it fits. Otherwise its JSON is stored as an artifact,
   and it becomes either its long strings replaced by markers naming that artifact — when
   that fits and still conforms to the tool's ``outputSchema`` (or the tool has none) — or
@@ -131,6 +132,9 @@ class ResultSpiller:
             _log(tool, result.total_bytes, result.spilled, result.degraded_reason)
             refs.extend(ref for ref in (result.artifact,) if ref is not None)
             return [{**first, "text": result.context_text}]
+        if all(_is_text(item) for item in content) and any(isinstance(item["text"], LongString)
+                                                            for item in content):
+            return self._texts(content, tool, call_id, refs)
         blocks, originals = _to_blocks(content)
         text_len = sum(len(b.text) for b in blocks if isinstance(b, TextBlock))
         binaries = any(isinstance(b, ImageBlock) for b in blocks)
@@ -144,6 +148,23 @@ class ResultSpiller:
              out.degraded_reason, images=len(out.images))
         refs.extend(ref for ref in (out.artifact, *out.images.values()) if ref is not None)
         return [_to_item(block, originals) for block in out.blocks]
+
+    def _texts(self, content: list[Any], tool: str, call_id: str | None,
+               refs: list[ArtifactReference]) -> list[Any] | None:
+        """Text blocks of a spooled line, some long: over the threshold (by their fewest
+        characters) they are streamed into one artifact, one after the other, as the block
+        planner stores texts; else read back and handled as any blocks are."""
+        texts = [item["text"] for item in content]
+        chars = sum(t.min_chars if isinstance(t, LongString) else len(t) for t in texts)
+        if chars <= min(self.policy.for_tool(tool).threshold, self.policy.hard_cap_chars):
+            return self._content([{**i, "text": i["text"].text() if isinstance(i["text"], LongString)
+                                   else i["text"]} for i in content], tool, call_id, refs)
+        pieces = (piece for t in texts for piece in (t.pieces() if isinstance(t, LongString) else _slices(t)))
+        result = self.spiller.externalize(pieces, tool, call_id)
+        _log(tool, result.total_bytes, result.spilled, result.degraded_reason, streamed=True,
+             blocks=len(content))
+        refs.extend(ref for ref in (result.artifact,) if ref is not None)
+        return [{"type": "text", "text": result.context_text}]
 
     def _masked_blocks(self, blocks: list[Block], originals: dict[int, dict[str, Any]]) -> list[Any] | None:
         """None (the upstream's own items go on) unless a text block holds a secret: then
@@ -259,19 +280,19 @@ def _is_text(item: Any) -> bool:
 
 
 def _streamable(result: dict[str, Any], spool: Spool) -> dict[str, Any]:
-    """``result`` with its long strings read back, except the text of its only content block
-    (a :class:`LongString`, streamed into the spill) and those in ``structuredContent``
-    (placeholders still: :meth:`ResultSpiller._structured` stores them from the file)."""
+    """``result`` with its long strings read back, except the texts of its content when it
+    is text blocks only (each long one a :class:`LongString`, streamed into the spill) and
+    those in ``structuredContent`` (placeholders still: :meth:`ResultSpiller._structured`
+    stores them from the file)."""
     content = result.get("content")
     longs = spool.longs()
     rest = {k: v for k, v in result.items() if k != "structuredContent"}
-    if isinstance(content, list) and len(content) == 1 and _is_text(content[0]) \
-            and content[0]["text"] in longs:
-        text = content[0]["text"]
-        out: dict[str, Any] = spool.materialized(rest, keep=text)
-        out["content"] = [{**out["content"][0], "text": longs[text]}]
-    else:
-        out = spool.materialized(rest)
+    texts = {item["text"] for item in content if _is_text(item)} & longs.keys() \
+        if isinstance(content, list) and content and all(_is_text(item) for item in content) else set()
+    out: dict[str, Any] = spool.materialized(rest, keep=texts)
+    if texts:
+        out["content"] = [{**item, "text": longs[item["text"]]} if item["text"] in texts else item
+                          for item in out["content"]]
     if "structuredContent" in result:  # its long strings stay in the file (ResultSpiller._structured)
         out["structuredContent"] = result["structuredContent"]
     return out

@@ -39,8 +39,10 @@ MAX_MESSAGE_BYTES = 1024 * 1024 * 1024
 MAX_SPOOLED_BYTES = 16 * 1024 * 1024 * 1024
 #: Bytes read from a pipe at a time (and about what the reader buffers ahead).
 READ_CHUNK = 1024 * 1024
-#: Seconds the upstream gets to exit after its stdin closes, then after SIGTERM.
-EXIT_GRACE = 5.0
+#: Seconds the upstream gets to exit after its stdin closes, then after SIGTERM: under the 2 s
+#: both SDK clients' stdio transports wait for us before they SIGTERM us (and TypeScript's SIGKILLs
+#: 2 s later, which would leave the upstream running with no reader).
+EXIT_GRACE = 1.5
 #: The same when we were told to stop (SIGINT/SIGTERM): the harness is waiting for us.
 STOP_GRACE = 1.0
 
@@ -264,16 +266,24 @@ class Spawned:
 
 
 async def stop_upstream(proc: asyncio.subprocess.Process | Spawned, channel: StreamChannel,
-                        grace: float = EXIT_GRACE) -> int:
-    """Close its stdin (the stdio transport's "goodbye"), then SIGTERM, then SIGKILL."""
+                        grace: float = EXIT_GRACE, hurry: asyncio.Event | None = None) -> int:
+    """Close its stdin (the stdio transport's "goodbye"), then SIGTERM, then SIGKILL; when
+    ``hurry`` is set meanwhile (we got SIGINT/SIGTERM: our client is done waiting), the next
+    step comes at once and the rest get :data:`STOP_GRACE`."""
     await channel.close()
+    exited = asyncio.ensure_future(proc.wait())
     for signal_it in (None, proc.terminate, proc.kill):
         if signal_it is not None:
             with contextlib.suppress(ProcessLookupError):
                 signal_it()
-        with contextlib.suppress(asyncio.TimeoutError):
-            return await asyncio.wait_for(proc.wait(), grace)
-    return await proc.wait()
+        if hurry is not None and hurry.is_set():
+            grace = STOP_GRACE
+        hurried = asyncio.ensure_future((hurry or asyncio.Event()).wait())
+        await asyncio.wait({exited, hurried}, timeout=grace, return_when=asyncio.FIRST_COMPLETED)
+        hurried.cancel()
+        if exited.done():
+            return exited.result()
+    return await exited
 
 
 def stop_on_signals(stop: asyncio.Event) -> None:
@@ -339,7 +349,8 @@ async def relay_on(relay: Relay, proc: asyncio.subprocess.Process | Spawned, ups
             closed = await relay.run(client, upstream, stop=stop)
         log.info("proxy.closed", side=closed)
     finally:
-        code = await stop_upstream(proc, upstream, STOP_GRACE if closed == "stopped" else EXIT_GRACE)
+        code = await stop_upstream(proc, upstream, STOP_GRACE, None) if closed == "stopped" \
+            else await stop_upstream(proc, upstream, EXIT_GRACE, stop)
         await client.close()
     return upstream_ended(code, relay.unanswered) if closed == "upstream" else 0
 

@@ -13,6 +13,7 @@ error and drops an upstream's with a log line; it never forwards it.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final
 
 import orjson
@@ -52,16 +53,48 @@ def parse(line: bytes) -> Any:
 
 
 def parse_spooled(spool: Spool) -> Any:
-    """The skeleton of a spooled line (its long strings as placeholders), or :data:`MALFORMED`."""
-    return MALFORMED if spool.scanned is None else parse(spool.scanned[0])
+    """The skeleton of a spooled line (its long strings as placeholders), or :data:`MALFORMED`
+    when :func:`parse` would refuse the whole line: the skeleton, or a long string with an
+    escape JSON has not or a raw control character (checked in the file, not decoded)."""
+    if spool.scanned is None:
+        return MALFORMED
+    msg = parse(spool.scanned[0])
+    if msg is MALFORMED or not all(long.well_formed() for long in spool.longs().values()):
+        return MALFORMED
+    return msg
 
 
 def encode(message: Any) -> bytes:
-    """One message as JSON bytes (a string with a lone surrogate is written as its escape)."""
+    """One message as JSON bytes (a string with a lone surrogate is written as its escape).
+
+    Lone surrogates come only from the fallback parser, and two of them can be neighbours: the
+    escape ``\\ud800`` right before a byte that is not UTF-8 (held as ``\\udce9``). Written
+    as two escapes they would read as one astral character; so a lone high surrogate followed
+    by a low one is written as the ``\\xHH`` escapes of its WTF-8 bytes (how pages show it),
+    and the byte after it stays its escape.
+    """
     try:
         return orjson.dumps(message)
     except TypeError:
-        return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        return json.dumps(_unpaired(message), ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def _unpaired(value: Any) -> Any:
+    """``value`` with no lone high surrogate directly before a low one, in keys or strings."""
+    if isinstance(value, str):
+        return _HIGH_BEFORE_LOW.sub(_shown, value) if _HIGH_BEFORE_LOW.search(value) else value
+    if isinstance(value, dict):
+        return {_unpaired(k): _unpaired(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_unpaired(v) for v in value]
+    return value
+
+
+def _shown(match: re.Match[str]) -> str:
+    return "".join(f"\\x{b:02x}" for b in match.group().encode("utf-8", "surrogatepass"))
+
+
+_HIGH_BEFORE_LOW: Final = re.compile(r"[\ud800-\udbff](?=[\udc00-\udfff])")
 
 
 def error(mid: Any, code: int, message: str) -> bytes:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import IO, Any
 
 __all__ = ["LONG_BYTES", "PIECE", "LongString", "Scanner", "Spool"]
@@ -32,6 +33,10 @@ LONG_BYTES = 4 << 20
 PIECE = 1 << 20
 #: The longest escape (``\uXXXX``): a backslash closer than this to a piece's end may be cut.
 _ESCAPE = 6
+#: A backslash not followed by what makes a JSON escape (or the second of an escaped one).
+_NOT_AN_ESCAPE = re.compile(rb'\\(?![nrt"\\/bf]|u[0-9a-fA-F]{4})')
+#: Bytes a JSON string may not hold raw.
+_CONTROL = bytes(range(0x20))
 
 
 class LongString:
@@ -81,11 +86,46 @@ class LongString:
     def text(self) -> str:
         return "".join(self.pieces())
 
+    def well_formed(self) -> bool:
+        """Is the body a JSON string's: every escape one of JSON's, no raw control character?
+
+        What a parser of the whole document would refuse, found without decoding (the proxy
+        hands some documents on from the file, never decoded): piece by piece, cut between
+        escapes as :meth:`pieces` cuts, ~3 ms per MiB.
+        """
+        fd, offset, carry = self.file.fileno(), self.start, b""
+        while offset < self.end:
+            n = min(self.piece, self.end - offset)
+            buf = bytearray(carry)
+            buf += os.pread(fd, n, offset)
+            offset += n
+            cut = len(buf) if offset >= self.end else _cut(buf, 0, len(buf))
+            carry = bytes(buf[cut:])
+            if not _json_body(bytes(buf[:cut])):
+                return False
+        return not carry
+
     def raw(self) -> Iterator[bytes]:
         """The body as it is in the file (JSON-escaped, between its quotes), in pieces."""
         fd = self.file.fileno()
         for offset in range(self.start, self.end, self.piece):
             yield os.pread(fd, min(self.piece, self.end - offset), offset)
+
+
+def _json_body(body: bytes) -> bool:
+    """No raw control character, and each backslash that starts no JSON escape is the second
+    of an escaped backslash (an even run of them ends there); ``body`` starts at a token."""
+    if len(body.translate(None, _CONTROL)) != len(body):
+        return False
+    at = 0
+    while (found := _NOT_AN_ESCAPE.search(body, at)) is not None:
+        k = j = found.start()
+        while j > 0 and body[j - 1] == 0x5C:
+            j -= 1
+        if (k - j) % 2 == 0:  # an odd run: this backslash starts the escape
+            return False
+        at = k + 1
+    return True
 
 
 def _cut(buf: bytearray, lo: int, hi: int) -> int:
@@ -248,13 +288,13 @@ class Spool:
         """The whole document (for a reader that needs it all)."""
         return os.pread(self.file.fileno(), self.size, 0)
 
-    def materialized(self, value: Any, keep: str | None = None) -> Any:
+    def materialized(self, value: Any, keep: Collection[str] = ()) -> Any:
         """``value`` (parsed from the skeleton) with every placeholder, key or value, read back
-        as its ``str`` (the document as a plain parser would give it), but ``keep``."""
+        as its ``str`` (the document as a plain parser would give it), but those in ``keep``."""
         longs = self.longs()
         if not longs:
             return value
-        return _replace(value, lambda s: longs[s].text() if s in longs and s != keep else s)
+        return _replace(value, lambda s: longs[s].text() if s in longs and s not in keep else s)
 
     def expand(self, encoded: bytes) -> Iterator[bytes]:
         """``encoded`` (JSON of a value with placeholders in it) with each placeholder's JSON

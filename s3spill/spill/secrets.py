@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
-from s3spill.artifacts.index import build_stats, make_summary
+from s3spill.artifacts.index_builder import build_stats, make_summary
 from s3spill.context.logcompress import CompressedLog
 from s3spill.context.retention import RetainedText, TextStrategy
 from s3spill.context.salient import SalientLine

@@ -19,12 +19,12 @@ import contextlib
 import functools
 import hashlib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import BinaryIO, ClassVar, Literal
 
-from s3spill.errors import InvalidKey, PreconditionFailed
+from s3spill.errors import InvalidKey, NotFound, PreconditionFailed, StoreError
 from s3spill.store.claims import StoreCapabilities as StoreCapabilities
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,127}$")
@@ -183,6 +183,56 @@ class ObjectStore(abc.ABC):
         """
         self.delete_if_match(key, self.head(key).etag)
 
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        """Whole small objects (commit records), each read as :meth:`get` reads it; a key
+        with no object is left out of the answer.
+
+        Why: GC reads one commit record per artifact it plans or deletes; the local store
+        reads a directory's worth with its symlink check done once (see
+        :mod:`s3spill.store.local_batch`). This default is one :meth:`get` per key, so a
+        wrapper (metering, fault injection) sees every read.
+        """
+        out: dict[str, bytes] = {}
+        for key in keys:
+            try:
+                out[key] = self.get(key)
+            except NotFound:
+                continue
+        return out
+
+    def listed(self, keys: Sequence[str]) -> dict[str, ObjectInfo]:
+        """What :meth:`list` shows of each of ``keys`` that exists (a listing's view: no
+        content digest); keys with no object are left out.
+
+        Why: GC's apply re-reads the artifacts it just fenced. On S3 one LIST of their
+        common prefix (a request per 1,000 keys) stands in for a HEAD each, and this
+        default is that listing, filtered; the local store reads each key's listing
+        record instead, and not those of the keys beside it.
+        """
+        if not keys:
+            return {}
+        wanted = set(keys)
+        return {info.key: info for info in self.list(_common_prefix(keys)) if info.key in wanted}
+
+    def delete_many_if_match(self, items: Sequence[tuple[str, str]]) -> dict[str, StoreError | None]:
+        """:meth:`delete_if_match` of each ``(key, etag)``, in order; each key's outcome.
+
+        ``None``: deleted; else the error that one delete raised (:class:`NotFound`,
+        :class:`PreconditionFailed`, or another :class:`StoreError`: outcome unknown).
+        Same semantics as one by one — every delete is conditional on its own ETag, and
+        each outcome is reported; the local store takes each key's lock stripe and its
+        directory once per batch instead of once per key. Any other error (a damaged
+        trailer, an I/O error) propagates at that key, as it would from a single delete.
+        """
+        out: dict[str, StoreError | None] = {}
+        for key, etag in items:
+            try:
+                self.delete_if_match(key, etag)
+                out[key] = None
+            except StoreError as exc:
+                out[key] = exc
+        return out
+
     @abc.abstractmethod
     def delete_version(self, key: str, version_id: str) -> None:
         """Delete exactly one version (versioned stores); :class:`UnsupportedOperation` elsewhere."""
@@ -265,6 +315,15 @@ class WrappedStore(ObjectStore):
 
     def close(self) -> None:
         self.inner.close()
+
+
+def _common_prefix(keys: Sequence[str]) -> str:
+    """The longest prefix every key shares."""
+    first, last = min(keys), max(keys)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[:n]
 
 
 def iter_body(body: Body, chunk_size: int = 1024 * 1024) -> Iterator[bytes]:

@@ -48,8 +48,20 @@ def committed_digest(store: ObjectStore, index_key: str, body_etag: str, *, shas
     name): the caller falls back to a HEAD, never guesses.
     """
     try:
-        record = orjson.loads(store.get(index_key))
-    except (NotFound, ValueError):
+        raw = store.get(index_key)
+    except NotFound:
+        return None
+    return committed_digest_of(raw, body_etag, shash=shash, name=name)
+
+
+def committed_digest_of(raw: bytes | None, body_etag: str, *, shash: str | None = None,
+                        name: str | None = None) -> str | None:
+    """:func:`committed_digest` of a record already read (``None``: there is none)."""
+    if raw is None:
+        return None
+    try:
+        record = orjson.loads(raw)
+    except ValueError:
         return None
     if not isinstance(record, dict):
         return None
@@ -71,6 +83,14 @@ def content_info(store: ObjectStore, info: ObjectInfo) -> ObjectInfo:
     try:
         raw = store.get(info.key + SIDECAR_SUFFIX)
     except NotFound:
+        return replace(info, sha256=None)
+    return content_info_of(info, raw)
+
+
+def content_info_of(info: ObjectInfo, raw: bytes | None) -> ObjectInfo:
+    """:func:`content_info` of a body that defers its digest, its record already read
+    (``None``: it has none)."""
+    if raw is None:
         return replace(info, sha256=None)
     try:
         record = orjson.loads(raw)

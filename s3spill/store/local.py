@@ -41,7 +41,7 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal
@@ -58,7 +58,7 @@ from s3spill.errors import (
     UnsupportedOperation,
 )
 from s3spill.log import get_logger
-from s3spill.store import local_record, local_trailer
+from s3spill.store import local_batch, local_record, local_trailer
 from s3spill.store.base import (
     META_PUT_ID,
     META_SHA256,
@@ -182,10 +182,16 @@ class LocalStore(ObjectStore):
                 raise UnsupportedOperation(
                     f"{key}: a parent of this key is an object in the local store", key=key)
 
+    @staticmethod
+    def _stripe(key: str) -> int:
+        return int.from_bytes(hashlib.sha256(key.encode()).digest()[:2], "big") % _LOCK_STRIPES
+
+    def _open_stripe(self, stripe: int) -> int:
+        return os.open(f"{self.root}/locks/{stripe:02d}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+
     @contextlib.contextmanager
     def _lock(self, key: str) -> Iterator[None]:
-        stripe = int.from_bytes(hashlib.sha256(key.encode()).digest()[:2], "big") % _LOCK_STRIPES
-        fd = os.open(f"{self.root}/locks/{stripe:02d}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fd = self._open_stripe(self._stripe(key))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -385,7 +391,15 @@ class LocalStore(ObjectStore):
         with self._open(self._spath(key), key) as fh:
             if os.fstat(fh.fileno()).st_size > _SMALL:
                 return b"".join(self.iter_chunks(key))
-            body, trailer = local_trailer.split(fh.read(), key)
+            return self._checked_body(fh.read(), key)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        return local_batch.get_many(self, keys)
+
+    @staticmethod
+    def _checked_body(raw: bytes, key: str) -> bytes:
+        """A whole object file's body, once its trailer and SHA-256 check out."""
+        body, trailer = local_trailer.split(raw, key)
         if len(body) != trailer["size"]:
             raise IntegrityError(f"local object {key} is truncated")
         if trailer["sha256"] is not None and hashlib.sha256(body).hexdigest() != trailer["sha256"]:
@@ -406,6 +420,17 @@ class LocalStore(ObjectStore):
             else:
                 dirs.add(os.path.dirname(path))
         log.debug("store.delete_if_match", key=key, attempts=1)
+
+    def delete_many_if_match(self, items: Sequence[tuple[str, str]]) -> dict[str, StoreError | None]:
+        return local_batch.delete_many_if_match(self, items)
+
+    def _synced_later(self, path: str, fd: int) -> None:
+        """A directory a delete changed: fsynced now, or at the end of a deferred block."""
+        dirs: set[str] | None = getattr(self._deferred, "dirs", None)
+        if dirs is None:
+            os.fsync(fd)
+        else:
+            dirs.add(path)
 
     @contextlib.contextmanager
     def deferred_sync(self) -> Iterator[None]:
@@ -439,16 +464,24 @@ class LocalStore(ObjectStore):
         if directory:
             validate_key(directory)
         for key in walk_keys(Path(base), f"{directory}/" if directory else "", prefix, start_after):
-            path = f"{base}/{key}"
-            try:
-                # The listing record when the file has one (no open), else the trailer.
-                yield local_record.read(path, key) or local_trailer.info(key, self._read_trailer(path, key))
-            except (FileNotFoundError, NotADirectoryError):
-                continue  # deleted while listing
-            except (NotFound, StoreError, IntegrityError, ValueError, OSError) as exc:
-                if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, None):
-                    raise
-                continue  # deleted while listing, or not one of ours
+            info = self._listing_info(f"{base}/{key}", key)
+            if info is not None:
+                yield info
+
+    def _listing_info(self, path: str, key: str) -> ObjectInfo | None:
+        """What a listing shows of the file at ``path``; ``None``: gone, or not one of ours."""
+        try:
+            # The listing record when the file has one (no open), else the trailer.
+            return local_record.read(path, key) or local_trailer.info(key, self._read_trailer(path, key))
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # deleted while listing
+        except (NotFound, StoreError, IntegrityError, ValueError, OSError) as exc:
+            if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, None):
+                raise
+            return None  # deleted while listing, or not one of ours
+
+    def listed(self, keys: Sequence[str]) -> dict[str, ObjectInfo]:
+        return local_batch.listed(self, keys)
 
     def sweep_temporaries(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
         """Remove ``tmp/*.part`` files of dead writers untouched for ``older_than`` seconds.

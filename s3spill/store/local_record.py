@@ -69,8 +69,9 @@ def encode(trailer: dict[str, object], file: os.stat_result) -> bytes | None:
     return out
 
 
-def decode(key: str, value: bytes, file: os.stat_result) -> ObjectInfo | None:
-    """The listing view of an object from its record, if the record describes ``file`` as it is."""
+def _unpacked(value: bytes, file: os.stat_result) -> tuple[int, bytes, int, int, dict[str, str]] | None:
+    """Flags, raw ETag, size, last modified (µs) and extra metadata, if the record
+    describes ``file`` as it is (its size and mtime); else ``None``."""
     if len(value) < _HEAD.size:
         return None
     flags, raw_etag, size, file_size, mtime_ns, micros = _HEAD.unpack_from(value)
@@ -88,6 +89,15 @@ def decode(key: str, value: bytes, file: os.stat_result) -> ObjectInfo | None:
         meta.update((str(k), str(v)) for k, v in extra.items())
     elif len(value) != _HEAD.size:
         return None
+    return flags, raw_etag, size, micros, meta
+
+
+def decode(key: str, value: bytes, file: os.stat_result) -> ObjectInfo | None:
+    """The listing view of an object from its record, if the record describes ``file`` as it is."""
+    unpacked = _unpacked(value, file)
+    if unpacked is None:
+        return None
+    flags, raw_etag, size, micros, meta = unpacked
     if flags & _COMMIT:
         meta[META_COMMIT] = COMMIT_SIDECAR
     return ObjectInfo(key=key, size=size, etag=f'"{raw_etag.hex()}"',
@@ -125,3 +135,18 @@ def write(fd: int, trailer: dict[str, object]) -> bool:
             return False
         raise
     return True
+
+
+def etag_of_fd(fd: int, file: os.stat_result) -> str | None:
+    """The ETag the record of the open regular file ``fd`` gives, or ``None``: read its trailer.
+
+    For a conditional delete, which needs the ETag alone (no listing view is built).
+    """
+    try:
+        value = os.getxattr(fd, XATTR)
+    except OSError as exc:
+        if exc.errno in _NO_RECORD:
+            return None
+        raise
+    unpacked = _unpacked(value, file)
+    return None if unpacked is None else f'"{unpacked[1].hex()}"'

@@ -31,7 +31,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -177,6 +176,8 @@ def prepare(body: Body, threshold: int, spool_dir: str | None = None) -> Payload
             break
     else:
         return Payload(size=len(buffer), sha256=digest.hexdigest(), small=bytes(buffer))
+    import tempfile  # only a body past the threshold spools (it loads shutil and the compressors)
+
     spool = tempfile.TemporaryFile(dir=spool_dir or os.environ.get("S3SPILL_SPOOL_DIR"))  # noqa: SIM115
     try:
         size = len(buffer)

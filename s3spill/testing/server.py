@@ -89,7 +89,9 @@ class EmbeddedS3:
 
     def session(self) -> boto3.session.Session:
         """A boto3 session with throwaway credentials the embedded server accepts."""
-        return boto3.session.Session(
+        from s3spill.store.s3.store import new_session
+
+        return new_session(
             aws_access_key_id=FAKE_CREDENTIALS["aws_access_key_id"],
             aws_secret_access_key=FAKE_CREDENTIALS["aws_secret_access_key"],
             region_name=self.region)

@@ -8,14 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3spill.artifacts.index import (
-    ArtifactIndex,
-    ContentStats,
-    IndexBuilder,
-    build_stats,
-    make_summary,
-    unit_len,
-)
+from s3spill.artifacts.index import ArtifactIndex, unit_len
+from s3spill.artifacts.index_builder import ContentStats, IndexBuilder, build_stats, make_summary
 from tests.artifacts.conftest import AWKWARD_BYTES
 
 PIECES = [*AWKWARD_BYTES, b"\xf0\x9f\x98"]  # and a 4-byte sequence cut after 3

@@ -33,13 +33,23 @@ def test_a_read_with_no_policy_loads_no_policy_and_one_with_a_policy_file_does(t
                                                                                probe: Probe) -> None:
     """Same page both ways; the policy file (here one that sets nothing) is loaded and checked.
     Without one, a page read loads neither the write path, the transfer settings, the other
-    read tools nor detect-secrets."""
+    read tools, detect-secrets nor pydantic (issue 35: the index and the page are plain classes),
+    nor logging (no record at its level), the secret detector (no trigger fires) or the failure table;
+    usage records turned off (``S3SPILL_USAGE=off``) take the same short way."""
     source = _spill(tmp_path)
     plain = probe(["read", source], XDG_CONFIG_HOME=str(tmp_path / "none"))
     assert plain["code"] == 0 and "two" in plain["printed"]
     skipped = {"s3spill.fleet.policy_file", "s3spill.config", "s3spill.artifacts.writer",
-               "s3spill.typed.jsonpath", "s3spill.artifacts.grep.engine", "detect_secrets"}
+               "s3spill.typed.jsonpath", "s3spill.artifacts.grep.engine", "detect_secrets", "pydantic",
+               "s3spill.models", "s3spill.artifacts.index_builder", "logging", "shutil", "tempfile",
+               "s3spill.context.secrets.detector", "s3spill.cli.failures"}
     assert not skipped & set(plain["modules"])
+    quiet = probe(["read", source], XDG_CONFIG_HOME=str(tmp_path / "none"), S3SPILL_USAGE="off")
+    assert quiet["printed"] == plain["printed"] and not skipped & set(quiet["modules"])
+    assert "s3spill.usage.recorder" in plain["modules"]
+    grep = probe(["grep", source, "tw"], XDG_CONFIG_HOME=str(tmp_path / "none"))
+    assert grep["code"] == 0 and "two" in grep["printed"]
+    assert not {"pydantic", "s3spill.models", "s3spill.artifacts.writer"} & set(grep["modules"])
     (tmp_path / "cfg" / "s3spill").mkdir(parents=True)
     (tmp_path / "cfg" / "s3spill" / "config.toml").write_text("[spill]\n")
     with_file = probe(["read", source], XDG_CONFIG_HOME=str(tmp_path / "cfg"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from s3spill.store.local import LocalStore
 from tests.cli.conftest import CliCall
 
@@ -17,10 +19,13 @@ def _spill(cli: CliCall, tmp_path: Path, name: str, text: str) -> str:
     return out.splitlines()[0]
 
 
-def test_ls_lists_outputs_running_commands_and_leases(cli: CliCall, local: LocalStore,
-                                                      tmp_path: Path) -> None:
+def test_ls_lists_outputs_running_commands_and_leases(cli: CliCall, local: LocalStore, tmp_path: Path,
+                                                      reaper: dict[str, str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Two stored outputs (one under a lease) and one background command: ls names each,
     says which session it lists and where that came from, and --json holds the same."""
+    for name, value in reaper.items():  # the background run's supervisor inherits it from here
+        monkeypatch.setenv(name, value)
     kept = _spill(cli, tmp_path, "kept.txt", "one\ntwo\n")
     other = _spill(cli, tmp_path, "other.txt", "three\n")
     assert cli("ref", "publish", kept)[0] == 0

@@ -3,7 +3,7 @@ shard lists only its own range of the key space."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,7 @@ import pytest
 
 from s3spill import keys
 from s3spill.artifacts.store import ArtifactStore
-from s3spill.errors import CleanupRefused
+from s3spill.errors import CleanupRefused, StoreError
 from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import CleanupPolicy, CleanupScope, hash_bounds
@@ -19,6 +19,7 @@ from s3spill.gc.plan import plan_cleanup
 from s3spill.leases.journal import LeaseJournal
 from s3spill.models import ArtifactRetentionClaim
 from s3spill.store.base import ObjectInfo, ObjectStore
+from s3spill.store.local import LocalStore
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import Fault, FaultyStore, record_operations
 from tests.gc.aged_artifacts import later, put_artifact
@@ -146,6 +147,39 @@ def test_body_replaced_after_the_listing_is_not_deleted(store: ObjectStore, tmp_
     assert report.counts == {"race_detected": 1}
     assert store.get(key) == b"replaced after the listing"
     assert LeaseJournal(store, "s1").view().condemned == ()
+
+
+class _ReplaceBeforeBatch(MeteredStore):
+    """Overwrites one artifact body just before apply's batch of conditional deletes reaches the store."""
+
+    def __init__(self, inner: ObjectStore, victim: str) -> None:
+        super().__init__(inner)
+        self.victim = victim
+        self.batches: list[list[str]] = []
+
+    def delete_many_if_match(self, items: Sequence[tuple[str, str]]) -> dict[str, StoreError | None]:
+        self.batches.append([key for key, _ in items])
+        if any(key == self.victim for key, _ in items):
+            current = self.inner.head(self.victim).etag
+            self.inner.put_if_match(self.victim, b"replaced after the listing", current)
+        return super().delete_many_if_match(items)
+
+
+def test_a_batch_of_deletes_reports_each_race_on_its_own(local_store: LocalStore, tmp_path: Path) -> None:
+    """The bodies go in one batch of conditional deletes, then their sidecars: the one replaced
+    in between is race_detected (kept, with its sidecar, condemnation lifted), the others deleted."""
+    refs = [ArtifactStore(local_store).write("s1", f"output {i}\n".encode() * 20, "bash") for i in range(3)]
+    victim = keys.artifact_key(refs[1].session_hash, refs[1].name)
+    plan = plan_cleanup(local_store, CleanupScope(), REAL, out=tmp_path / "p.jsonl", now=later())
+    meter = _ReplaceBeforeBatch(local_store, victim)
+    report = apply_cleanup(local_store, plan, now=later, metered=meter)
+    assert report.counts == {"race_detected": 1, "deleted": 2}
+    bodies = sorted(keys.artifact_key(r.session_hash, r.name) for r in refs)
+    assert [sorted(b) for b in meter.batches] == [bodies, sorted(k + ".idx" for k in bodies if k != victim)]
+    left = sorted(i.key for i in local_store.list(keys.session_prefix(refs[0].session_hash) + "artifacts/"))
+    assert left == [victim, victim + ".idx"]
+    assert local_store.get(victim) == b"replaced after the listing"
+    assert LeaseJournal(local_store, "s1").view().condemned == ()
 
 
 def test_commit_record_naming_another_body_costs_a_head(moto_store: S3Store, tmp_path: Path) -> None:

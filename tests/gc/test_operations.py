@@ -32,6 +32,10 @@ def _spill(store: LocalStore, sessions: int, per_session: int = 1) -> int:
     return sessions * per_session
 
 
+def _artifact_objects(store: LocalStore) -> list[str]:
+    return [i.key for i in store.list("v1/sessions/") if "/artifacts/" in i.key]
+
+
 def test_report_has_a_line_per_decision_with_keys_and_one_summary(
         local_store: LocalStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Every object gets a decision line naming its key; the summary's counts equal stdout's."""
@@ -116,7 +120,12 @@ def test_sigterm_finishes_what_is_in_flight_and_still_reports(local_store: Local
         [sys.executable, "-m", "s3spill", "--store", local_store.url, "gc", "apply", str(plan), *SHORT,
          "--rate-limit", "20", "--max-concurrency", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    time.sleep(3.0)
+    # Signalled once it is deleting (its handler is in place by then), not after a fixed
+    # sleep: under load the child's imports alone took over the 3 s once waited here.
+    deadline = time.monotonic() + 60
+    while len(_artifact_objects(local_store)) == 2 * n and proc.poll() is None:
+        assert time.monotonic() < deadline, "the apply deleted nothing within 60 s"
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == ExitCode.INTERRUPTED, err[-3000:]
@@ -124,6 +133,6 @@ def test_sigterm_finishes_what_is_in_flight_and_still_reports(local_store: Local
     assert doc["interrupted"] is True
     deleted = doc["counts"].get("deleted", 0)
     assert 0 < deleted < n
-    remaining = [i for i in local_store.list("v1/sessions/") if "/artifacts/" in i.key]
+    remaining = _artifact_objects(local_store)
     assert len(remaining) == 2 * (n - deleted)  # each body with its index
     assert "Traceback" not in err

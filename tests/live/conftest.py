@@ -9,9 +9,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import pytest
 
+from s3spill import keys
+from s3spill.live.segments import read_state
+from s3spill.store.local import LocalStore
 from s3spill.testing import child_env
 
 #: Segments and heartbeats fast enough for a test to see them within a second.
@@ -20,10 +25,11 @@ Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture
-def live_env(tmp_path: Path) -> dict[str, str]:
-    """The environment of a CLI child: a fresh local store and session, no other policy."""
+def live_env(tmp_path: Path, reaper: dict[str, str]) -> dict[str, str]:
+    """The environment of a CLI child: a fresh local store and session, no other policy;
+    whatever it leaves running is killed at teardown (``reaper``)."""
     env = {k: v for k, v in child_env({}).items() if not k.startswith("S3SPILL_")}
-    return {**env, "S3SPILL_STORE": (tmp_path / "store").as_uri(), "S3SPILL_SESSION": "live-fleet",
+    return {**env, **reaper, "S3SPILL_STORE": (tmp_path / "store").as_uri(), "S3SPILL_SESSION": "live-fleet",
             "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_CONFIG_DIRS": str(tmp_path / "sys")}
 
 
@@ -62,3 +68,10 @@ def wait_for(check: Callable[[], bool], timeout: float) -> float:
             raise AssertionError(f"not within {timeout} s")
         time.sleep(0.1)
     return time.monotonic() - t0
+
+
+def finished(live_env: dict[str, str], live_id: str) -> bool:
+    """Whether the run's state names its final copy yet, read in this process: a poll while
+    the supervisor works (a CLI child per poll cost ~0.3 s of CPU), not the CLI under test."""
+    store = LocalStore(Path(url2pathname(urlparse(live_env["S3SPILL_STORE"]).path)))
+    return read_state(store, keys.LiveId.parse(live_id))[0].final_source_id is not None

@@ -39,15 +39,25 @@ def _expected(lines: int) -> bytes:
 
 
 @pytest.fixture(params=["local", "moto_server"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[ObjectStore, dict[str, str]]:
-    """A store and the environment a CLI child needs to reach it: local directory or moto over HTTP."""
+def target(request: pytest.FixtureRequest, tmp_path: Path,
+           reaper: dict[str, str]) -> tuple[ObjectStore, dict[str, str]]:
+    """A store and the environment a CLI child needs to reach it: local directory or moto over
+    HTTP; whatever the test leaves running is killed at teardown (``reaper``)."""
     if request.param == "local":
         url = (tmp_path / "store").as_uri()
         store: ObjectStore = LocalStore(tmp_path / "store")
-        return store, child_env({"S3SPILL_STORE": url, "S3SPILL_SESSION": SESSION})
+        return store, child_env({"S3SPILL_STORE": url, "S3SPILL_SESSION": SESSION, **reaper})
     server: EmbeddedS3 = request.getfixturevalue("moto_server")
     store = request.getfixturevalue("server_store")
-    return store, child_env({**server.env(), "S3SPILL_STORE": store.url, "S3SPILL_SESSION": SESSION})
+    return store, child_env({**server.env(), "S3SPILL_STORE": store.url, "S3SPILL_SESSION": SESSION,
+                             **reaper})
+
+
+@pytest.fixture
+def env(tmp_path: Path, reaper: dict[str, str]) -> dict[str, str]:
+    """The environment of a CLI child on the local store ``tmp_path/s``; whatever the test
+    leaves running is killed at teardown (``reaper``)."""
+    return child_env({"S3SPILL_STORE": (tmp_path / "s").as_uri(), "S3SPILL_SESSION": SESSION, **reaper})
 
 
 def _cli(env: dict[str, str], *args: str, failpoints: str = "") -> subprocess.CompletedProcess[str]:
@@ -137,9 +147,8 @@ def test_a_background_command_is_read_while_running_and_survives_a_supervisor_ki
     assert "lost" in status.stdout and done.final_source_id in status.stdout
 
 
-def test_status_and_stop_end_a_background_command(tmp_path: Path) -> None:
+def test_status_and_stop_end_a_background_command(env: dict[str, str]) -> None:
     """`stop` ends a running command; its output is stored and `status` says killed and where."""
-    env = child_env({"S3SPILL_STORE": (tmp_path / "s").as_uri(), "S3SPILL_SESSION": SESSION})
     started = _start(env, "sh", "-c", "echo started; sleep 60")
     sid = str(started["source_id"])
     time.sleep(0.8)
@@ -151,9 +160,8 @@ def test_status_and_stop_end_a_background_command(tmp_path: Path) -> None:
     assert "started" in _cli(env, "read", sid).stdout
 
 
-def test_a_command_that_detaches_a_child_ends_its_background_run(tmp_path: Path) -> None:
+def test_a_command_that_detaches_a_child_ends_its_background_run(env: dict[str, str]) -> None:
     """`sh -c 'sleep 25 & echo hi'` in the background finishes when sh exits, not when sleep does."""
-    env = child_env({"S3SPILL_STORE": (tmp_path / "s").as_uri(), "S3SPILL_SESSION": SESSION})
     started = _start(env, "sh", "-c", "sleep 25 & echo hi")
     _wait_dead(int(str(started["supervisor_pid"])), timeout=10)
     out = _cli(env, "status", str(started["source_id"])).stdout
@@ -162,9 +170,8 @@ def test_a_command_that_detaches_a_child_ends_its_background_run(tmp_path: Path)
 
 @pytest.mark.parametrize("point", ["live.after_segment=kill@4", "live.after_state_cas=kill@5"])
 def test_a_supervisor_killed_at_a_protocol_step_loses_only_uncommitted_output(
-        point: str, tmp_path: Path) -> None:
+        point: str, env: dict[str, str], tmp_path: Path) -> None:
     """SIGKILL after a segment or after a state write: the state reads, every listed segment verifies."""
-    env = child_env({"S3SPILL_STORE": (tmp_path / "s").as_uri(), "S3SPILL_SESSION": SESSION})
     store = LocalStore(tmp_path / "s")
     started = _start(env, sys.executable, "-c", TICKER, failpoints=point)
     _wait_dead(int(str(started["supervisor_pid"])))
@@ -184,9 +191,9 @@ def test_a_supervisor_killed_at_a_protocol_step_loses_only_uncommitted_output(
     assert objects == [keys.live_state_key(live.session_hash, live.name)]  # strays deleted too
 
 
-def test_a_supervisor_killed_during_the_final_commit_leaves_a_finishable_state(tmp_path: Path) -> None:
+def test_a_supervisor_killed_during_the_final_commit_leaves_a_finishable_state(
+        env: dict[str, str], tmp_path: Path) -> None:
     """Killed after the artifact is written, before the state names it: reads work, a finish completes."""
-    env = child_env({"S3SPILL_STORE": (tmp_path / "s").as_uri(), "S3SPILL_SESSION": SESSION})
     store = LocalStore(tmp_path / "s")
     started = _start(env, "sh", "-c", "seq 1 5000", failpoints="live.during_final_commit=kill")
     _wait_dead(int(str(started["supervisor_pid"])))
@@ -201,27 +208,24 @@ def test_a_supervisor_killed_during_the_final_commit_leaves_a_finishable_state(t
         f"{i}\n".encode() for i in range(1, 5001))
 
 
-def test_a_quiet_command_dies_with_its_killed_supervisor(tmp_path: Path) -> None:
+def test_a_quiet_command_dies_with_its_killed_supervisor(env: dict[str, str]) -> None:
     """SIGKILL of the supervisor ends even a command that never writes again (no SIGPIPE to wake it)."""
-    env = child_env({"S3SPILL_STORE": (tmp_path / "s").as_uri(), "S3SPILL_SESSION": SESSION})
     started = _start(env, "sh", "-c", "echo up; exec sleep 120")
     time.sleep(0.5)
     os.kill(int(str(started["supervisor_pid"])), signal.SIGKILL)
     _wait_dead(int(str(started["command_pid"])), timeout=10)
 
 
-def test_a_background_command_that_cannot_start_says_so(tmp_path: Path) -> None:
+def test_a_background_command_that_cannot_start_says_so(env: dict[str, str]) -> None:
     """`run --background -- no-such-command` exits 127 like `run`, printing the id and the reason."""
-    env = child_env({"S3SPILL_STORE": (tmp_path / "s").as_uri(), "S3SPILL_SESSION": SESSION})
     proc = _cli(env, "run", "--background", "--", "no-such-command-s3spill")
     assert proc.returncode == 127, proc.stderr
     assert proc.stdout.startswith("live:") and "cannot start no-such-command-s3spill" in proc.stdout
 
 
-def test_a_background_command_runs_in_the_callers_environment(tmp_path: Path) -> None:
+def test_a_background_command_runs_in_the_callers_environment(env: dict[str, str]) -> None:
     """What the supervisor sets for itself (MALLOC_ARENA_MAX) does not reach the command."""
-    env = child_env({"S3SPILL_STORE": (tmp_path / "s").as_uri(), "S3SPILL_SESSION": SESSION,
-                     "MARKER_FROM_CALLER": "yes"})
+    env = {**env, "MARKER_FROM_CALLER": "yes"}
     env.pop("MALLOC_ARENA_MAX", None)
     started = _start(env, "sh", "-c", "env")
     _wait_dead(int(str(started["supervisor_pid"])))

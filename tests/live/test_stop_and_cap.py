@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 
 from s3spill.config import LiveConfig
-from tests.live.conftest import Cli, alive, start, wait_for
+from tests.live.conftest import Cli, alive, finished, start, wait_for
 
 MiB = 1024 * 1024
 #: Prints ``MIB`` MiB of numbered lines as fast as the pipe takes them.
@@ -18,22 +18,23 @@ FLOOD = ("import sys\nline = b'x' * 63 + b'\\n'\nblock = line * 16384\n"
 STUBBORN = "(trap '' TERM; exec sleep 300) & echo $! > {pidfile}; echo started; wait"
 
 
-def _final_size(cli: Cli, live_id: str) -> int:
+def _final_size(cli: Cli, live_env: dict[str, str], live_id: str) -> int:
     """The final copy's size in bytes of output (what the cap caps), not the compressed object's."""
-    wait_for(lambda: json.loads(cli("status", live_id, "--json").stdout)["final_source_id"] is not None, 120)
+    wait_for(lambda: finished(live_env, live_id), 120)
     final = json.loads(cli("status", live_id, "--json").stdout)["final_source_id"]
     return int(next(a["size_bytes"] for a in json.loads(cli("ls", "--json").stdout)["artifacts"]
                     if a["source_id"] == final))
 
 
-def test_a_background_run_at_an_8_mib_cap_stores_at_most_8_mib(cli: Cli) -> None:
+def test_a_background_run_at_an_8_mib_cap_stores_at_most_8_mib(cli: Cli, live_env: dict[str, str]) -> None:
     """`run --background --max-bytes 8388608` over 12 MiB keeps <= 8 MiB, its marker included (the
     64 MiB head is clamped; room is kept for the marker). 256 MiB: benchmarks/fleet_acceptance.py."""
     started = start(cli, "python3", "-c", FLOOD, "12", flags=("--max-bytes", str(8 * MiB)))
-    assert _final_size(cli, str(started["source_id"])) <= 8 * MiB
+    assert _final_size(cli, live_env, str(started["source_id"])) <= 8 * MiB
 
 
-def test_the_policy_cap_and_quota_apply_to_background_runs(tmp_path: Path, cli: Cli) -> None:
+def test_the_policy_cap_and_quota_apply_to_background_runs(tmp_path: Path, cli: Cli,
+                                                           live_env: dict[str, str]) -> None:
     """No flag: the policy's spill.max_stored_bytes is the background cap too, and the final
     copy is charged to the session's quota counter, exactly (it was not charged at all)."""
     policy = tmp_path / "policy.toml"
@@ -41,7 +42,7 @@ def test_the_policy_cap_and_quota_apply_to_background_runs(tmp_path: Path, cli: 
     log = tmp_path / "supervisor.log"
     started = start(cli, "python3", "-c", FLOOD, "8", S3SPILL_CONFIG=str(policy),
                     S3SPILL_SUPERVISOR_LOG=str(log))
-    size = _final_size(cli, str(started["source_id"]))
+    size = _final_size(cli, live_env, str(started["source_id"]))
     assert size <= 4 * MiB
     quota = json.loads(cli("quota", "show", "--json", S3SPILL_CONFIG=str(policy)).stdout)
     assert (quota["bytes"], quota["objects"]) == (size, 2), (quota, log.exists() and log.read_text()[-2000:])
@@ -83,7 +84,8 @@ def test_a_dead_supervisor_reads_as_lost_within_15_seconds_by_default() -> None:
     assert LiveConfig(max_bytes=8 * MiB).head_bytes <= 4 * MiB
 
 
-def test_a_background_run_is_masked_at_rest_under_the_policy(tmp_path: Path, cli: Cli) -> None:
+def test_a_background_run_is_masked_at_rest_under_the_policy(tmp_path: Path, cli: Cli,
+                                                             live_env: dict[str, str]) -> None:
     """secrets = "at_rest" reaches the supervisor: the stored copy holds no planted key."""
     policy = tmp_path / "policy.toml"
     policy.write_text('[spill]\nsecrets = "at_rest"\n')
@@ -91,7 +93,7 @@ def test_a_background_run_is_masked_at_rest_under_the_policy(tmp_path: Path, cli
     started = start(cli, "sh", "-c", f"echo export AWS_ACCESS_KEY_ID={key}; echo done",
                     S3SPILL_CONFIG=str(policy))
     live_id = str(started["source_id"])
-    wait_for(lambda: json.loads(cli("status", live_id, "--json").stdout)["final_source_id"] is not None, 60)
+    wait_for(lambda: finished(live_env, live_id), 60)
     stored = cli("read", live_id, "--show-secrets", S3SPILL_CONFIG=str(policy))
     assert stored.returncode == 0 and "done" in stored.stdout, stored.stderr
     assert key not in stored.stdout

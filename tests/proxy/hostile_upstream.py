@@ -11,13 +11,18 @@ file RECORD (so a test can see what reached the upstream). Modes, comma-separate
   was never sent (99);
 * ``oddinit``: its answer to ``initialize`` names the server with the byte 0xFF (not UTF-8);
 * ``noinit``: ``initialize`` is never answered.
+* ``lingers``: it does not exit at the end of its input (as server-everything does not, once a
+  client declared roots): it writes a log notification every 50 ms until a signal ends it,
+  and dies of EPIPE (exit 32, saying so) if the proxy stops reading it first; its pid is
+  written to RECORD.pid.
 
 Tools: ``echo`` (answers ``echo: <text>``), ``hang`` (never answered), ``die`` (writes half
 of an answer, then the process exits with status 9), ``odd`` (a 550 KB text holding what
 ``kind`` names: ``escape`` the JSON escape ``\udce9``, as a Python server writes a file name
 decoded with surrogateescape; ``other`` the escape ``\ud800``, a lone surrogate that stands
 for no byte; ``raw`` the byte 0xE9 itself, invalid UTF-8 on the wire; ``mixed`` all three),
-``flood`` (a text of ``bytes`` bytes, written 1 MiB at a time: the upstream never holds it).
+``flood`` (a text of ``bytes`` bytes, written 1 MiB at a time: the upstream never holds it;
+in ``blocks`` text blocks).
 """
 
 from __future__ import annotations
@@ -79,16 +84,20 @@ def odd(mid: object, kind: str) -> bytes:
         json.dumps(mid).encode(), text)
 
 
-def flood(mid: object, size: int, twice: bool = False) -> None:
+def flood(mid: object, size: int, twice: bool = False, blocks: int = 1) -> None:
     """One answer whose text is ``size`` bytes (rounded up to whole MiB chunks of whole lines);
-    ``twice``: the same text again as ``structuredContent.content`` (server-filesystem's shape)."""
+    ``twice``: the same text again as ``structuredContent.content`` (server-filesystem's shape);
+    ``blocks``: the text cut into that many text blocks."""
     line = b"%09d a line of the flood, plain ASCII text to be spilled\\n"
     chunk = b"".join(line % i for i in range(1024 * 1024 // len(line % 0)))
     with _out:
         out = sys.stdout.buffer
         out.write(b'{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "'
                   % json.dumps(mid).encode())
-        for _ in range(-(-size // len(chunk))):
+        chunks = -(-size // len(chunk))
+        for n in range(chunks):
+            if n and n % -(-chunks // blocks) == 0:
+                out.write(b'"}, {"type": "text", "text": "')
             out.write(chunk)
         if twice:
             out.write(b'"}], "structuredContent": {"content": "')
@@ -149,7 +158,8 @@ def call_tool(mid: object, params: dict[str, object]) -> None:
         write({"jsonrpc": "2.0", "id": mid, "result": {
             "content": [{"type": "text", "text": f"echo: {arguments.get('text', '')}"}]}})
     elif name == "flood":
-        flood(mid, int(str(arguments.get("bytes", 0))), bool(arguments.get("twice")))
+        flood(mid, int(str(arguments.get("bytes", 0))), bool(arguments.get("twice")),
+              int(str(arguments.get("blocks", 1))))
     elif name == "odd":
         write(odd(mid, str(arguments.get("kind"))))
     elif name == "die":
@@ -160,8 +170,22 @@ def call_tool(mid: object, params: dict[str, object]) -> None:
             os._exit(9)
 
 
+def linger() -> None:
+    """After the end of input: on and on, as a server with timers does."""
+    try:
+        while True:
+            write({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info",
+                                                                                     "data": "still here"}})
+            time.sleep(0.05)
+    except BrokenPipeError:
+        print("hostile upstream: EPIPE, its reader is gone", file=sys.stderr, flush=True)
+        os._exit(32)
+
+
 def main() -> None:
     MODES.update(mode for mode in (sys.argv[2] if len(sys.argv) > 2 else "").split(",") if mode)
+    with open(sys.argv[1] + ".pid", "w") as pid:
+        pid.write(str(os.getpid()))
     with open(sys.argv[1], "ab") as record:
         for line in sys.stdin.buffer:
             record.write(line)
@@ -177,6 +201,8 @@ def main() -> None:
                     threading.Thread(target=forge, daemon=True).start()
                 answer(msg)
     _stop.set()
+    if "lingers" in MODES:
+        linger()
 
 
 if __name__ == "__main__":

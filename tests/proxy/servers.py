@@ -45,6 +45,10 @@ ENTRY = {
 }
 #: The official TypeScript SDK client, driven by a JSON plan (tests/mcp_servers/ts_client.mjs).
 TS_CLIENT = SERVERS / "ts_client.mjs"
+#: The Python SDK client with tasks (``mcp`` 1.30.0, in a directory of its own: the venv's 2.x
+#: has none), driven by the same plans (tests/mcp_servers/py_tasks_client.py).
+PY_TASKS_CLIENT = SERVERS / "py_tasks_client.py"
+PY_SDK_1 = SERVERS / "python-sdk-1"
 SID = re.compile(r'source_id="([^"]+)"')
 RELAY_SESSION = "relay-session"
 OURS = ["s3spill_read_artifact", "s3spill_grep_artifact", "s3spill_list_artifacts"]
@@ -64,18 +68,39 @@ def server_command(name: str, *args: str) -> list[str]:
 
 
 def ts_client(command: list[str], calls: list[dict[str, Any]], workdir: Path,
-              env: dict[str, str] | None = None, answers: dict[str, Any] | None = None) -> dict[str, Any]:
+              env: dict[str, str] | None = None, answers: dict[str, Any] | None = None,
+              **options: bool) -> dict[str, Any]:
     """Run the TypeScript SDK client against ``command``: {"tools": [...], "calls": [{name, ok,
     result | error}], "requests": [...]} (its validation of structuredContent is on, as the SDK
-    ships it); with ``answers``, a client with sampling, elicitation and roots (ts_client.mjs)."""
+    ships it); with ``answers``, a client with sampling, elicitation and roots; ``options`` are
+    ``tasks``, ``read_back`` and ``parallel`` (ts_client.mjs says what each does)."""
     node = server_command("everything")[0]
     plan = workdir / f"ts-plan-{len(list(workdir.glob('ts-plan-*')))}.json"
     plan.write_text(json.dumps({"command": command, "calls": calls, "env": env or {},
-                                       "answers": answers}))
+                                "answers": answers, **options}))
     with (workdir / "ts-client.err").open("ab") as err:
         done = subprocess.run([node, str(TS_CLIENT), str(plan)], stdout=subprocess.PIPE, stderr=err,
                               timeout=300, check=False, env=child_env(env or {}))
     assert done.returncode == 0, (workdir / "ts-client.err").read_text(errors="replace")[-3000:]
+    return dict(json.loads(done.stdout))
+
+
+def py_tasks_client(command: list[str], calls: list[dict[str, Any]], workdir: Path,
+                    answers: dict[str, Any], read_back: bool = False) -> dict[str, Any]:
+    """Run the Python SDK 1.30 client with tasks against ``command``, as :func:`ts_client` runs
+    the TypeScript one: {"sdk", "tools", "calls", "requests"}."""
+    if not (PY_SDK_1 / "mcp").is_dir():
+        pytest.fail(f"{PY_SDK_1} is missing: run `{sys.executable} -m pip install --no-deps --target "
+                    f"{PY_SDK_1} -r {SERVERS}/python-sdk-1.txt` (.ci/run does)")
+    plan = workdir / "py-plan.json"
+    # The server it starts gets the suite's environment: this s3spill, the venv's mcp 2.x.
+    plan.write_text(json.dumps({"command": command, "calls": calls, "answers": answers,
+                                "read_back": read_back, "env": child_env({})}))
+    with (workdir / "py-client.err").open("ab") as err:
+        done = subprocess.run([sys.executable, str(PY_TASKS_CLIENT), str(plan)], stdout=subprocess.PIPE,
+                              stderr=err, timeout=300, check=False,
+                              env=child_env({"PYTHONPATH": str(PY_SDK_1)}))
+    assert done.returncode == 0, (workdir / "py-client.err").read_text(errors="replace")[-3000:]
     return dict(json.loads(done.stdout))
 
 

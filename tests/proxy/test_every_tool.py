@@ -6,21 +6,35 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp import types
+from pydantic import ValidationError
 
+from s3spill.artifacts.paging import unrender
 from tests.proxy.conftest import SESSION
-from tests.proxy.servers import OURS, connect, proxy_command, read_back, server_command, source_id, ts_client
+from tests.proxy.servers import (
+    OURS,
+    connect,
+    proxy_command,
+    py_tasks_client,
+    read_back,
+    server_command,
+    source_id,
+    ts_client,
+)
 
 BIG_MESSAGE = "".join(f"line {i} of a large echo\n" for i in range(60_000))
 #: Every tool server-everything lists to a client without sampling or elicitation, but
-#: ``simulate-research-query`` (task-based execution only: outside what the proxy spills).
+#: ``simulate-research-query`` (task-based execution only: TASK_CALLS).
 EVERYTHING_CALLS: list[dict[str, Any]] = [
     {"name": "echo", "arguments": {"message": "hello"}},
     {"name": "echo", "arguments": {"message": BIG_MESSAGE}},
@@ -45,9 +59,8 @@ UNSTABLE = {"get-env", "gzip-file-as-resource", "get-resource-reference"}
 EVERYTHING_BIG = {1}
 #: The tools server-everything lists only to a client that declares sampling, elicitation (form
 #: and url) and roots, each answered by the client through the proxy; the big sampling answer
-#: makes a 1.6 MB result. Not here: ``simulate-research-query`` (see above) and the two
-#: ``*-async`` tools, listed only to a client that runs sampling/elicitation as tasks (neither SDK
-#: client here does).
+#: makes a 1.6 MB result. ``simulate-research-query`` and the two ``*-async`` tools (listed only
+#: to a client that runs sampling/elicitation as tasks) are in TASK_CALLS.
 CAPABLE_CALLS: list[dict[str, Any]] = [
     {"name": "trigger-sampling-request", "arguments": {"prompt": "small", "maxTokens": 50}},
     {"name": "trigger-sampling-request", "arguments": {"prompt": "big"}},
@@ -61,6 +74,29 @@ ANSWERS: dict[str, Any] = {
     "elicitation": {"name": "Ada", "check": True, "integer": 7},
     "roots": [{"uri": "file:///work/project", "name": "project"}],
 }
+
+
+#: The tools that need tasks (2025-11-25): ``simulate-research-query`` runs as a task on the
+#: server (tools/call with ``task``, tasks/get, tasks/result; the ambiguous one asks the client
+#: to elicit while its tasks/result is pending), the ``*-async`` tools ask the client to run
+#: sampling/elicitation as a task it then polls by tasks/get and reads by tasks/result. The big
+#: topic makes a 158 KB tasks/result (the topic twice), the big sampling answer a 160 KB result
+#: (big enough to be spilled, small enough to page back in a few calls).
+BIG_TOPIC = "".join(f"topic line {i}\n" for i in range(5_000))
+BIG_ANSWER = "".join(f"line {i} of a big answer\n" for i in range(6_000))
+TASK_CALLS: list[dict[str, Any]] = [
+    {"name": "simulate-research-query", "arguments": {"topic": "python", "ambiguous": True}, "task": True},
+    {"name": "simulate-research-query", "arguments": {"topic": BIG_TOPIC}, "task": True},
+    {"name": "trigger-sampling-request-async", "arguments": {"prompt": "small"}},
+    {"name": "trigger-sampling-request-async", "arguments": {"prompt": "big"}},
+    {"name": "trigger-elicitation-request-async", "arguments": {}},
+]
+TASK_BIG = {1, 3}
+TASK_ANSWERS: dict[str, Any] = {**ANSWERS, "sampling": {"small": "a short answer", "big": BIG_ANSWER},
+                                "elicitation": {"name": "Ada", "favoriteColor": "Blue", "agreeToTerms": True,
+                                                "interpretation": "technical"}}
+#: Task ids are fresh in every run (the TypeScript SDK's 32 hex digits, the Python SDK's UUIDs).
+TASK_ID = re.compile(r"\b(?:[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b")
 
 
 def _git_repo(root: Path) -> Path:
@@ -188,6 +224,13 @@ def _capable_python(command: list[str], errlog: Path,
     return anyio.run(run)
 
 
+def _task_requests(requests: list[dict[str, Any]]) -> list[str]:
+    """The server's sampling and elicitation requests (with or without ``task``, naming a task
+    in ``_meta`` or not) as the client got them, sorted, task ids left out."""
+    return sorted(TASK_ID.sub("ID", json.dumps(r, sort_keys=True))
+                  for r in requests if r["method"] != "roots/list")
+
+
 def _dump(result: Any) -> dict[str, Any]:
     out = dict(result.model_dump(mode="json", by_alias=True, exclude_none=True))
     out.setdefault("isError", False)
@@ -211,6 +254,26 @@ def test_every_everything_tool_with_both_clients(tmp_path: Path) -> None:
     plain_ts = _ts_results(ts_client(upstream, EVERYTHING_CALLS, tmp_path))
     via_ts = _ts_results(ts_client(proxied, EVERYTHING_CALLS, tmp_path))
     _same_or_pointer(EVERYTHING_CALLS, plain_ts, via_ts, EVERYTHING_BIG)
+
+
+def test_the_python_sdk_2_cannot_call_a_tool_as_a_task(tmp_path: Path) -> None:
+    """Why the task tools are called with mcp 1.30: with the venv's 2.x, direct to the server,
+    ``ClientSession.send_request`` checks the answer to a tools/call made as a task against the
+    2025-11-25 CallToolResult surface and refuses the CreateTaskResult (``content`` missing),
+    and ``call_tool`` gets the server's own error (when a 2.x learns tasks, this fails)."""
+
+    async def run() -> None:
+        async with connect(server_command("everything", "stdio"), tmp_path / "direct.err") as client:
+            await client.list_tools()
+            request = types.CallToolRequest(params=types.CallToolRequestParams(
+                name="simulate-research-query", arguments={"topic": "x"},
+                task=types.TaskMetadata(ttl=60_000)))
+            with pytest.raises(ValidationError, match="content"):
+                await client.session.send_request(request, types.CreateTaskResult)
+            plain = await client.call_tool("simulate-research-query", {"topic": "x"})
+            assert plain.is_error and "requires task augmentation" in _text(_dump(plain))
+
+    anyio.run(run)
 
 
 def test_capability_tools_with_the_python_client(tmp_path: Path) -> None:
@@ -241,6 +304,53 @@ def test_capability_tools_with_the_typescript_client(tmp_path: Path) -> None:
     assert {t["name"] for t in via["tools"]} == {t["name"] for t in direct["tools"]} | set(OURS)
     assert _asked(via["requests"]) == _asked(direct["requests"])
     _same_or_pointer(CAPABLE_CALLS, _ts_results(direct), _ts_results(via), CAPABLE_BIG)
+
+
+@pytest.mark.slow
+def test_task_tools_with_both_clients(tmp_path: Path) -> None:
+    """The three task tools with the tasks APIs of the TypeScript SDK (experimental, 1.32.2) and
+    of the Python SDK (``mcp`` 1.30.0, the last with one): a client task store, tools/call as a
+    task. Direct and through the proxy, all four at once (each waits out the server's 1 s
+    stages and polls): every call completes as direct, the server's task requests to the client
+    and its tasks/get and tasks/result reach the client and come back, each client validates
+    the results; the big tasks/result and the big async result come back as pointers whose
+    pages, read by that client, hold the direct result's text."""
+    upstream = server_command("everything", "stdio")
+    runs: dict[tuple[str, str], Any] = {}
+    with ThreadPoolExecutor(4) as pool:
+        for client, run in (("typescript", partial(ts_client, tasks=True, parallel=True)),
+                            ("python", py_tasks_client)):
+            proxied = proxy_command((tmp_path / client / "store").as_uri(), SESSION, upstream)
+            for how, command in (("direct", upstream), ("proxied", proxied)):
+                (tmp_path / client / how).mkdir(parents=True)
+                runs[client, how] = pool.submit(run, command, TASK_CALLS, tmp_path / client / how,
+                                                answers=TASK_ANSWERS, read_back=True)
+        done = {key: run.result() for key, run in runs.items()}
+    assert done["python", "direct"]["sdk"] == "1.30.0"
+    for client in ("typescript", "python"):
+        _same_tasks(done[client, "direct"], done[client, "proxied"])
+
+
+def _same_tasks(direct: dict[str, Any], via: dict[str, Any]) -> None:
+    listed = {t["name"] for t in direct["tools"]}
+    assert {c["name"] for c in TASK_CALLS} <= listed
+    assert {t["name"] for t in via["tools"]} == listed | set(OURS)
+    asked = _task_requests(direct["requests"])
+    assert _task_requests(via["requests"]) == asked and len(asked) == 4
+    plain, proxied_results = _ts_results(direct), _ts_results(via)
+    for k, (one, other) in enumerate(zip(plain, proxied_results, strict=True)):
+        name = TASK_CALLS[k]["name"]
+        expected = TASK_ID.sub("ID", _text(one))
+        if "task" in TASK_CALLS[k]:  # the statuses polled depend on timing; how each ends does not
+            assert via["calls"][k]["task"]["statuses"][-1] == direct["calls"][k]["task"]["statuses"][-1]
+        if k in TASK_BIG:
+            assert len(_text(other)) < 25_000 and source_id(_text(other)), name
+            stored = b"".join(unrender(page) for page in via["calls"][k]["pages"])
+            assert TASK_ID.sub("ID", stored.decode()) == expected and len(stored) > 100_000, name
+        else:
+            assert "pages" not in via["calls"][k] and TASK_ID.sub("ID", _text(other)) == expected, name
+    assert "Research Report: python (technical)" in _text(proxied_results[0])
+    assert "[COMPLETED]" in _text(proxied_results[2]) and "Name: Ada" in _text(proxied_results[4])
 
 
 def test_every_git_tool_with_both_clients(tmp_path: Path) -> None:

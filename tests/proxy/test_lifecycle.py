@@ -4,7 +4,9 @@ time (timeouts, cancellation)."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +38,38 @@ def test_the_client_ends_the_proxy_with_exit_0_and_no_message(raw_proxy: Callabl
     assert proxy.answer()["id"] == 2
     assert end(proxy, how) == 0
     assert "s3spill" not in proxy.stderr() and "Traceback" not in proxy.stderr()
+
+
+def test_an_upstream_that_outlives_its_input_ends_with_the_proxy(raw_proxy: Callable[..., RawProxy]) -> None:
+    """The upstream keeps running after its stdin closes (server-everything does, once a client
+    declared roots). Ended as the TypeScript SDK's stdio transport ends a server (stdin closed,
+    SIGTERM 2 s later, SIGKILL 2 s after that), the proxy exits 0 before the SIGKILL and the
+    upstream is gone: not orphaned, not dead of EPIPE writing to a proxy that was killed."""
+    proxy = raw_proxy("lingers")
+    proxy.handshake()
+    pid = int(Path(f"{proxy.record}.pid").read_text())
+    proxy.proc.stdin.close()  # type: ignore[union-attr]
+    for step in (proxy.proc.terminate, None):
+        try:
+            proxy.proc.wait(2)
+            break
+        except subprocess.TimeoutExpired:
+            assert step is not None, "the proxy outlived SIGTERM by 2 s: the SDK client kills it there"
+            step()
+    assert proxy.proc.returncode == 0
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+    assert "EPIPE" not in proxy.stderr() and "s3spill" not in proxy.stderr(), proxy.stderr()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
 
 
 def test_an_upstream_dying_mid_answer_fails_every_pending_request(raw_proxy: Callable[..., RawProxy]) -> None:

@@ -5,13 +5,16 @@ same bytes and characters as when the line is held."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.proxy.stdio import StreamChannel
 from s3spill.proxy.wire import parse
-from s3spill.spill.json_spool import Spool
+from s3spill.spill.json_spool import LongString, Spool
 from s3spill.store.local import LocalStore
 from tests.proxy.hostile_upstream import BULK, odd
 from tests.proxy.servers import RELAY_SESSION, SID, relay_with
@@ -137,3 +140,61 @@ def test_a_spooled_text_and_its_structured_copy_are_both_stored_from_the_file(tm
             assert {"content": BULK, "n": 1} in [parse(data) for data in stored if data.startswith(b"{")]
 
     asyncio.run(run())
+
+
+def _escaped(text: str) -> bytes:
+    return json.dumps(text).encode()[1:-1]
+
+
+@pytest.mark.parametrize("spooled", [False, True], ids=["held", "spooled"])
+@pytest.mark.parametrize("bad", [b"\\q", b"\\u12G4", b"\x01"], ids=["escape", "short-u", "control"])
+def test_a_long_string_that_is_not_json_drops_the_line_held_or_spooled(tmp_path: Path, spooled: bool,
+                                                                       bad: bytes) -> None:
+    """A bad escape or a raw control character in a result's long text: the line is not JSON,
+    so it is dropped with a log line whether it was held or spooled, for a result to spill and
+    for one handed on as it is (never_spill); the next answer goes through."""
+
+    async def run() -> None:
+        async with relay_with(tmp_path, spool_over=100_000 if spooled else None,
+                              never_spill=frozenset({"as-is"})) as (client, upstream, relay_):
+            for n, tool in enumerate(("odd", "as-is")):
+                await client.put(_call(10 + n, tool))
+                pid = (await upstream.get())["id"]
+                text = _escaped(BULK[:HALF]) + bad + _escaped(BULK[HALF:])
+                await upstream.put(b'{"jsonrpc": "2.0", "id": %d, "result": {"content": [{"type": "text", '
+                                   b'"text": "%s"}]}}' % (pid, text))
+                await client.put(_call(20 + n, "echo"))
+                pid = (await upstream.get())["id"]
+                await upstream.put({"jsonrpc": "2.0", "id": pid, "result": {"content": [
+                    {"type": "text", "text": "fine"}]}})
+                answer = await client.get(30)
+                assert answer["id"] == 20 + n, answer["id"]
+            assert relay_.dropped.counts == {"proxy.upstream_malformed_dropped": 2}
+
+    asyncio.run(run())
+
+
+def test_a_spooled_result_of_several_texts_is_streamed_into_one_artifact(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several text blocks, two of them long (no images): their texts are streamed into the
+    spill one after the other, never read back whole; the artifact holds them as the block
+    planner stores texts (concatenated, as they are), the client gets one pointer."""
+    whole: list[int] = []
+    text = LongString.text
+    monkeypatch.setattr(LongString, "text", lambda self: whole.append(self.end - self.start) or text(self))
+
+    async def run() -> None:
+        async with relay_with(tmp_path, spool_over=100_000) as (client, upstream, _):
+            await client.put(_call(9, "many"))
+            pid = (await upstream.get())["id"]
+            texts = [BULK, "a short one\n", BULK[::-1].replace("\n", "") + "\n"]
+            await upstream.put({"jsonrpc": "2.0", "id": pid, "result": {
+                "content": [{"type": "text", "text": t} for t in texts]}})
+            answer = (await client.get(30))["result"]
+            text = "".join(block["text"] for block in answer["content"] if block["type"] == "text")
+            assert len(text) < 20_000 and len(SID.findall(text)) >= 1
+            store = ArtifactStore(LocalStore(tmp_path / "store"), session_id=RELAY_SESSION)
+            assert b"".join(store.iter_verified(SID.findall(text)[-1])) == "".join(texts).encode()
+
+    asyncio.run(run())
+    assert whole == []

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from s3spill.context.utf8 import to_bytes
-from s3spill.proxy.wire import encode, parse
+from s3spill.proxy.wire import MALFORMED, encode, parse
 from s3spill.spill.json_spool import Spool
 
 #: Pieces of a JSON string body as a server may write them: plain text, escapes (lone
@@ -66,3 +66,25 @@ def test_a_line_that_ends_inside_a_string_is_not_json() -> None:
     """A spool cut off mid-string has no skeleton (the relay drops it as malformed)."""
     spool = _spooled(b'{"id": 1, "result": "' + b"x" * 100, 10)
     assert spool.scanned is None
+
+
+#: Pieces of a body of which some are not JSON: escapes it has not, a short ``\u``, raw
+#: control characters, and an escaped backslash before letters that would be bad escapes.
+BAD_BODY = st.lists(st.sampled_from([b"a", b"line\\n", b"\\\\", b"\\\\q", b"\\\\\\\\u", b"\\u00e9", b"\\q",
+                                     b"\\u12", b"\\u00G0", b"\x01", b"\n", b"\t", b"\\x41", b"\xe9"]),
+                    max_size=200)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=BAD_BODY, piece=st.integers(7, 40))
+def test_a_long_string_is_well_formed_exactly_when_the_whole_line_parses(body: list[bytes],
+                                                                         piece: int) -> None:
+    """Checked in pieces of any size without decoding, a long string is well formed exactly
+    when the proxy's parser of the whole line accepts it."""
+    line = b'{"id": 7, "result": {"text": "' + b"x" * 41 + b"".join(body) + b'"}}\n'
+    spool = Spool(long_bytes=40, piece=piece, lenient=True)
+    spool.feed(line)
+    spool.finish()
+    assert spool.scanned is not None
+    (long,) = spool.longs().values()
+    assert long.well_formed() == (parse(line) is not MALFORMED)

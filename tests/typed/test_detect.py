@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3spill.artifacts.index import ArtifactIndex, OutputKind, build_stats
+from s3spill.artifacts.index import ArtifactIndex, OutputKind
+from s3spill.artifacts.index_builder import build_stats
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore

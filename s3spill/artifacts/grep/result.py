@@ -3,13 +3,15 @@
 A match keeps only an excerpt of its line (:data:`EXCERPT_CHARS` characters around the
 match, in display form), so a result stays small whatever the lines; :meth:`GrepResult.render`
 spells the footer's next step for the reader's surface (a tool call or the CLI).
+They are plain records (:mod:`s3spill.artifacts.plain`): a grep process imports no pydantic.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass
 
 from s3spill.artifacts.grep.shown import text
+from s3spill.artifacts.plain import PlainRecord
 from s3spill.context.read_args import ArgStyle, spell_args
 from s3spill.textview import escape
 
@@ -17,10 +19,9 @@ EXCERPT_CHARS = 240
 EXCERPT_LEAD = 60
 
 
-class GrepLine(BaseModel):
+@dataclass(frozen=True, slots=True)
+class GrepLine(PlainRecord):
     """An excerpt of one line (display form, see :mod:`s3spill.textview`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     number: int
     char_start: int
@@ -29,8 +30,8 @@ class GrepLine(BaseModel):
     truncated: bool
 
 
-class GrepMatch(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, slots=True)
+class GrepMatch(PlainRecord):
 
     line_number: int
     line_byte_offset: int
@@ -43,8 +44,10 @@ class GrepMatch(BaseModel):
     record_number: int | None = None
 
 
-class GrepResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True)
+class GrepResult(PlainRecord):
+    """Not slotted: :class:`~s3spill.live.summary.LiveGrepResult` extends :meth:`footer`
+    with ``super()``, which a slotted dataclass's methods cannot call (Python < 3.14)."""
 
     source_id: str
     pattern: str

@@ -15,10 +15,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from s3spill.context.secrets.detector import BASE64_ALPHABET, Finding, SecretDetector, default_detector
-from s3spill.context.secrets.triggers import may_hold_secret
+from s3spill.context.secrets.triggers import BASE64_ALPHABET, may_hold_secret
+
+if TYPE_CHECKING:  # the detector loads when a text may hold a secret: most pages never need it
+    from s3spill.context.secrets.detector import Finding, SecretDetector
 
 __all__ = ["MAX_LINE_BYTES", "OVERLAP", "LineMasker", "Redacted", "Span", "describe_counts", "marker",
            "mask_view", "mask_window", "redact_bytes", "redact_text"]
@@ -243,7 +245,11 @@ def mask_window(data: bytes, *, before: bytes = b"", after: bytes = b"", headles
         # of a key block (both are the private-key trigger), so masking changes nothing;
         # the detector (detect-secrets' import and its RE2 sets, ~0.2 s) is never built.
         return Redacted(data, Counter())
-    masker = LineMasker(detector or default_detector())
+    if detector is None:
+        from s3spill.context.secrets.detector import default_detector
+
+        detector = default_detector()
+    masker = LineMasker(detector)
     out = masker.process(whole, headless=bool(before) if headless is None else headless)
     lo, hi = len(before), len(before) + len(data)
     spans = tuple((max(s, lo) - lo, min(e, hi) - lo, kind)

@@ -14,7 +14,11 @@ import functools
 import itertools
 from collections.abc import Callable, Iterable
 
-__all__ = ["PREFILTERS", "PREFILTER_PARTS", "TRIGGERS", "may_hold_secret", "prefilter", "prefilter_parts"]
+__all__ = ["BASE64_ALPHABET", "PREFILTERS", "PREFILTER_PARTS", "TRIGGERS", "may_hold_secret", "prefilter",
+           "prefilter_parts"]
+
+#: The characters of a base64 (or base64url) token, as a regex class body.
+BASE64_ALPHABET = "A-Za-z0-9+/=_-"
 
 #: A byte of a word character as Python's ``\\w`` sees a str (any byte of a multi-byte
 #: character counts: the library's keyword patterns run on decoded text).

@@ -1,0 +1,136 @@
+"""The artifact index's fields and their checks, by hand: what its pydantic model checked.
+
+Why by hand: a page read (``s3spill read``, ``grep``) is a process of its own, and
+pydantic's import and the build of the index model were most of it (issue 35). The index
+is untrusted storage input, so every check the model made is kept here: unknown and
+missing fields; each field's type; the digests and the session hash as lowercase hex of
+their length; sizes and counts ``>= 0``, the chunk size ``>= 16``; the summary at most
+500 and the description at most 200 characters; the literal kind, schema version (1 or
+2), codec and output kind. The checks that tie the fields together (chunk tables against
+the size, the line count against the newline counts, the frame table) stay with the
+index (:meth:`~s3spill.artifacts.index.ArtifactIndex._consistent`), in the same words.
+
+Types are checked strictly, where the model's lax mode coerced: a number written as a
+string, ``true`` for an integer or a whole float (``5.0``) is refused here, and
+``created_at`` must be an ISO 8601 string. Our writer writes none of these (its JSON is
+the model's, byte for byte), so an index it wrote reads as before and a damaged one is
+refused at least where the model refused it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+__all__ = ["FIELDS", "OUTPUT_KINDS", "IndexInvalid", "check_names", "check_values", "parse_fields"]
+
+
+class IndexInvalid(ValueError):
+    """An index that does not parse, or whose fields are wrong or disagree."""
+
+
+#: The fields in the order the model declared (and serialized) them, with their defaults
+#: (``...``: required).
+FIELDS: dict[str, Any] = {
+    "schema_version": 2, "kind": "artifact_index", "session_hash": ..., "name": ...,
+    "size_bytes": ..., "line_count": ..., "ends_with_newline": ..., "sha256": ..., "created_at": ...,
+    "tool": ..., "call_id": None, "label": None, "summary": ..., "chunk_size": ...,
+    "chunk_sha256": ..., "chunk_newlines": ..., "chunk_units": ..., "chunk_carry": ...,
+    "chunk_lastline_units": ..., "codec": "identity", "chunk_stored": (), "body_etag": None,
+    "output_kind": "text", "output_description": None, "chunk_records": (), "chunk_quoted": (),
+}
+_REQUIRED = frozenset(name for name, default in FIELDS.items() if default is ...)
+_INT_TABLES = ("chunk_newlines", "chunk_units", "chunk_carry", "chunk_lastline_units", "chunk_stored",
+               "chunk_records")
+_HEX = "0123456789abcdef"
+_CODECS = ("identity", "zstd")
+#: As :data:`s3spill.artifacts.index.OutputKind` (a test keeps the two equal).
+OUTPUT_KINDS = ("text", "binary", "json", "ndjson", "csv", "tsv")
+
+
+def parse_fields(raw: bytes | str) -> dict[str, Any]:
+    """The fields of an index's JSON, to be checked; IndexInvalid if not JSON
+    of an object (orjson: UTF-8 only, no lone surrogates, as the model's parser)."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise IndexInvalid(f"the index is not JSON: {exc}") from None
+    if type(data) is not dict:
+        raise IndexInvalid("the index is not a JSON object")
+    return data
+
+
+def check_names(data: dict[str, Any]) -> None:
+    """No unknown field and every required one (the model's ``extra="forbid"`` and requirements)."""
+    unknown = data.keys() - FIELDS.keys()
+    if unknown:
+        raise IndexInvalid(f"unknown index fields: {', '.join(sorted(map(str, unknown)))}")
+    missing = _REQUIRED - data.keys()
+    if missing:
+        raise IndexInvalid(f"missing index fields: {', '.join(sorted(missing))}")
+
+
+def check_values(out: dict[str, Any]) -> dict[str, Any]:
+    """Each field of its type and within its bounds (``out`` holds them all); returns ``out``
+    with the tables as tuples and ``created_at`` as a datetime. IndexInvalid names the field."""
+    _check_scalars(out)
+    for name in _INT_TABLES:
+        out[name] = _table(out, name, int)
+    out["chunk_sha256"] = _table(out, "chunk_sha256", str)
+    out["chunk_quoted"] = _table(out, "chunk_quoted", bool)
+    return out
+
+
+def _check_scalars(out: dict[str, Any]) -> None:
+    v = out["schema_version"]
+    _require(type(v) is int and v in (1, 2), "schema_version", "is not 1 or 2")
+    _require(out["kind"] == "artifact_index", "kind", "is not artifact_index")
+    _require(_is_hex(out["session_hash"], 32), "session_hash", "is not 32 hex digits")
+    _require(_is_hex(out["sha256"], 64), "sha256", "is not 64 hex digits")
+    for name in ("size_bytes", "line_count"):
+        _require(type(out[name]) is int and out[name] >= 0, name, "is not an integer >= 0")
+    _require(type(out["chunk_size"]) is int and out["chunk_size"] >= 16, "chunk_size",
+             "is not an integer >= 16")
+    _require(type(out["ends_with_newline"]) is bool, "ends_with_newline", "is not a boolean")
+    for name in ("name", "tool"):
+        _require(type(out[name]) is str, name, "is not a string")
+    for name in ("call_id", "label", "body_etag"):
+        _require(out[name] is None or type(out[name]) is str, name, "is not a string or null")
+    _require(type(out["summary"]) is str and len(out["summary"]) <= 500, "summary",
+             "is not a string of at most 500 characters")
+    d = out["output_description"]
+    _require(d is None or (type(d) is str and len(d) <= 200), "output_description",
+             "is not null or a string of at most 200 characters")
+    _require(type(out["codec"]) is str and out["codec"] in _CODECS, "codec", "is not identity or zstd")
+    _require(type(out["output_kind"]) is str and out["output_kind"] in OUTPUT_KINDS, "output_kind",
+             "is not a known output kind")
+    out["created_at"] = _datetime(out["created_at"])
+
+
+def _require(ok: bool, name: str, what: str) -> None:
+    if not ok:
+        raise IndexInvalid(f"index field {name} {what}")
+
+
+def _is_hex(value: object, n: int) -> bool:
+    return type(value) is str and len(value) == n and not value.strip(_HEX)
+
+
+def _datetime(value: object) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    if type(value) is not str:
+        raise IndexInvalid("index field created_at is not an ISO 8601 date and time")
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise IndexInvalid("index field created_at is not an ISO 8601 date and time") from None
+
+
+def _table(out: dict[str, Any], name: str, kind: type) -> tuple[Any, ...]:
+    value = out[name]
+    if type(value) not in (list, tuple) or any(type(x) is not kind for x in value):
+        raise IndexInvalid(f"index field {name} is not a list of {kind.__name__} values")
+    return tuple(value)
