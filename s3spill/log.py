@@ -23,6 +23,7 @@ never object bodies; nothing here redacts, so the rule is kept at the call sites
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,7 @@ _WARNING = 30
 #: What :func:`configure` was asked for while :mod:`logging` was not loaded yet: (level, json).
 _pending: tuple[int, bool] | None = None
 _ready = False
+_setup = threading.Lock()
 
 
 def _stdlib() -> Any:
@@ -52,13 +54,16 @@ def _stdlib() -> Any:
     global _ready, _pending
     import logging
 
-    if not _ready:
-        _ready = True
-        logging.getLogger(ROOT).addHandler(logging.NullHandler())
-    if _pending is not None:
-        level, json = _pending
-        _pending = None
-        _install(logging, level, json)
+    if _ready and _pending is None:
+        return logging
+    with _setup:  # two threads' first records install one handler, not two
+        if not _ready:
+            _ready = True
+            logging.getLogger(ROOT).addHandler(logging.NullHandler())
+        if _pending is not None:
+            level, json = _pending
+            _pending = None
+            _install(logging, level, json)
     return logging
 
 
