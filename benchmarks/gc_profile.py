@@ -37,8 +37,8 @@ from benchmarks.costs_gc import POPULATE  # noqa: E402
 T = TypeVar("T")
 
 #: (label, module under ``s3spill``, attribute): each step's CPU is the inclusive thread CPU of that
-#: function (outermost call only), looked up where the GC calls it. Indented labels are
-#: inside the step above them.
+#: function (outermost call only), looked up where the GC calls it. An indented label would
+#: be inside the step above it (not added to the total).
 PLAN_STEPS = [
     ("conditional-writes probe (once per store and process)", "gc.plan", "require_conditional_writes"),
     ("listing record per object (lstat + getxattr + decode)", "store.local", "LocalStore._listing_info"),
@@ -47,7 +47,7 @@ PLAN_STEPS = [
     ("history evidence per session (owner slots, segments)", "gc.plan_rules", "read_history_evidence"),
     ("commit records, one batch per session (content digest)", "store.local", "LocalStore.get_many"),
     ("plan entries and snapshots (pydantic)", "gc.plan_rules", "Planner._emit"),
-    ("  snapshots", "gc.plan_rules", "snapshot_of"),
+    ("snapshots of objects (pydantic)", "gc.plan_rules", "snapshot_of"),
     ("plan lines (JSON + running SHA-256)", "gc.planfile", "PlanWriter.add"),
     ("plan file closed (footer, fsync)", "gc.planfile", "PlanWriter.close"),
 ]
