@@ -41,7 +41,7 @@ _B64_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_
 _HEX_CHARS = "0123456789abcdefABCDEF_=-"
 #: Characters no hex digit is: any letter past ``f`` (either case), ``+``, ``/``.
 _PAST_F = frozenset(_B64_CHARS) - frozenset(_HEX_CHARS)
-#: The digest prefixes the rule skips (``_DIGEST_VALUE`` of :mod:`.detector`), as they can
+#: The digest prefixes the rule skips (``_DIGEST_VALUE`` of :mod:`.values`), as they can
 #: start a value (``:`` ends one, so only ``-`` and ``_`` follow the name inside it).
 _DIGESTS = ("sha1-", "sha1_", "sha224-", "sha224_", "sha256-", "sha256_", "sha384-", "sha384_",
             "sha512-", "sha512_", "md5-")
@@ -114,7 +114,7 @@ def _mixed_hex_value() -> list[str]:
 
 
 def _high_entropy() -> str:
-    """The high-entropy rule's trigger (``_ASSIGNMENT`` of :mod:`.detector`, checked by entropy).
+    """The high-entropy rule's trigger (``_ASSIGNMENT`` of :mod:`.values`, checked by entropy).
 
     A name of three or more characters (the last three count: ``config.v2=`` is a name),
     an assignment, and a value that can pass: entropy is at most log2 of the distinct
