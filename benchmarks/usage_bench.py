@@ -94,9 +94,9 @@ def _block(outputs: list[str], tools: list[str], calls: int, with_usage: bool, f
                 with lock:
                     usage_cpu[1] += time.thread_time() - c0
 
-            def timed_write(shash: str, day: str, events: list[UsageEvent]) -> int:
+            def timed_write(shash: str, day: str, part: Any) -> int:
                 c0 = time.thread_time()
-                n = write(shash, day, events)
+                n = write(shash, day, part)
                 with lock:
                     usage_cpu[2] += time.thread_time() - c0
                 return n

@@ -20,7 +20,6 @@ boto3 call is left behind without pointing at what it may still write).
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from collections.abc import Sequence
@@ -169,11 +168,12 @@ class Spiller:
 
         Only the time is taken now: the event is built later, on the recorder's thread
         (:meth:`UsageRecorder.defer`), where building many in a row is cheaper than one
-        right after a spill.
+        right after a spill. The maker is the plain function (``Spiller._event``), not a bound
+        method or a ``functools.partial``: each is one more object made on a cold cache.
         """
         assert self.usage is not None
         try:
-            self.usage.defer(functools.partial(self._event, result, time.time()))
+            self.usage.defer(Spiller._event, self, result, time.time())
         except Exception as exc:  # noqa: BLE001 - whatever went wrong, the result stands
             log.warning("usage.event_failed", error=type(exc).__name__)
 
@@ -250,9 +250,8 @@ class Spiller:
             raw = sum(len(b.data) if isinstance(b, ImageBlock) else utf8_len(b.text) for b in blocks)
             shown = "".join(b.data_line() if isinstance(b, ImageBlock) else b.text for b in result.blocks)
             refs = [r for r in (result.artifact, *result.images.values()) if r is not None]
-            self.usage.defer(functools.partial(
-                self._blocks_event, result.artifact, refs, tool, call_id, raw, shown, result.degraded_reason,
-                time.time()))
+            self.usage.defer(self._blocks_event, result.artifact, refs, tool, call_id, raw, shown,
+                             result.degraded_reason, time.time())
         except Exception as exc:  # noqa: BLE001 - whatever went wrong, the result stands
             log.warning("usage.event_failed", error=type(exc).__name__)
 

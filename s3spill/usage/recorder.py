@@ -26,7 +26,7 @@ import functools
 import os
 import threading
 import time
-from collections import defaultdict, deque
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
@@ -52,8 +52,8 @@ class UsageSink(Protocol):
 
     def record(self, event: UsageEvent | None) -> None: ...
 
-    def defer(self, make: Callable[[], UsageEvent | None]) -> None:
-        """Append the event ``make`` builds, later and on another thread if the sink can."""
+    def defer(self, make: Callable[..., UsageEvent | None], *args: Any) -> None:
+        """Append the event ``make(*args)`` builds, later and on another thread if the sink can."""
         ...
 
 
@@ -72,10 +72,15 @@ def record_answer(usage: UsageSink, make: EventMaker, session_id: str, source_id
                   text: str, data: dict[str, Any] | None) -> None:
     """The event of one read or grep answer (what the model was shown), built later; never raises."""
     try:
-        usage.defer(functools.partial(make, _session_hash(session_id), source_id, via, text,
-                                      dict(data or {}), at=time.time()))
+        usage.defer(_answer_event, make, _session_hash(session_id), source_id, via, text,
+                    dict(data or {}), time.time())
     except Exception as exc:  # noqa: BLE001 - whatever went wrong, the answer stands
         log.warning("usage.event_failed", error=type(exc).__name__)
+
+
+def _answer_event(make: EventMaker, shash: str, source_id: str, via: str, text: str,
+                  data: dict[str, Any], at: float) -> UsageEvent | None:
+    return make(shash, source_id, via, text, data, at=at)
 
 
 def part_body(events: list[UsageEvent]) -> tuple[bytes, int]:
@@ -85,15 +90,29 @@ def part_body(events: list[UsageEvent]) -> tuple[bytes, int]:
     a part's bytes (a page the model read is kilobytes, its facts a few hundred bytes) and
     ``stats`` needs none of them, so it reads only ``[0, facts)`` of each part — the length is
     in the key, which a listing returns — and never parses the text. Readers that want the
-    text (the web view, compaction) join the rows back by id.
+    text (the web view, compaction) join the rows back by id. Raises ``TypeError`` for an
+    event orjson cannot write (see :func:`_encoded`, which drops it instead).
     """
-    facts = b"".join(e.fact_json() + b"\n" for e in events)
-    shown = b"".join(row + b"\n" for e in events if (row := e.shown_json()) is not None)
-    return facts + shown, len(facts)
+    facts, shown = [], []
+    for event in events:
+        fact, row = event.encode()
+        facts.append(fact)
+        if row is not None:
+            shown.append(row)
+    head = b"".join(facts)
+    return head + b"".join(shown), len(head)
 
 
 class UsageRecorder:
-    """Queue events for one store and write them as create-once NDJSON objects."""
+    """Queue events for one store and write them as create-once NDJSON objects.
+
+    The bounds of a batch: a part is written once ``max_events`` are queued or its oldest
+    event is ``max_age`` old, each noticed by the writer within ``build_every`` seconds (it
+    builds deferred events at that pace), so an event waits at most ``max_age +
+    build_every``; at most ``max_queued`` events wait in all (past that they are dropped and
+    counted); :meth:`close` writes what is queued, and an event deferred after it is written
+    at once, on the caller's thread.
+    """
 
     def __init__(self, store: ObjectStore, *, batch: bool = True, max_events: int = 1000,
                  max_age: float = 30.0, max_queued: int = 100_000, build_every: float = BUILD_EVERY) -> None:
@@ -103,9 +122,11 @@ class UsageRecorder:
         self.max_age = max_age
         self.max_queued = max_queued
         self.build_every = build_every
-        self._queue: deque[UsageEvent] = deque()
-        #: Events not built yet (:meth:`defer`): built by the writer, at least every build_every s.
-        self._made: deque[Callable[[], UsageEvent | None]] = deque()
+        #: Built events by (session hash, day), and how many (under ``_lock``).
+        self._parts: dict[tuple[str, str], list[UsageEvent]] = {}
+        self._count = 0
+        #: Events not built yet (:meth:`defer`): (maker, args), built by the writer every build_every s.
+        self._made: deque[tuple[Callable[..., UsageEvent | None], tuple[Any, ...]]] = deque()
         self._oldest = 0.0
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
@@ -127,14 +148,12 @@ class UsageRecorder:
         observe_event(event.op, event.tool, event.raw_bytes, event.shown_bytes, event.spilled,
                       event.stored_bytes, load=self.batch)  # a one-shot process exposes no metrics
         with self._lock:
-            queued = len(self._queue) + len(self._made)
+            queued = len(self._made) + self._count
             if self._closed or queued >= self.max_queued or event.session in self._erased:
                 self.dropped += 1
                 return
-            if not queued:
-                self._oldest = time.monotonic()
-            self._queue.append(event)
-            full = queued + 1 == self.max_events
+            self._queue(event)
+            full = queued + 1 >= self.max_events
             start = self.batch and self._thread is None
             if start:
                 self._thread = threading.Thread(target=self._run, name="s3spill-usage", daemon=True)
@@ -146,35 +165,62 @@ class UsageRecorder:
         if full:
             self._wake.set()
 
-    def defer(self, make: Callable[[], UsageEvent | None]) -> None:
-        """Queue ``make``; the writer thread builds the event (and counts it in the metrics).
+    def _queue(self, event: UsageEvent) -> None:
+        """Add one built event (under ``_lock``)."""
+        group = (event.session, event.day)
+        part = self._parts.get(group)
+        if part is None:
+            part = self._parts[group] = []
+        part.append(event)
+        if not self._count:
+            self._oldest = time.monotonic()
+        self._count += 1
 
-        Why: building an event right after a spill ran on a cold cache — the spill's
-        compression and hashing have just evicted the interpreter's working set — so
-        building events in a loop on the writer's thread costs a fraction of the CPU
-        (benchmarks/usage_bench.py overhead). ``make`` must capture the call's time itself.
+    def defer(self, make: Callable[..., UsageEvent | None], *args: Any) -> None:
+        """Queue ``make`` and its arguments; the writer thread builds the event (and counts it
+        in the metrics).
+
+        Why so little here: this runs right after a spill, on a cold cache — the spill's
+        compression and hashing have just evicted the interpreter's working set — so every
+        object it allocates or touches costs several times what it does in a loop; building
+        events in a loop on the writer's thread costs a fraction of that
+        (benchmarks/usage_bench.py overhead). ``make`` must be given the call's time itself.
+
+        No lock: a deque's append is atomic, and the writer only ever pops from the left
+        (:meth:`_build`), so nothing appended here can be missed. The bound reads lengths that
+        may be a moment old: a bound off by the events of one instant. :meth:`close` may run
+        between the bound and the append; the check after the append sees it, and writes the
+        event now rather than leave it in a queue nobody flushes again.
         """
         if not self.batch:
             try:
-                self.record(make())
+                self.record(make(*args))
             except Exception as exc:  # noqa: BLE001 - whatever went wrong, the call stands
                 log.warning("usage.event_failed", error=type(exc).__name__)
             return
-        # No lock on this path: a deque's append is atomic, and the writer only ever pops from
-        # the left (:meth:`_build`), so nothing appended here can be missed. The bounds read
-        # lengths that may be a moment old: a bound off by the events of one instant.
-        made, queue = self._made, self._queue
-        if self._closed or len(made) + len(queue) >= self.max_queued:
-            with self._lock:
-                self.dropped += 1
+        made = self._made
+        queued = len(made) + self._count
+        if queued >= self.max_queued:
+            self._drop()
             return
-        if not made and not queue:
-            self._oldest = time.monotonic()
-        made.append(make)
+        made.append((make, args))
         if self._thread is None:
             self._start()
-        if len(made) + len(queue) == self.max_events:
+        if self._closed:
+            self._late()
+        elif queued + 1 == self.max_events:
             self._wake.set()
+
+    def _drop(self) -> None:
+        with self._lock:
+            self.dropped += 1
+
+    def _late(self) -> None:
+        """An event deferred while or after :meth:`close` flushed: written now (fail open)."""
+        try:
+            self.flush()
+        except Exception as exc:  # noqa: BLE001 - losing usage never fails anything
+            log.warning("usage.lost_at_exit", error=type(exc).__name__)
 
     def _start(self) -> None:
         with self._lock:
@@ -184,26 +230,39 @@ class UsageRecorder:
         thread.start()
 
     def _build(self) -> None:
-        """Build the deferred events (writer's side); a maker that fails loses its event only."""
+        """Build the deferred events (writer's side); a maker that fails loses its event only.
+
+        Serialising waits for the flush: in the benchmark's back-to-back spills, work done
+        here runs beside the spill on the other core and costs about twice what the same
+        work costs at the flush (benchmarks/usage_bench.py overhead, measured both ways).
+        """
         made = self._made
-        built = []
+        built: list[UsageEvent] = []
         for _ in range(len(made)):
             try:
-                make = made.popleft()  # a flush on another thread may be building too
+                make, args = made.popleft()  # a flush on another thread may be building too
             except IndexError:
                 break
             try:
-                event = make()
+                event = make(*args)
             except Exception as exc:  # noqa: BLE001 - losing usage never fails anything
-                self.lost += 1
-                log.warning("usage.event_failed", error=type(exc).__name__)
+                self._lose(exc)
                 continue
             if event is not None:
                 built.append(event)
+        if not built:
+            return
         observe_events(built, load=self.batch)
         with self._lock:
             erased = self._erased
-            self._queue.extend([e for e in built if e.session not in erased] if erased else built)
+            for event in built:
+                if event.session not in erased:
+                    self._queue(event)
+
+    def _lose(self, exc: BaseException) -> None:
+        with self._lock:
+            self.lost += 1
+        log.warning("usage.event_failed", error=type(exc).__name__)
 
     @property
     def closed(self) -> bool:
@@ -212,7 +271,7 @@ class UsageRecorder:
     @property
     def pending(self) -> int:
         with self._lock:
-            return len(self._queue) + len(self._made)
+            return len(self._made) + self._count
 
     # -- the writer's side ---------------------------------------------------------------
 
@@ -220,9 +279,8 @@ class UsageRecorder:
         while True:
             with self._lock:
                 closed = self._closed
-                queued = len(self._queue) + len(self._made)
-                wait = self.max_age - (time.monotonic() - self._oldest) if queued else self.max_age
-                if self._made:  # the metrics lag the calls by at most BUILD_EVERY
+                wait = self.max_age - (time.monotonic() - self._oldest) if self._count else self.max_age
+                if self._made:  # the metrics lag the calls by at most build_every
                     wait = min(wait, self.build_every)
             if closed:
                 return
@@ -230,7 +288,7 @@ class UsageRecorder:
             self._wake.clear()
             self._build()
             with self._lock:
-                due = bool(self._queue) and (len(self._queue) + len(self._made) >= self.max_events
+                due = bool(self._count) and (self._count + len(self._made) >= self.max_events
                                              or time.monotonic() - self._oldest >= self.max_age)
             if due:
                 self.flush()
@@ -240,21 +298,22 @@ class UsageRecorder:
         with self._write_lock:
             self._build()
             with self._lock:
-                events = list(self._queue)
-                self._queue.clear()
-            if not events:
-                return 0
-            groups: dict[tuple[str, str], list[UsageEvent]] = defaultdict(list)
-            for event in events:
-                groups[(event.session, event.day)].append(event)
+                parts, self._parts, self._count = self._parts, {}, 0
             written = 0
-            for (shash, day), group in groups.items():
-                written += self._write(shash, day, group)
+            for (shash, day), part in parts.items():
+                written += self._write(shash, day, part)
             return written
 
-    def _write(self, shash: str, day: str, events: list[UsageEvent]) -> int:
+    def _write(self, shash: str, day: str, part: list[UsageEvent]) -> int:
         try:
-            body, facts = part_body(events)
+            body, facts = part_body(part)
+        except TypeError:  # rare: find the events that cannot be written, write the rest
+            part = self._encodable(part)
+            if not part:
+                return 0
+            body, facts = part_body(part)
+        events = len(part)
+        try:
             for _ in range(3):
                 key = keys.usage_part_key(shash, day, facts=facts)
                 try:
@@ -267,13 +326,26 @@ class UsageRecorder:
             if self._undo_if_erased(shash, key, put.etag):
                 return 0
         except (S3SpillError, OSError, ValueError) as exc:
-            self.lost += len(events)
-            log.warning("usage.lost", session_hash=shash, events=len(events), error=type(exc).__name__,
+            self.lost += events
+            log.warning("usage.lost", session_hash=shash, events=events, error=type(exc).__name__,
                         detail=str(exc)[:200])
             return 0
-        self.written += len(events)
+        self.written += events
         self.objects += 1
-        return len(events)
+        return events
+
+    def _encodable(self, events: list[UsageEvent]) -> list[UsageEvent]:
+        """``events`` less any orjson cannot write (a shown text with a lone surrogate has no
+        UTF-8 form): each is lost alone, not its whole part."""
+        kept = []
+        for event in events:
+            try:
+                event.encode()
+            except TypeError as exc:
+                self._lose(exc)
+                continue
+            kept.append(event)
+        return kept
 
     def _undo_if_erased(self, shash: str, key: str, etag: str) -> bool:
         """After a write: a purge's seal means the object must go again (True)."""
@@ -283,6 +355,10 @@ class UsageRecorder:
             return False
         with self._lock:
             self._erased.add(shash)
+            for part_key in [k for k in self._parts if k[0] == shash]:  # queued meanwhile: dropped too
+                dropped = len(self._parts.pop(part_key))
+                self._count -= dropped
+                self.dropped += dropped
         with contextlib.suppress(NotFound, PreconditionFailed):
             self.store.delete_if_match(key, etag)
         log.info("usage.erased_session", session_hash=shash)

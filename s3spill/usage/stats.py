@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from s3spill.store.base import ObjectStore
-from s3spill.usage.engine import connect
+from s3spill.usage.engine import scan
 from s3spill.usage.source import usage_objects
 
 __all__ = ["MIN_SPILLS", "ToolStats", "UsageStats", "compute_stats", "suggest"]
@@ -28,28 +28,44 @@ RAISE_AT, LOWER_AT = 0.8, 0.1
 _COLUMNS = ("ts", "session", "op", "tool", "artifact", "spilled", "raw_bytes", "stored_bytes",
             "threshold", "shown_bytes")
 
+#: One pass over the events: first per artifact (a spill and every read of it share one
+#: session and name; inline spills, which have no name, group per tool), then per tool.
+#: Why not a join of spills against reads: that needs the events twice, so stored in a
+#: table first — as much CPU again as parsing them, over 1,000,000 events
+#: (benchmarks/usage_bench.py stats); a streaming aggregate needs them once. Artifact names
+#: are unique within a session (a timestamp and a counter), so each group holds at most one
+#: spill and the figures are the join's (tests/usage/test_stats.py checks against the join).
 _QUERY = """
-WITH ev AS (SELECT * FROM events WHERE ts >= ?),
-spills AS (SELECT session, artifact, tool, spilled, raw_bytes, stored_bytes, shown_bytes, threshold
-           FROM ev WHERE op = 'spill'),
-per_art AS (SELECT session, artifact,
-                   count(*) FILTER (WHERE op IN ('read', 'live_read')) AS pages,
-                   count(*) FILTER (WHERE op IN ('grep', 'live_grep')) AS greps,
-                   sum(shown_bytes) AS shown
-            FROM ev WHERE op <> 'spill' GROUP BY session, artifact)
-SELECT s.tool,
-       count(*) AS calls,
-       count(*) FILTER (WHERE s.spilled) AS spilled,
-       coalesce(sum(s.raw_bytes) FILTER (WHERE s.spilled), 0) AS raw_bytes,
-       coalesce(sum(s.stored_bytes) FILTER (WHERE s.spilled), 0) AS stored_bytes,
-       count(p.artifact) FILTER (WHERE s.spilled) AS reread,
-       coalesce(sum(p.pages) FILTER (WHERE s.spilled), 0) AS pages,
-       coalesce(sum(p.greps) FILTER (WHERE s.spilled), 0) AS greps,
-       coalesce(sum(s.shown_bytes), 0) + coalesce(sum(p.shown), 0) AS shown_bytes,
-       max(s.threshold) AS threshold,
-       quantile_disc(s.raw_bytes, 0.9) FILTER (WHERE s.spilled) AS p90_spilled_bytes
-FROM spills s LEFT JOIN per_art p ON s.session = p.session AND s.artifact = p.artifact
-GROUP BY s.tool ORDER BY s.tool
+WITH g AS (
+    SELECT any_value(tool) FILTER (WHERE op = 'spill') AS tool,
+           count(*) AS events,
+           count(*) FILTER (WHERE op = 'spill') AS spills,
+           count(*) FILTER (WHERE op = 'spill' AND spilled) AS n_spilled,
+           sum(raw_bytes) FILTER (WHERE op = 'spill' AND spilled) AS raw,
+           sum(stored_bytes) FILTER (WHERE op = 'spill' AND spilled) AS stored,
+           sum(shown_bytes) FILTER (WHERE op = 'spill') AS spill_shown,
+           max(threshold) FILTER (WHERE op = 'spill') AS thr,
+           count(*) FILTER (WHERE op IN ('read', 'live_read')) AS pages,
+           count(*) FILTER (WHERE op IN ('grep', 'live_grep')) AS greps,
+           count(*) FILTER (WHERE op <> 'spill') AS others,
+           sum(shown_bytes) FILTER (WHERE op <> 'spill') AS other_shown
+    FROM ({events}) WHERE ts >= ?
+    GROUP BY session, artifact, CASE WHEN artifact IS NULL THEN tool END
+)
+SELECT tool,
+       sum(spills) AS calls,
+       sum(n_spilled) AS spilled,
+       coalesce(sum(raw), 0) AS raw_bytes,
+       coalesce(sum(stored), 0) AS stored_bytes,
+       coalesce(sum(n_spilled) FILTER (WHERE others > 0), 0) AS reread,
+       coalesce(sum(n_spilled * pages), 0) AS pages,
+       coalesce(sum(n_spilled * greps), 0) AS greps,
+       coalesce(sum(spill_shown), 0) + coalesce(sum(spills * other_shown) FILTER (WHERE others > 0), 0)
+           AS shown_bytes,
+       max(thr) AS threshold,
+       quantile_disc(raw, 0.9) FILTER (WHERE n_spilled > 0) AS p90_spilled_bytes,
+       sum(sum(events)) OVER () AS total_events
+FROM g GROUP BY tool ORDER BY tool
 """
 
 
@@ -159,14 +175,16 @@ def compute_stats(store: ObjectStore, *, session_hash: str | None = None,
     now = now or datetime.now(UTC)
     cutoff = now - since if since is not None else None
     objects = usage_objects(store, session_hash=session_hash, since=cutoff.date() if cutoff else None)
-    con, chosen = connect(store, objects, columns=_COLUMNS)
-    try:
-        stamp = cutoff.strftime("%Y-%m-%dT%H:%M:%S.000Z") if cutoff else ""
-        rows = con.execute(_QUERY, [stamp]).fetchall()
-        names = [d[0] for d in con.description]
-        total = con.execute("SELECT count(*) FROM events WHERE ts >= ?", [stamp]).fetchone()
-    finally:
-        con.close()
-    tools = [suggest(_row(dict(zip(names, row, strict=True)))) for row in rows]
-    return UsageStats(tools=tools, events=int(total[0]) if total else 0, objects=len(chosen),
+    stamp = cutoff.strftime("%Y-%m-%dT%H:%M:%S.000Z") if cutoff else ""
+    with scan(store, objects, columns=_COLUMNS) as (con, select, chosen):
+        try:
+            rows = con.execute(_QUERY.format(events=select), [stamp]).fetchall()
+            names = [d[0] for d in con.description]
+        finally:
+            con.close()
+    found = [dict(zip(names, row, strict=True)) for row in rows]
+    total = int(found[0]["total_events"] or 0) if found else 0
+    found = [row for row in found if row["tool"] is not None]  # the groups of reads without their spill
+    tools = [suggest(_row(row)) for row in found]
+    return UsageStats(tools=tools, events=total, objects=len(chosen),
                       since=cutoff.isoformat() if cutoff else None)

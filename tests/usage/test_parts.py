@@ -90,3 +90,21 @@ def test_a_random_name_that_looks_like_a_length_is_not_one() -> None:
                                     etag="e", last_modified=when))
     assert old is not None and old.facts is None
     assert new is not None and new.facts == 7
+
+
+def test_a_fact_line_holds_every_field_but_the_shown_text_and_no_nulls() -> None:
+    """Every column but ``shown`` is written when set (in declaration order), none as null."""
+    import orjson
+
+    from s3spill.usage.events import FACT_FIELDS
+
+    full = UsageEvent(session=SHASH, op="read", tool="build", shown="page", shown_chars=4, shown_bytes=4,
+                      artifact="a", source_id="s", via="v", call_id="c", mode="stored", raw_bytes=1,
+                      stored_bytes=2, threshold=3, first_line=4, last_line=5, total_lines=6, matches=7,
+                      masked=8, degraded="d", id="i", ts=f"{DAY}T10:00:00.000Z")
+    facts, shown = full.encode()
+    assert facts.endswith(b"\n") and shown is not None and shown.endswith(b"\n")
+    assert tuple(orjson.loads(facts)) == FACT_FIELDS and "shown" not in FACT_FIELDS
+    assert orjson.loads(shown) == {"id": "i", "shown": "page"}
+    bare = orjson.loads(_event(1).fact_json())
+    assert None not in bare.values() and "via" not in bare and "matches" not in bare

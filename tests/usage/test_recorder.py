@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
+import pytest
+
 from s3spill import keys
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
@@ -123,13 +125,14 @@ def test_a_live_read_is_recorded_with_what_it_showed(tmp_path: object) -> None:
     assert any(e["op"] == "live_read" and "hello live" in e["shown"] for e in events)
 
 
-def test_a_spills_event_is_built_on_the_writers_thread_with_the_calls_time(tmp_path: object) -> None:
+def test_a_spills_event_is_built_on_the_writers_thread_with_the_calls_time(
+        tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
     """The caller only queues a maker; the writer builds the event, stamped when the call ran."""
     store = LocalStore(f"{tmp_path}/s")
     rec = UsageRecorder(store, max_events=1000, max_age=60.0, build_every=0.05)
     spiller = Spiller(store, SESSION, usage=rec, journal=None)
     threads: list[str] = []
-    spiller._event = _on_thread(spiller._event, threads)  # type: ignore[method-assign]
+    monkeypatch.setattr(Spiller, "_event", _on_thread(Spiller._event, threads))
     before = time.time()
     spiller.externalize("a.txt\n", "ls")
     assert threads == []  # nothing built on the caller's path
@@ -159,3 +162,36 @@ def _on_thread(make: Callable[..., UsageEvent], names: list[str]) -> Callable[..
         names.append(threading.current_thread().name)
         return make(*args)
     return wrapped
+
+
+def test_an_event_deferred_in_the_instant_close_flushes_is_still_written(tmp_path: object) -> None:
+    """``close()`` running between ``defer``'s checks and its append (another thread's exit)
+    cannot lose the event: it is written after all, on the caller's thread."""
+    from collections import deque
+
+    store = LocalStore(f"{tmp_path}/s")
+    rec = UsageRecorder(store, max_events=1000, max_age=60.0)
+
+    class CloseFirst(deque):  # type: ignore[type-arg]
+        def append(self, item: object) -> None:
+            rec.close()  # the closing thread wins the race: it flushes an empty queue
+            super().append(item)
+
+    rec._made = CloseFirst()  # type: ignore[assignment]
+    rec.defer(lambda: _event(1))
+    assert rec.written == 1 and rec.objects == 1 and rec.pending == 0
+    assert len(list(usage_objects(store))) == 1
+
+
+def test_an_event_that_cannot_be_encoded_is_lost_alone(tmp_path: object) -> None:
+    """A shown text with a lone surrogate (no UTF-8 form) loses its own event, counted; the
+    writer goes on and writes the others."""
+    store = LocalStore(f"{tmp_path}/s")
+    rec = UsageRecorder(store, max_events=1000, max_age=60.0)
+    bad = _event(2)
+    bad.shown = "half a pair: \udc80"
+    rec.defer(_event, 1)
+    rec.defer(lambda: bad)
+    rec.record(bad)
+    rec.close()
+    assert rec.lost == 2 and rec.written == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -118,3 +119,78 @@ def test_prefix_reads_a_tenants_layout_under_the_store_root(tmp_path: Path, monk
     assert code == 0 and json.loads(out)["events"] == 8
     code, out, _ = cli_call(["stats", "--json"], capsys)
     assert code == 0 and json.loads(out)["events"] == 0
+
+
+#: The join ``stats`` ran before its one-pass query: the reference the figures must match.
+_JOIN = """
+WITH ev AS (SELECT * FROM events WHERE ts >= ?),
+spills AS (SELECT session, artifact, tool, spilled, raw_bytes, stored_bytes, shown_bytes, threshold
+           FROM ev WHERE op = 'spill'),
+per_art AS (SELECT session, artifact,
+                   count(*) FILTER (WHERE op IN ('read', 'live_read')) AS pages,
+                   count(*) FILTER (WHERE op IN ('grep', 'live_grep')) AS greps,
+                   sum(shown_bytes) AS shown
+            FROM ev WHERE op <> 'spill' GROUP BY session, artifact)
+SELECT s.tool, count(*) AS calls, count(*) FILTER (WHERE s.spilled) AS spilled,
+       coalesce(sum(s.raw_bytes) FILTER (WHERE s.spilled), 0) AS raw_bytes,
+       coalesce(sum(s.stored_bytes) FILTER (WHERE s.spilled), 0) AS stored_bytes,
+       count(p.artifact) FILTER (WHERE s.spilled) AS reread,
+       coalesce(sum(p.pages) FILTER (WHERE s.spilled), 0) AS pages,
+       coalesce(sum(p.greps) FILTER (WHERE s.spilled), 0) AS greps,
+       coalesce(sum(s.shown_bytes), 0) + coalesce(sum(p.shown), 0) AS shown_bytes,
+       max(s.threshold) AS threshold,
+       quantile_disc(s.raw_bytes, 0.9) FILTER (WHERE s.spilled) AS p90_spilled_bytes
+FROM spills s LEFT JOIN per_art p ON s.session = p.session AND s.artifact = p.artifact
+GROUP BY s.tool ORDER BY s.tool
+"""
+
+
+def test_the_one_pass_query_gives_the_joins_figures(tmp_path: Path) -> None:
+    """Random spills (inline, stored, two sessions sharing artifact names), reads, greps, live
+    reads, reads whose spill is before ``--since``: the same figures as the join of spills
+    against their reads."""
+    import random
+
+    from s3spill.store.local import LocalStore
+    from s3spill.usage.engine import connect
+    from s3spill.usage.events import UsageEvent
+    from s3spill.usage.stats import _COLUMNS, _row
+
+    rng = random.Random(5)
+    store = LocalStore(tmp_path / "s")
+    rec = UsageRecorder(store, max_events=10**6, max_age=600.0)
+    now = datetime(2026, 12, 2, 12, tzinfo=UTC)
+    for n in range(600):
+        session = keys.session_hash(f"s{n % 2}")
+        tool = rng.choice(["build", "test", "ls"])
+        spilled = rng.random() < 0.6
+        name = f"20261202T000000Z-{n // 2:08x}-{tool}" if spilled else None
+        minutes = rng.choice([10, 90])  # half of them before the one-hour cutoff
+        ts = (now - timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        shown = "x" * rng.randint(1, 50)
+        rec.record(UsageEvent(session=session, op="spill", tool=tool, shown=shown, shown_chars=len(shown),
+                              shown_bytes=len(shown), artifact=name, spilled=spilled,
+                              raw_bytes=rng.randint(1, 10**6),
+                              stored_bytes=rng.randint(1, 10**5) if spilled else None,
+                              threshold=rng.choice([None, 50_000, 80_000]), id=f"{n:08x}s", ts=ts))
+        for k in range(rng.choice([0, 0, 1, 3]) if name else 0):
+            op = rng.choice(["read", "grep", "live_read", "live_grep"])
+            later = (now - timedelta(minutes=rng.choice([5, 80]))).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+            rec.record(UsageEvent(session=session, op=op, tool=tool, shown="p",  # type: ignore[arg-type]
+                                  shown_chars=1, shown_bytes=rng.randint(1, 4000), artifact=name,
+                                  id=f"{n:08x}{k}", ts=later))
+    rec.close()
+    con, _ = connect(store, usage_objects(store), columns=_COLUMNS)
+    try:
+        for since in (None, timedelta(hours=1)):
+            stamp = (now - since).strftime("%Y-%m-%dT%H:%M:%S.000Z") if since else ""
+            rows = con.execute(_JOIN, [stamp]).fetchall()
+            names = [d[0] for d in con.description]
+            want = [_row(dict(zip(names, row, strict=True))) for row in rows]
+            total = con.execute("SELECT count(*) FROM events WHERE ts >= ?", [stamp]).fetchone()
+            got = compute_stats(store, since=since, now=now)
+            assert [dataclasses.replace(t, suggestion="", suggested_threshold=None, reason="")
+                    for t in got.tools] == want
+            assert total is not None and got.events == total[0] > 0
+    finally:
+        con.close()
