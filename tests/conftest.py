@@ -54,7 +54,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     still decides when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
-    return 2 * len(os.sched_getaffinity(0))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return 2 * cores
 
 
 @pytest.fixture
@@ -171,7 +172,9 @@ def kill_marked(mark: str) -> list[int]:
     process group (a background run's supervisor and its command each lead one); a process
     in this worker's own group is killed alone. Returns the pids found."""
     needle, own_group = f"{REAP_MARK}={mark}".encode(), os.getpgid(0)
-    found = []
+    found: list[int] = []
+    if not os.path.isdir("/proc"):  # not Linux: nothing to find this way
+        return found
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from s3spill import failpoints, keys
-from s3spill.errors import JournalError, NotFound, S3SpillError, StoreError
+from s3spill.errors import IntegrityError, JournalError, NotFound, S3SpillError, StoreError
 from s3spill.fleet.credit import QuotaCredit
 from s3spill.gc.apply_checks import age_text, layout_ok, refusal
 from s3spill.gc.delete import ConditionalDeleter
@@ -349,7 +349,7 @@ class SessionApplier:
         wanted = [keys.index_key(shash, w.name) for w in work]
         try:
             found = self.store.get_many(wanted)
-        except StoreError as exc:
+        except (StoreError, IntegrityError) as exc:  # one bad record must not decide for the others
             log.info("gc.apply.records_batch_failed", session_hash=shash, error=type(exc).__name__)
             return None
         return {key: found.get(key) for key in wanted}

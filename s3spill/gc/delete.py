@@ -13,6 +13,7 @@ from collections.abc import Callable
 from s3spill import keys
 from s3spill.errors import (
     CleanupRefused,
+    IntegrityError,
     NotFound,
     PreconditionFailed,
     StoreError,
@@ -172,7 +173,7 @@ class ConditionalDeleter:
         if record_digest is not None and (committed or defers_digest(head)):
             try:
                 recorded = record_digest(head.etag)
-            except StoreError as exc:
+            except (StoreError, IntegrityError) as exc:  # a damaged record: kept, and the run goes on
                 return "retained_error", f"commit record unreadable: {type(exc).__name__}", False
             if recorded != snap.sha256:
                 return "race_detected", "its commit record names another digest than the plan", False

@@ -46,6 +46,15 @@ def _by_directory(keys: Sequence[str]) -> dict[str, list[str]]:
     return groups
 
 
+def _pairs_by_directory(items: Sequence[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:
+    """``(key, etag)`` pairs grouped by the key's parent directory, each group in the order given."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for key, etag in items:
+        validate_key(key)
+        groups.setdefault(key.rpartition("/")[0], []).append((key, etag))
+    return groups
+
+
 def _refused(key: str) -> StoreError:
     return StoreError(f"{key}: a symlink inside the store root; refused", key=key)
 
@@ -129,19 +138,18 @@ def _etag_at(store: LocalStore, directory: int, key: str) -> str:
 def delete_many_if_match(store: LocalStore, items: Sequence[tuple[str, str]]
                          ) -> dict[str, StoreError | None]:
     """:meth:`LocalStore.delete_if_match` of each ``(key, etag)``; each key's outcome."""
-    etags = dict(items)
     out: dict[str, StoreError | None] = {}
     stripes: dict[int, int] = {}
     try:
-        for parent, group in _by_directory([key for key, _ in items]).items():
-            directory = _open_directory(store, group[0])
+        for parent, group in _pairs_by_directory(items).items():
+            directory = _open_directory(store, group[0][0])
             if directory is None:
-                out.update((key, NotFound(f"no such object: {key}", key=key)) for key in group)
+                out.update((key, NotFound(f"no such object: {key}", key=key)) for key, _ in group)
                 continue
             deleted = False
             try:
-                for key in group:
-                    out[key] = _delete_one(store, directory, key, etags[key], stripes)
+                for key, etag in group:
+                    out[key] = _delete_one(store, directory, key, etag, stripes)
                     deleted = deleted or out[key] is None
             finally:
                 try:

@@ -196,6 +196,24 @@ def test_commit_record_naming_another_body_costs_a_head(moto_store: S3Store, tmp
     assert entry.snapshot.sha256 != ref.sha256
 
 
+def test_damaged_commit_record_at_apply_keeps_that_artifact_only(local_store: LocalStore,
+                                                                 tmp_path: Path) -> None:
+    """A commit record damaged after the plan (its trailer's SHA-256 no longer matches) keeps
+    its artifact (retained_error, condemnation lifted); the session's other artifacts go."""
+    refs = [ArtifactStore(local_store).write("s1", f"output {i}\n".encode() * 20, "bash") for i in range(3)]
+    plan = plan_cleanup(local_store, CleanupScope(), REAL, out=tmp_path / "p.jsonl", now=later())
+    damaged = local_store.root / "objects" / keys.index_key(refs[1].session_hash, refs[1].name)
+    raw = bytearray(damaged.read_bytes())
+    raw[5] ^= 1
+    damaged.write_bytes(bytes(raw))
+    report = apply_cleanup(local_store, plan, now=later)
+    assert report.counts == {"deleted": 2, "retained_error": 1}
+    left = [i.key for i in local_store.list(keys.session_prefix(refs[0].session_hash) + "artifacts/")]
+    assert left == [keys.artifact_key(refs[1].session_hash, refs[1].name),
+                    keys.index_key(refs[1].session_hash, refs[1].name)]
+    assert LeaseJournal(local_store, "s1").view().condemned == ()
+
+
 def test_unreadable_commit_record_at_apply_keeps_the_artifact(store: ObjectStore, tmp_path: Path) -> None:
     """When the commit record cannot be read to check an unauthenticated plan's digest, nothing
     is deleted: retained_error, and the condemnation is lifted (the delete was never sent)."""

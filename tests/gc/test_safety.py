@@ -386,17 +386,20 @@ def test_concurrent_publishes_on_an_ignoring_store_are_refused_not_lost(race_sto
 
 
 def test_spiller_on_an_ignoring_store_spills_and_warns_once(local_store: ObjectStore,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+                                                           caplog: pytest.LogCaptureFixture) -> None:
     """The Spiller still stores outputs on such a store (fails open) and warns once, clearly."""
     weak = ConditionIgnoringStore(local_store)
     spiller = Spiller(weak, "s1", touch_interval=0.0)
-    try:
-        results = [spiller.externalize(b"line\n" * 40_000, "bash", f"c{i}") for i in range(3)]
-    finally:
-        spiller.close(timeout=10)
+    # The library logs through stdlib logging and configures no handler (only the CLI
+    # does): the warning is a record, whatever handler a process has installed before.
+    with caplog.at_level("WARNING", logger="s3spill"):
+        try:
+            results = [spiller.externalize(b"line\n" * 40_000, "bash", f"c{i}") for i in range(3)]
+        finally:
+            spiller.close(timeout=10)
     assert all(r.spilled for r in results)
-    err = capsys.readouterr().err
-    assert err.count("STORE_IGNORES_CONDITIONAL_WRITES") == 1
+    warned = [r for r in caplog.records if "STORE_IGNORES_CONDITIONAL_WRITES" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].levelname == "WARNING"
 
 
 def test_leftover_condemnation_of_a_published_artifact_is_not_finished(local_store: ObjectStore,

@@ -69,6 +69,16 @@ def test_delete_many_reports_each_outcome_and_deletes_only_matching_etags(local:
     assert [i.key for i in local.list("")] == ["a/2"]
 
 
+def test_delete_many_compares_each_item_with_its_own_etag(local: LocalStore) -> None:
+    """A key named twice is deleted by whichever item carries its ETag, as one by one would."""
+    etag = local.put_if_absent("a/1", b"x").etag
+    out = local.delete_many_if_match([("a/1", etag), ("a/1", '"0000"')])
+    assert isinstance(out["a/1"], NotFound)  # the second item's outcome: already gone
+    etag = local.put_if_absent("a/1", b"x").etag
+    assert local.delete_many_if_match([("a/1", '"0000"'), ("a/1", etag)]) == {"a/1": None}
+    assert list(local.list("")) == []
+
+
 def test_delete_many_without_a_listing_record_reads_the_trailer(local: LocalStore) -> None:
     """An object whose record was dropped (a copy without attributes) is still compared on its ETag."""
     etag = local.put_if_absent("a/1", b"x").etag

@@ -17,24 +17,22 @@ an RE2 set says which rules to run there, and only those run.
 What to do with a finding — masks that keep byte lengths, private key blocks, streams —
 is :mod:`s3spill.context.secrets.masking`'s. Pure: no I/O.
 
-Over 450 lines for now: the value tests of the entropy rule are to move to a module of
-their own once the at_rest work on this file has landed (issue 31).
+Whether a matched value is a secret (entropy, placeholders, code) is
+:mod:`s3spill.context.secrets.values`'s.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import threading
-import urllib.parse
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from s3spill.context.secrets.engine import Candidate, Re2Engine, TriggerEngine, make_engine
-from s3spill.context.secrets.triggers import BASE64_ALPHABET, PREFILTERS, TRIGGERS, may_hold_secret
+from s3spill.context.secrets.triggers import PREFILTERS, TRIGGERS, may_hold_secret
+from s3spill.context.secrets.values import code_value, dummy_url, entropy_spans, plain_value, shannon_entropy
 
 __all__ = ["LIBRARY_VERSION", "TRIGGERS", "Finding", "SecretDetector", "default_detector", "library_version",
            "may_hold_secret", "shannon_entropy"]
@@ -55,30 +53,6 @@ _KIND_NAMES = {
 #: masked as whole blocks (:class:`_LineMasker`).
 _SKIPPED = {"Public IP (ipv4)", "Hex High Entropy String", "Base64 High Entropy String", "Secret Keyword",
             "Private Key"}
-
-#: ``NAME = value`` / ``"name": "value"`` with a long value from the base64 alphabet.
-_ASSIGNMENT = re.compile(
-    rf"(?P<name>[A-Za-z_][A-Za-z0-9_.-]{{2,64}})[\"']?[ \t]*[:=][ \t]*[\"'`]?"
-    rf"(?P<value>[{BASE64_ALPHABET}]{{20,}})")
-#: Digests are high-entropy and public: ``sha512-…`` (npm integrity), ``h1:…`` (go.sum).
-_DIGEST_VALUE = re.compile(r"^(?:sha(?:1|224|256|384|512)[-:_]|md5[-:]|h1:)", re.IGNORECASE)
-
-_ENTROPY_LIMIT = 4.5
-_SECRETISH_LIMIT = 3.8
-#: The fewest distinct characters whose entropy can exceed each limit (2**3.8 = 13.9,
-#: 2**4.5 = 22.6); :mod:`.triggers` relies on the second.
-_SECRETISH_DISTINCT = 14
-_PLAIN_DISTINCT = 23
-_SECRETISH = re.compile(r"(?i)token|secret|passw|api_?key|private|credential|auth")
-_MIXED = re.compile(r"(?=.*[0-9])(?=.*[g-rt-zG-Z+/])")  # the trigger needs a letter past f
-#: An alphabet or a counting run (``ABCDEFGH…``, ``0123456789``) is a constant, not a secret.
-_SEQUENTIAL = re.compile(r"ABCDEFGH|abcdefgh|0123456789|qwertyui", re.IGNORECASE)
-#: A keyword value that is a word, a path or a placeholder says nothing secret.
-_NOT_SECRET = re.compile(
-    r"^(?:true|false|null|none|nil|yes|no|required|optional|redacted|hidden|changeme|"
-    r"\**|x+|<[^>]*>|\[redacted[^\]]*\]\**|"
-    r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|%\(?\w+\)?s?)$", re.IGNORECASE)
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -147,48 +121,6 @@ def _value_span(match: re.Match[str]) -> tuple[int, int]:
     return match.span()
 
 
-def shannon_entropy(value: str) -> float:
-    """Bits per character, as detect-secrets' ``Base64HighEntropyString`` measures them for a
-    value within its alphabet; counted in one pass (its per-alphabet-letter loop is 15x
-    slower, and this runs on every assignment a build log prints)."""
-    n = len(value)
-    return -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
-
-
-#: Stand-ins that tests, docs and examples put where a password goes (``user:pass@``).
-_DUMMY = re.compile(r"^(?:pass(?:word|wd)?|secret|test(?:ing)?|p|pw|pwd|x+|\*+|foo|bar|baz|user(?:name)?|"
-                    r"token|key|example|dummy|fake|\{\w*\}|%s|\$\{?\w+\}?|\W*(?:pass\W*)+|…)$",
-                    re.IGNORECASE)
-_URL_PASSWORD = re.compile(r"://[^:/@\s]*:([^@\s]*)@")
-#: A keyword's value that is code, not a literal: a name (``self.password``, ``None,``) or
-#: an expression (``get_auth_from_url(proxy)``, ``options[``); a literal secret holds a
-#: digit or a symbol, or is quoted.
-_CODE_VALUE = re.compile(r"[A-Za-z_][A-Za-z_.]*[,:;]?|.*[()\[\]].*")
-#: A quoted keyword value without a digit that is one lower-case word or an upper-case
-#: placeholder (``secrets="off"``, ``'YOUR_APP_SECRET'``) is a setting, not a credential.
-_WORD_VALUE = re.compile(r"[a-z][a-z_.-]{0,23}|[A-Z][A-Z_]{2,63}|[a-z][a-z0-9_-]*(?:\.[a-z][a-z0-9_-]*){2,}")
-#: A value built by a format string (``f"password={AWS_SECRET}"``) names a variable.
-_TEMPLATE = re.compile(r"\{[A-Za-z_][A-Za-z0-9_.]*(?:![rsa])?(?::[^}]*)?\}")
-
-
-def _dummy_url(value: str) -> bool:
-    """A URL whose password is a stand-in (``https://user:pass@``, ``{0}:{1}@``)."""
-    m = _URL_PASSWORD.search(value)
-    return m is not None and bool(_DUMMY.match(urllib.parse.unquote(m.group(1))))
-
-
-def _code_value(value: str, quoted: bool) -> bool:
-    bare = value.strip().strip("'\"`,;")
-    if len(bare) < 4 or _TEMPLATE.search(bare):  # too short to matter, or a variable's name
-        return True
-    return bool(_WORD_VALUE.fullmatch(bare)) if quoted else bool(_CODE_VALUE.fullmatch(bare))
-
-
-def _plain_value(value: str) -> bool:
-    return bool(_NOT_SECRET.match(value)) or value.startswith(("/", "~", "./", "../")) \
-        or not any(c.isalnum() for c in value)
-
-
 class SecretDetector:
     """The rules, their triggers and the trigger pass; thread-safe once built.
 
@@ -214,7 +146,7 @@ class SecretDetector:
         #: Rules by kind; the library's kinds appear when it is loaded.
         self._by_kind: dict[str, list[_Rule]] = {
             "private-key": [_Rule("private-key", TRIGGERS["private-key"], _no_spans)],
-            "high-entropy": [_Rule("high-entropy", TRIGGERS["high-entropy"], self._entropy_rule)]}
+            "high-entropy": [_Rule("high-entropy", TRIGGERS["high-entropy"], entropy_spans)]}
         #: The prefilter set's entries: the kind each one triggers.
         self._kinds = list(TRIGGERS)
         triggers = [TRIGGERS[k] for k in self._kinds]
@@ -303,7 +235,7 @@ class SecretDetector:
                 if not any(True for _ in plugin.analyze_string(match.group(0))):
                     continue
                 s, e = _value_span(match)
-                if not _plain_value(line[s:e]) and not (url and _dummy_url(match.group(0))):
+                if not plain_value(line[s:e]) and not (url and dummy_url(match.group(0))):
                     out.append((s, e))
             return out
 
@@ -318,36 +250,13 @@ class SecretDetector:
                     s, e = match.span(group)
                     value = line[s:e].strip()
                     quoted = s > 0 and line[s - 1] in "'\"`"
-                    if (s < 0 or _plain_value(value) or (" " in value and not quoted)
-                            or _code_value(value, quoted)):
+                    if (s < 0 or plain_value(value) or (" " in value and not quoted)
+                            or code_value(value, quoted)):
                         continue
                     out.append((s, e))
             return out
 
         return find
-
-    def _entropy_rule(self, line: str) -> list[tuple[int, int]]:
-        out = []
-        for match in _ASSIGNMENT.finditer(line):
-            value = match.group("value")
-            # Entropy is at most log2 of the number of distinct characters: under 14 of
-            # them no value can pass either limit, under 23 not the plain one (exact, and
-            # far cheaper than measuring).
-            distinct = len(set(value))
-            if distinct < _SECRETISH_DISTINCT:
-                continue
-            if _DIGEST_VALUE.match(value) or _DIGEST_VALUE.match(line[match.start("value"):][:8]):
-                continue
-            if _SEQUENTIAL.search(value):
-                continue
-            # A name that says "secret" needs less proof: a 32-character random token can
-            # measure under 4.5 bits, but not under 3.8 with letters and digits mixed.
-            secretish = bool(_SECRETISH.search(match.group("name"))) and bool(_MIXED.match(value))
-            if not secretish and distinct < _PLAIN_DISTINCT:
-                continue
-            if shannon_entropy(value) > (_SECRETISH_LIMIT if secretish else _ENTROPY_LIMIT):
-                out.append(match.span("value"))
-        return out
 
     # -- scanning ------------------------------------------------------------------------
 

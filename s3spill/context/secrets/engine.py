@@ -165,7 +165,9 @@ class HyperscanEngine(TriggerEngine):
         #: Rules whose prefilter is looser than their trigger: the trigger, to confirm.
         self._confirm = {i: _searcher(re2.compile(t.encode(), _re2_options()))
                          for i, (t, p) in enumerate(rules) if t != p}
-        self._answers: dict[tuple[bytes, frozenset[int]], frozenset[int]] = {}
+        #: Per Hyperscan expression, the rules it reports for, as bits (``1 << rule``).
+        self._masks = [sum(1 << i for i in rules_) for rules_ in self._rules]
+        self._answers: dict[tuple[bytes, int], frozenset[int]] = {}
 
     def _scratch(self) -> Any:
         scratch = getattr(self._local, "scratch", None)
@@ -183,48 +185,46 @@ class HyperscanEngine(TriggerEngine):
             return []
         found.sort()
         out: list[Candidate] = []
-        rules, line_stop = self._rules, -1
-        hits: set[int] = set()
-        start = 0
+        masks, line_stop, bits, start = self._masks, -1, 0, 0
         for packed in found:
             last = pos + (packed >> 8) - 1  # the match's last byte
             if last > line_stop:
-                if hits:
-                    self._add(out, data, start, line_stop, hits)
-                    hits = set()
+                if bits:
+                    self._line(out, data, start, line_stop, bits)
                 start = max(pos, data.rfind(b"\n", 0, last) + 1)
                 nl = data.find(b"\n", last, end)
-                line_stop = end if nl < 0 else nl
-            hits |= rules[packed & 0xFF]
-        if hits:
-            self._add(out, data, start, line_stop, hits)
+                line_stop, bits = (end if nl < 0 else nl), 0
+            bits |= masks[packed & 0xFF]
+        if bits:
+            self._line(out, data, start, line_stop, bits)
         return out
 
-    def _add(self, out: list[Candidate], data: bytes, start: int, stop: int, hits: set[int]) -> None:
-        need = hits & self._confirm.keys()
-        if need:
-            hits -= self._unconfirmed(data, start, stop, frozenset(need))
-        if hits:
-            out.append((start, stop, frozenset(hits)))
-
-    def _unconfirmed(self, data: bytes, start: int, stop: int, need: frozenset[int]) -> frozenset[int]:
-        """Of the rules ``need``, those whose exact trigger does not match ``data[start:stop]``.
+    def _line(self, out: list[Candidate], data: bytes, start: int, stop: int, bits: int) -> None:
+        """Add the candidate line ``data[start:stop]`` whose prefilters ``bits`` matched, with
+        the rules whose exact trigger matches it too (none: not a candidate).
 
         Remembered for short lines: a log repeats its lines (the prefilters match
         ``PATH=/usr/local/sbin:…`` of every env dump), and the answer depends on the
-        line's bytes alone."""
-        def check() -> frozenset[int]:
-            return frozenset(i for i in need if self._confirm[i](data, start, stop) < 0)
-
+        line's bytes and the prefilters that matched alone."""
+        hits: frozenset[int] | None
         if stop - start > _CACHED_LINE:
-            return check()
-        key = (data[start:stop], need)
-        found = self._answers.get(key)
-        if found is None:
-            if len(self._answers) >= _CACHED_LINES:
-                self._answers.clear()  # bounded; clearing now and then is cheaper than an LRU
-            found = self._answers[key] = check()
-        return found
+            hits = self._confirmed(data, start, stop, bits)
+        else:
+            key = (data[start:stop], bits)
+            hits = self._answers.get(key)
+            if hits is None:
+                if len(self._answers) >= _CACHED_LINES:
+                    self._answers.clear()  # bounded; clearing now and then is cheaper than an LRU
+                hits = self._answers[key] = self._confirmed(data, start, stop, bits)
+        if hits:
+            out.append((start, stop, hits))
+
+    def _confirmed(self, data: bytes, start: int, stop: int, bits: int) -> frozenset[int]:
+        """The rules of ``bits`` whose trigger matches ``data[start:stop]`` (those whose
+        prefilter is their trigger match by being there)."""
+        confirm = self._confirm
+        return frozenset(i for i in range(bits.bit_length()) if bits >> i & 1
+                         and (i not in confirm or confirm[i](data, start, stop) >= 0))
 
 
 def make_engine(rules: Sequence[Patterns], prefer: str | None = None) -> TriggerEngine:
