@@ -18,12 +18,15 @@ from s3spill.cli.argtypes import count, positive, session_from_args, store_from_
 from s3spill.cli.policy_args import policy_from_args
 from s3spill.cli.voice import MCP_EXTRA
 from s3spill.errors import ConfigError
+from s3spill.failpoints import declare, failpoint
 
 if TYPE_CHECKING:
     import subprocess
 
     from s3spill.proxy.relay import Relay
     from s3spill.proxy.settings import ProxySettings
+
+FP_CLOSING = declare("proxy.closing", "the relay ended; the spiller and the store not closed yet")
 
 TOOLS_HELP = """\
 tools added to the upstream's (names with --tool-prefix, default s3spill_):
@@ -175,7 +178,17 @@ def _proxy(args: argparse.Namespace, command: list[str], started: subprocess.Pop
 
         return run_stdio(relay, started if started is not None else command)
     finally:
-        close()
+        from s3spill.proxy.quick_start import ignore_signals
+
+        ignore_signals()
+        closing(close)
+
+
+def closing(close: Callable[[], None]) -> None:
+    """``close()`` (the spiller and the store), once the relay ended and the signals were
+    set to end us normally (:func:`~s3spill.proxy.quick_start.ignore_signals`)."""
+    failpoint(FP_CLOSING)
+    close()
 
 
 def _serve_http(args: argparse.Namespace, settings: ProxySettings, command: list[str]) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from s3spill.proxy.quick_start import Stopped, early_handshake
+from s3spill.proxy.quick_start import Stopped, early_handshake, ignore_signals
 from s3spill.proxy.spawn import discard
 
 TYPE_CHECKING = False
@@ -41,9 +41,12 @@ def run(argv: Sequence[str], proc: subprocess.Popen[bytes]) -> int:
     except BaseException as exc:  # noqa: BLE001 - the CLI's boundary, as in s3spill.cli.main
         return _failed(exc, debug[0])
     finally:
+        ignore_signals()
         discard(proc)
         if close is not None:
-            close()
+            from s3spill.cli.proxy_cmds import closing
+
+            closing(close)
 
 
 def _build(argv: Sequence[str], proc: subprocess.Popen[bytes],

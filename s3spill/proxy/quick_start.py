@@ -81,6 +81,16 @@ def _stop(signum: int, frame: Any) -> None:
     raise Stopped
 
 
+def ignore_signals() -> None:
+    """The relay's event loop is gone, and asyncio put SIGINT and SIGTERM back to their
+    defaults with it: from here to the exit (the upstream discarded, the spiller and the
+    store closed, the usage batch written: seconds under load) a client that ends us still
+    ends us normally, exit 0 once all is closed, not death by the signal (an SDK client
+    SIGKILLs a proxy still there 2 s after its SIGTERM)."""
+    with contextlib.suppress(ValueError):  # not the main thread (a test's thread): not ours to set
+        _on_signals(signal.SIG_IGN)
+
+
 def _on_signals(handler: Any) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, handler)

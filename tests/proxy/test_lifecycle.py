@@ -15,6 +15,7 @@ import anyio
 import pytest
 from mcp import MCPError
 
+from s3spill.failpoints import ENV_VAR, REACHED_MARKER
 from tests.proxy.conftest import SESSION, hostile_command
 from tests.proxy.servers import RawProxy, connect, proxy_command, server_command
 
@@ -38,6 +39,23 @@ def test_the_client_ends_the_proxy_with_exit_0_and_no_message(raw_proxy: Callabl
     assert proxy.answer()["id"] == 2
     assert end(proxy, how) == 0
     assert "s3spill" not in proxy.stderr() and "Traceback" not in proxy.stderr()
+
+
+def test_a_sigterm_while_the_proxy_closes_still_ends_it_with_0(raw_proxy: Callable[..., RawProxy],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client ends the session, then SIGTERMs the proxy while it closes its spiller and
+    store (held there by a failpoint, as a close that takes seconds under load): exit 0 once
+    closed, not death by the signal (asyncio had put SIGTERM back to its default)."""
+    monkeypatch.setenv(ENV_VAR, "proxy.closing=sleep(1500)")
+    proxy = raw_proxy()
+    proxy.handshake()
+    proxy.proc.stdin.close()  # type: ignore[union-attr]
+    deadline = time.monotonic() + 30
+    while f"{REACHED_MARKER} proxy.closing" not in proxy.stderr():
+        assert time.monotonic() < deadline and proxy.proc.poll() is None, proxy.stderr()
+        time.sleep(0.05)
+    proxy.proc.terminate()
+    assert proxy.proc.wait(30) == 0, proxy.stderr()
 
 
 def test_an_upstream_that_outlives_its_input_ends_with_the_proxy(raw_proxy: Callable[..., RawProxy]) -> None:
