@@ -145,6 +145,11 @@ def overhead(calls: int, block: int) -> dict[str, Any]:
             "usage_path_cpu_seconds": {"caller": round(caller, 3), "building": round(building, 3),
                                        "writing": round(writing, 3)},
             "usage_path_share_of_spill_cpu": round((caller + building + writing) / without, 5),
+            "usage_path_us_per_call": {"caller": round(caller / (rounds * block) * 1e6, 2),
+                                       "building": round(building / (rounds * block) * 1e6, 2),
+                                       "writing": round(writing / (rounds * block) * 1e6, 2)},
+            "spill_cpu_ms_per_call": round(without / (rounds * block) * 1e3, 3),
+            "load_average_1min": round(os.getloadavg()[0], 1),
             "ab_overhead_per_pair": _quartiles(ratios),
             "ab_overhead_total": round(sum(cpu[True]) / without - 1, 5),
             "events": events, "objects": objects, "objects_per_100_events": round(100 * objects / events, 3)}

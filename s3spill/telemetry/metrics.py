@@ -189,8 +189,14 @@ def observe_fleet(event: str, label: str, amount: int = 1) -> None:
 
 @contextlib.contextmanager
 def tool_span(op: str, tool: str) -> Iterator[None]:
-    """A GenAI ``execute_tool`` span around one spill, read or grep (when OpenTelemetry is there)."""
-    otel = _opentelemetry()
+    """A GenAI ``execute_tool`` span around one spill, read or grep (when OpenTelemetry is there).
+
+    Only if the process has already imported OpenTelemetry: a process that configured it
+    (``opentelemetry-instrument``, an SDK provider, an embedding program) has, and one that
+    did not has no provider a span could reach, so importing the API for it would only cost
+    a one-shot process (a hook, ``s3spill run``) its import time, on every call.
+    """
+    otel = _opentelemetry(load=False)
     if not otel:
         yield
         return

@@ -97,3 +97,17 @@ def test_the_mcp_server_process_exposes_prometheus_counters(tmp_path: Path) -> N
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_a_one_shot_spill_does_not_import_opentelemetry(tmp_path: Path) -> None:
+    """A process that never configured OpenTelemetry spills without importing it (its import
+    would be most of a hook's time), though the package is installed."""
+    code = ("import sys\nfrom s3spill.spill.spiller import Spiller\n"
+            "from s3spill.store.local import LocalStore\n"
+            "s = Spiller(LocalStore(sys.argv[1]), 'one-shot', journal=None)\n"
+            "s.externalize('a\\n' * 10, 'ls')\ns.externalize('line\\n' * 100_000, 'build')\n"
+            "print('opentelemetry' in sys.modules)\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], env=env, capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    assert out.strip() == "False"
