@@ -2,13 +2,11 @@
 
 Why: a Claude Code ``PostToolUse`` payload of a Bash call that printed 200 MB is one
 JSON document with one 200 MB string in it. Reading it whole, decoding it and encoding
-the string again held ~3x the payload (+606 MiB). Here stdin is spooled in 1 MiB pieces
-(compressed in memory while that stays under :data:`HELD_BYTES`, else to an unlinked
-temporary file), scanned on the way (:mod:`s3spill.spill.json_spool`, which
+the string again held ~3x the payload (+606 MiB). Here stdin goes to an unlinked
+temporary file in 1 MiB pieces, scanned on the way (:mod:`s3spill.spill.json_spool`, which
 the MCP proxy shares); the document is parsed with each string over :data:`LONG_BYTES`
 replaced by a placeholder, and that string becomes a :class:`LongString` whose text is
-decoded from the spool, piece by piece, straight to bytes where it can be
-(:mod:`s3spill.spill.json_unescape`), while the Spiller reads it. A payload up to
+decoded from the file, piece by piece, while the Spiller reads it. A payload up to
 :data:`SPOOL_BYTES` is read whole, exactly as before. Only where the hook's answer
 spills a string as it is (a Bash-like ``tool_response`` and its direct fields) is a
 :class:`LongString` left in the payload; anywhere else it is read back into a ``str``,
@@ -29,9 +27,6 @@ __all__ = ["LONG_BYTES", "SPOOL_BYTES", "LongString", "SpooledPayload", "read_pa
 
 #: Payloads up to this many bytes are read into memory whole (the old, simple way).
 SPOOL_BYTES = 8 << 20
-#: A bigger one is held in memory as zstd frames up to this many compressed bytes, then in a
-#: file (:mod:`s3spill.spill.held`: a new 200 MB file cost more CPU than the rest of the hook).
-HELD_BYTES = 40 << 20
 _PIECE = PIECE
 
 
@@ -99,7 +94,7 @@ def read_payload(prefix: bytes, stdin: IO[bytes] | None = None) -> bytes | Spool
         if not piece:
             return bytes(head)
         head += piece
-    spooled = SpooledPayload(long_bytes=LONG_BYTES, piece=_PIECE, held=HELD_BYTES)
+    spooled = SpooledPayload(long_bytes=LONG_BYTES, piece=_PIECE)
     first = bytes(head)
     head.clear()
     for piece in itertools.chain((first[n:n + _PIECE] for n in range(0, len(first), _PIECE)),

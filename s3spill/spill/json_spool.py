@@ -23,9 +23,9 @@ import re
 import secrets
 import tempfile
 from collections.abc import Callable, Collection, Iterator
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
-__all__ = ["LONG_BYTES", "PIECE", "Backing", "LongString", "Scanner", "Spool"]
+__all__ = ["LONG_BYTES", "PIECE", "LongString", "Scanner", "Spool"]
 
 #: A JSON string whose raw body is longer than this stays in the file.
 LONG_BYTES = 4 << 20
@@ -39,48 +39,15 @@ _NOT_AN_ESCAPE = re.compile(rb'\\(?![nrt"\\/bf]|u[0-9a-fA-F]{4})')
 _CONTROL = bytes(range(0x20))
 
 
-class _File:
-    """The spool's unlinked temporary file, read back at offsets (what :class:`~.held.Held`
-    offers too, in memory)."""
-
-    def __init__(self) -> None:
-        self.file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as its LongStrings
-
-    def write(self, data: bytes) -> None:
-        self.file.write(data)
-
-    def flush(self) -> None:
-        self.file.flush()
-
-    def pread(self, n: int, offset: int) -> bytes:
-        return os.pread(self.file.fileno(), n, offset)
-
-    def preadinto(self, view: memoryview, offset: int) -> int:
-        return os.preadv(self.file.fileno(), [view], offset)
-
-    def close(self) -> None:
-        self.file.close()
-
-
-class Backing(Protocol):
-    """Where a spooled document's bytes are: a file, or frames held in memory."""
-
-    def write(self, data: bytes) -> None: ...
-    def flush(self) -> None: ...
-    def pread(self, n: int, offset: int) -> bytes: ...
-    def preadinto(self, view: memoryview, offset: int) -> int: ...
-    def close(self) -> None: ...
-
-
 class LongString:
-    """A JSON string's raw body, ``[start, end)`` of the spooled document, decoded on demand.
+    """A JSON string's raw body, ``[start, end)`` of the spooled file, decoded on demand.
 
     ``lenient``: bytes that are not UTF-8 decode as Python's ``surrogateescape`` does (what
     the proxy's parser does with a whole line: :mod:`s3spill.proxy.wire`), so that each
     such byte is stored as it came; else as ``json.loads`` of bytes does (``surrogatepass``).
     """
 
-    def __init__(self, file: Backing, start: int, end: int, *, piece: int = PIECE,
+    def __init__(self, file: IO[bytes], start: int, end: int, *, piece: int = PIECE,
                  lenient: bool = False) -> None:
         self.file, self.start, self.end = file, start, end
         self.piece, self.lenient = piece, lenient
@@ -95,16 +62,14 @@ class LongString:
 
         Each piece is read into one buffer between the quotes ``json.loads`` needs (no
         concatenation): the read, the decode and the Spiller's encode are its only passes.
-        (Decoding the one-letter escapes with ``codecs.escape_decode`` instead, once the
-        body is checked for what JSON refuses, measured no faster: 2.2 vs 2.4 ms per MiB.)
         """
-        offset, carry = self.start, b""
+        fd, offset, carry = self.file.fileno(), self.start, b""
         while offset < self.end:
             n = min(self.piece, self.end - offset)
             buf = bytearray(len(carry) + n + 2)
             buf[0], buf[1:1 + len(carry)] = 0x22, carry
             body_end = 1 + len(carry) + n
-            if self.file.preadinto(memoryview(buf)[1 + len(carry):body_end], offset) != n:
+            if os.preadv(fd, [memoryview(buf)[1 + len(carry):body_end]], offset) != n:
                 raise OSError("the spooled document ended early")
             offset += n
             cut = body_end if offset >= self.end else _cut(buf, 1, body_end)
@@ -128,11 +93,11 @@ class LongString:
         hands some documents on from the file, never decoded): piece by piece, cut between
         escapes as :meth:`pieces` cuts, ~3 ms per MiB.
         """
-        offset, carry = self.start, b""
+        fd, offset, carry = self.file.fileno(), self.start, b""
         while offset < self.end:
             n = min(self.piece, self.end - offset)
             buf = bytearray(carry)
-            buf += self.file.pread(n, offset)
+            buf += os.pread(fd, n, offset)
             offset += n
             cut = len(buf) if offset >= self.end else _cut(buf, 0, len(buf))
             carry = bytes(buf[cut:])
@@ -141,9 +106,10 @@ class LongString:
         return not carry
 
     def raw(self) -> Iterator[bytes]:
-        """The body as it is in the document (JSON-escaped, between its quotes), in pieces."""
+        """The body as it is in the file (JSON-escaped, between its quotes), in pieces."""
+        fd = self.file.fileno()
         for offset in range(self.start, self.end, self.piece):
-            yield self.file.pread(min(self.piece, self.end - offset), offset)
+            yield os.pread(fd, min(self.piece, self.end - offset), offset)
 
 
 def _json_body(body: bytes) -> bool:
@@ -276,22 +242,15 @@ class Scanner:
 
 
 class Spool:
-    """A document written to an unlinked temporary file as it arrives (or, with ``held``,
-    held compressed in memory while it fits: :mod:`s3spill.spill.held`), scanned on the way.
+    """A document written to an unlinked temporary file as it arrives, scanned on the way.
 
     ``feed`` each piece, then ``finish``; :attr:`scanned` is then the skeleton and the long
     strings' spans (None: not JSON).
     """
 
     def __init__(self, *, long_bytes: int | None = None, piece: int | None = None,
-                 lenient: bool = False, held: int = 0, frame: int = 1 << 20) -> None:
-        self.file: Backing
-        if held:  # in memory as compressed frames while they fit ``held`` bytes (docs: .held)
-            from s3spill.spill.held import Held
-
-            self.file = Held(held, frame)
-        else:
-            self.file = _File()
+                 lenient: bool = False) -> None:
+        self.file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as its LongStrings
         self.size = 0
         self.piece, self.lenient = PIECE if piece is None else piece, lenient
         self._nonce = secrets.token_hex(8)
@@ -327,8 +286,7 @@ class Spool:
 
     def raw(self) -> bytes:
         """The whole document (for a reader that needs it all)."""
-        self.file.flush()
-        return self.file.pread(self.size, 0)
+        return os.pread(self.file.fileno(), self.size, 0)
 
     def materialized(self, value: Any, keep: Collection[str] = ()) -> Any:
         """``value`` (parsed from the skeleton) with every placeholder, key or value, read back

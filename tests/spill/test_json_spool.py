@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,3 +90,32 @@ def test_a_long_string_is_well_formed_exactly_when_the_whole_line_parses(body: l
     assert spool.scanned is not None
     (long,) = spool.longs().values()
     assert long.well_formed() == (parse(line) is not MALFORMED)
+
+
+#: Pieces of a hook's string body: every JSON escape, surrogate pairs, lone surrogates (high,
+#: low, U+DC80..U+DCFF, which the store keeps as one byte), multi-byte characters, and runs
+#: of escaped backslashes before a ``u`` or a quote.
+HOOK_BODY = st.lists(st.sampled_from([
+    b"a", b"line\\n", b"\\\\", b'\\"', b"\\/", b"\\b", b"\\f", b"\\r", b"\\t", b"\\u00e9", b"\\u0000",
+    b"\\u001b[0m", b"\\udce9", b"\\ud800", b"\\udfff", b"\\ud83d\\ude00", b"\\\\ud83d", b"\\\\\\\\u",
+    b"\\\\\\\"", b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"x" * 9]), max_size=200)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=HOOK_BODY, cut=st.integers(1, 60), piece=st.integers(7, 50))
+def test_a_hook_long_string_decodes_to_what_json_loads_gives(body: list[bytes], cut: int, piece: int) -> None:
+    """The hook's strict reading (``json.loads`` of bytes): fed in any pieces and decoded
+    ``piece`` bytes at a time, so that a read boundary falls inside every escape, pair and
+    character somewhere, the long string is the whole document's and stores the same bytes."""
+    raw = b"x" * 41 + b"".join(body)
+    doc = b'{"hook_event_name": "PostToolUse", "tool_response": {"stdout": "' + raw + b'", "stderr": ""}}'
+    want = json.loads(doc)["tool_response"]["stdout"]
+    spool = Spool(long_bytes=40, piece=piece)
+    for n in range(0, len(doc), cut):
+        spool.feed(doc[n:n + cut])
+    spool.finish()
+    (long,) = spool.longs().values()
+    pieces = list(long.pieces())
+    assert "".join(pieces) == want
+    assert b"".join(to_bytes(p) for p in pieces) == to_bytes(want)
+    spool.close()
