@@ -325,12 +325,14 @@ class LiveWriter:
                                *(s for s in new if s.seq not in have)])
         truncated = state.truncated
         kept = sum(s.size for s in spans)
-        if kept > self.config.max_bytes:
+        budget = self.config.max_bytes - GAP_RESERVE  # the final copy's marker fits
+        # Once a cut has been made the final copy carries its marker, so the kept spans must
+        # leave room for it from then on, not only at the cut itself.
+        if kept > self.config.max_bytes or (truncated is not None and kept > budget):
             head_n = 0  # the head: spans wholly within head_bytes (tables never straddle it)
             while head_n < len(spans) and spans[head_n].byte_end <= self.config.head_bytes:
                 head_n += 1
             drop: list[Span] = []
-            budget = self.config.max_bytes - GAP_RESERVE  # the final copy's marker fits
             while kept > budget and head_n < len(spans) - 1:
                 gone = spans.pop(head_n)
                 kept -= gone.size

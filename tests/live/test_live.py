@@ -390,3 +390,21 @@ def test_list_artifacts_names_outputs_still_running(local_store: ObjectStore) ->
     done = finish_live(local_store, SESSION, w.live_id, config=FAST)
     after = tools.call(tools.list_name, {})
     assert str(w.live_id) not in after.text and str(done.final_source_id) in after.text
+
+
+def test_growth_after_a_cut_still_leaves_room_for_the_marker(local_store: ObjectStore) -> None:
+    """A state grown back to max_bytes after a cut is cut again: the final copy fits with its marker."""
+    cap = LiveConfig(segment_bytes=1024, segment_interval=60, max_bytes=8192, head_bytes=2048)
+    w = _writer(local_store, cap)
+    w.feed(_lines(0, 2000)[:48 * 1024])  # whole segments: the first commit cuts the middle
+    w.tick()
+    w._commit()
+    assert read_state(local_store, w.live_id)[0].kept_bytes == 7168
+    w.feed(b"x" * 1023 + b"\n")  # one more segment: 8192 kept, within max_bytes but not with a marker
+    w.tick()
+    w._commit()
+    w.close("exited", exit_code=0)
+    done = finish_live(local_store, SESSION, w.live_id, config=cap)
+    body = b"".join(ArtifactStore(local_store, session_id=SESSION).iter_verified(str(done.final_source_id)))
+    assert b"were dropped here by the live size cap" in body
+    assert len(body) <= 8192, len(body)
