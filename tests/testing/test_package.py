@@ -10,6 +10,7 @@ from pathlib import Path
 
 import s3spill.testing as testing
 from s3spill.testing.server import child_env
+from tests.sources import python_files
 
 ROOT = Path(__file__).resolve().parents[2]
 FAULT_MODULES = {"s3spill.testing.http_faults", "s3spill.testing.fault_stores"}
@@ -19,7 +20,7 @@ def _imported_from_testing() -> set[str]:
     """Every name any module of the repository imports with `from s3spill.testing import ...`."""
     names: set[str] = set()
     for folder in ("s3spill", "tests", "benchmarks", "examples"):
-        for path in (ROOT / folder).rglob("*.py"):
+        for path in python_files(folder):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.ImportFrom) and node.module == "s3spill.testing":
                     names.update(alias.name for alias in node.names)
