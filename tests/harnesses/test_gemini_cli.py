@@ -77,6 +77,16 @@ def _steady(response: dict[str, Any]) -> str:
     return re.sub(r"Process Group PGID: \d+|For full output see: [^\\\s]+", "-", _shown(response))
 
 
+def _where_they_differ(got: str, want: str) -> str:
+    """The first place two long results differ, with some text around it (pytest's own diff
+    of a 40,000-character string stops before it)."""
+    pairs = enumerate(zip(got, want, strict=False))
+    at = next((i for i, (a, b) in pairs if a != b), min(len(got), len(want)))
+    start = max(at - 80, 0)
+    return (f"lengths {len(got)} vs {len(want)}, first difference at {at}: "
+            f"{got[start:at + 160]!r} vs {want[start:at + 160]!r}")
+
+
 def test_a_hook_that_crashes_or_times_out_leaves_geminis_own_result(gemini: GeminiCli) -> None:
     """Both hooks killed by a signal, then both slower than their ``timeout``: Gemini CLI
     gives up on them and the model gets Gemini's own results for the 6.9 MB shell output, the
@@ -96,7 +106,9 @@ def test_a_hook_that_crashes_or_times_out_leaves_geminis_own_result(gemini: Gemi
         seq, build, mcp = [_steady(r) for r in gemini.run(turns).function_responses()]
         # The build's cut is compared by what it must hold: its text was seen to differ
         # between two runs whose hooks did nothing (how Gemini's shell reads a 5 MB burst).
-        assert [seq, mcp] == [bare[0], bare[2]] and "source_id" not in build
+        assert seq == bare[0], _where_they_differ(seq, bare[0])
+        assert mcp == bare[2], _where_they_differ(mcp, bare[2])
+        assert "source_id" not in build
         assert "Exit Code: 1" in build and "error: 3 tests FAILED" in build and len(build) < 45_000
 
 
