@@ -1,4 +1,5 @@
-"""A stdio MCP server with one tool, ``dump``, whose text result is ``$BIG_MCP_BYTES`` long.
+"""A stdio MCP server with one tool, ``dump``, whose text result is ``$BIG_MCP_BYTES`` long
+(split into ``$BIG_MCP_BLOCKS`` text blocks, one by default).
 
 Line-delimited JSON-RPC by hand (no SDK): it must start in milliseconds inside every
 harness under test, and its result must be exactly the size the test asks for.
@@ -19,6 +20,7 @@ def body(size: int) -> str:
 
 def main() -> None:
     size = int(os.environ.get("BIG_MCP_BYTES", "1000000"))
+    blocks = int(os.environ.get("BIG_MCP_BLOCKS", "1"))
     for line in sys.stdin:
         message = json.loads(line)
         if "id" not in message:
@@ -32,7 +34,8 @@ def main() -> None:
             result = {"tools": [{"name": "dump", "description": "dump rows",
                                  "inputSchema": {"type": "object", "properties": {}}}]}
         elif method == "tools/call":
-            result = {"content": [{"type": "text", "text": body(size)}]}
+            text, step = body(size), -(-size // blocks)
+            result = {"content": [{"type": "text", "text": text[i:i + step]} for i in range(0, size, step)]}
         else:
             result = {}
         sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\n")

@@ -139,6 +139,43 @@ def test_filesystem_multi_mb_text_is_paged_back_byte_exactly(target: Target, tmp
     anyio.run(run)
 
 
+BIG_MCP = Path(__file__).resolve().parents[1] / "harnesses" / "big_mcp.py"
+
+
+def _only_text_of(result: Any) -> str:
+    [text] = [block.text for block in result.content if block.type == "text"]
+    return str(text)
+
+
+@pytest.mark.slow
+def test_a_result_of_several_text_blocks_over_the_spool_size_is_one_pointer(local_target: Target,
+                                                                            tmp_path: Path) -> None:
+    """Three text blocks of 9 MB in all (a line the proxy spools and streams): the SDK client,
+    validating, gets one pointer (and its resource link) whose artifact holds the blocks' texts
+    one after the other."""
+    env = {**local_target.env, "BIG_MCP_BYTES": "9000000", "BIG_MCP_BLOCKS": "3"}
+    upstream = [sys.executable, str(BIG_MCP)]
+
+    async def run() -> None:
+        async with connect(upstream, tmp_path / "direct.err", env=env) as direct:
+            plain = await direct.call_tool("dump", {})
+        texts = [str(getattr(block, "text", "")) for block in plain.content]
+        assert len(texts) == 3 and sum(len(t) for t in texts) == 9_000_000
+        async with connect(proxy_command(local_target.store.url, SESSION, upstream), tmp_path / "proxy.err",
+                           env=env) as proxied:
+            result = await proxied.call_tool("dump", {})
+            kinds = [block.type for block in result.content]
+            assert not result.is_error and kinds == ["text", "resource_link"], kinds
+            pointer = _only_text_of(result)
+            assert len(pointer) < 25_000 and "row 0449999" not in pointer
+            sid = source_id(pointer)
+            assert local_target.artifact(sid) == "".join(texts).encode()
+            page = await proxied.call_tool(READ, {"source_id": sid, "offset": 224_999, "limit": 2})
+            assert "row 0224999 value=1574993" in _only_text_of(page)
+
+    anyio.run(run)
+
+
 def test_everything_passes_small_results_through_and_spills_large_ones(local_target: Target,
                                                                         tmp_path: Path) -> None:
     """tools/list is the upstream's (outputSchemas widened) plus ours; a small echo, an image,
