@@ -41,6 +41,8 @@ from typing import Any, Literal
 import orjson
 
 from s3spill.artifacts.index_fields import FIELDS, IndexInvalid, check_names, check_values, parse_fields
+from s3spill.artifacts.pagefill import decode_units as decode_units
+from s3spill.artifacts.pagefill import encode_units as encode_units
 from s3spill.errors import IntegrityError
 
 #: Metadata key on the artifact object that pins its index (hex SHA-256 of the index bytes).
@@ -62,15 +64,6 @@ def unit_len(ch: str) -> int:
     if o < 0x80 or 0xDC80 <= o <= 0xDCFF:
         return 1
     return 2 if o < 0x800 else 3 if o < 0x10000 else 4
-
-
-def decode_units(data: bytes) -> str:
-    """Decode bytes that start and end on unit boundaries."""
-    return data.decode("utf-8", "surrogateescape")
-
-
-def encode_units(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape")
 
 
 @dataclass(frozen=True, kw_only=True)
