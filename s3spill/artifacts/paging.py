@@ -21,11 +21,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from s3spill.artifacts import pagefill
 from s3spill.artifacts.pagefill import LEGEND as LEGEND
 from s3spill.artifacts.pagefill import MIN_BODY_CHARS as MIN_BODY_CHARS
 from s3spill.artifacts.pagefill import MIN_CUT_CHARS as MIN_CUT_CHARS
+from s3spill.artifacts.pagefill import fill as _fill
+from s3spill.artifacts.pagefill import footer as _footer
 from s3spill.artifacts.pagefill import frame_reserve as frame_reserve
+from s3spill.artifacts.pagefill import header as _header
+from s3spill.artifacts.pagefill import row as _row
 from s3spill.artifacts.plain import PlainRecord
 from s3spill.context.read_args import ArgStyle
 from s3spill.context.read_limits import DEFAULT_LIMIT as DEFAULT_LIMIT
@@ -60,7 +63,7 @@ class PageLine:
         return unescape(self.text, self.escaped) + (b"\n" if self.newline else b"")
 
     def render(self) -> str:
-        return pagefill.row(self.number, self.escaped, self.text)
+        return _row(self.number, self.escaped, self.text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,11 +102,11 @@ class Page(PlainRecord):
 
     def header(self) -> str:
         span = (self.lines[0].number, self.lines[-1].number) if self.lines else None
-        return pagefill.header(self.source_id, span, self.total_lines, self.char_offset, self.size_bytes)
+        return _header(self.source_id, span, self.total_lines, self.char_offset, self.size_bytes)
 
     def footer(self, style: ArgStyle = "call") -> str:
         last_newline = self.lines[-1].newline if self.lines else None
-        return pagefill.footer(style, eof=self.eof, last_newline=last_newline, total_lines=self.total_lines,
+        return _footer(style, eof=self.eof, last_newline=last_newline, total_lines=self.total_lines,
                                next_offset=self.next_offset, next_char_offset=self.next_char_offset)
 
 
@@ -132,7 +135,7 @@ def build_page(
     limit: int = DEFAULT_LIMIT, char_offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS,
 ) -> Page:
     """The page :func:`~s3spill.artifacts.pagefill.fill` finds, as a :class:`Page`."""
-    lines, eof, nxt, start, nbytes = pagefill.fill(index, fetch, source_id, offset=offset, limit=limit,
+    lines, eof, nxt, start, nbytes = _fill(index, fetch, source_id, offset=offset, limit=limit,
                                           char_offset=char_offset, max_chars=max_chars)
     return Page(
         source_id=source_id, offset=offset, char_offset=char_offset, total_lines=index.line_count,
