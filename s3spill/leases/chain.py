@@ -300,6 +300,8 @@ class ManifestReader:
 
     def _feed(self, fold: JournalFold, records: list[dict[str, Any]], expected: int, where: str) -> int:
         for raw in records:
+            if type(raw) is not dict:
+                raise corrupt(self.session_hash, "unparseable", f"{where}: a record is not a JSON object")
             if raw.get("sequence") != expected:
                 raise corrupt(self.session_hash, "sequence_gap", f"{where}: expected sequence "
                               f"{expected}, found {raw.get('sequence')!r} (records missing or reordered)")

@@ -187,3 +187,21 @@ def test_an_edited_segment_with_a_matching_digest_is_still_caught(store: ObjectS
     store.put_if_absent(keys.segment_key(SHASH, ref["first_sequence"], ref["last_sequence"], digest), body)
     rewrite_manifest(store, lambda d: d["segments"][0].update(sha256=digest))
     refused(store, "hash_mismatch", "segment 0-7: record 5: content does not match its SHA-256")
+
+
+@pytest.mark.parametrize("junk", ["x", 5, None, [1, 2]])
+def test_a_segment_record_that_is_not_an_object_is_refused_as_unparseable(store: ObjectStore,
+                                                                         junk: object) -> None:
+    """A segment whose records list holds something else than a JSON object is corrupt (it raised
+    AttributeError, which no caller expects: a GC plan stopped instead of retaining the session)."""
+    populated(store, transactions=10)
+    doc = json.loads(store.get(MANIFEST))
+    ref = doc["segments"][0]
+    seg = json.loads(store.get(keys.segment_key(SHASH, ref["first_sequence"], ref["last_sequence"],
+                                                ref["sha256"])))
+    seg["records"][5] = junk
+    body = json.dumps(seg, sort_keys=True, separators=(",", ":")).encode()
+    digest = hashlib.sha256(body).hexdigest()
+    store.put_if_absent(keys.segment_key(SHASH, ref["first_sequence"], ref["last_sequence"], digest), body)
+    rewrite_manifest(store, lambda d: d["segments"][0].update(sha256=digest))
+    refused(store, "unparseable", "segment 0-7: a record is not a JSON object")
