@@ -37,8 +37,9 @@ from benchmarks.costs_gc import POPULATE  # noqa: E402
 T = TypeVar("T")
 
 #: (label, module under ``s3spill``, attribute): each step's CPU is the inclusive thread CPU of that
-#: function (outermost call only), looked up where the GC calls it. An indented label would
-#: be inside the step above it (not added to the total).
+#: function (outermost call only), looked up where the GC calls it. An indented label is
+#: inside a step above it (not added to the total; "both CASes": inside the condemnation and
+#: the finishing CAS together; the fold also runs on every journal read).
 PLAN_STEPS = [
     ("conditional-writes probe (once per store and process)", "gc.plan", "require_conditional_writes"),
     ("listing record per object (lstat + getxattr + decode)", "store.local", "LocalStore._listing_info"),
@@ -69,6 +70,12 @@ APPLY_STEPS = [
     ("directory fsyncs (once per directory and batch)", "store.local", "LocalStore._fsync_dir"),
     ("quota credit (a HEAD per session)", "fleet.credit", "QuotaCredit.raw_size"),
     ("finishing CAS (DELETED records, segment + manifest, 4 fsyncs)", "gc.fence", "JournalLedger.finish"),
+    ("  both CASes: records built and checked (new_record)", "leases.cas", "build_record"),
+    ("  records folded, in both CASes and in every journal read", "leases.journal_fold", "JournalFold.apply"),
+    ("  both CASes: segment written (create-once: file and directory fsync)", "leases.cas",
+     "ManifestCas._write_segment"),
+    ("  both CASes: manifest written (conditional replace: file and directory fsync)", "store.local",
+     "LocalStore.put_if_match"),
     ("tally of each outcome", "gc.tally", "Tally.add"),
     ("temporaries sweep", "store.local", "LocalStore.sweep_temporaries"),
 ]
