@@ -65,6 +65,8 @@ LEGEND = ("[lines marked ! contain bytes that are not UTF-8, shown as \\xHH;"
           " on those lines a backslash is shown as \\\\]")
 #: Bytes counted at a time by :func:`_nth_newline` before it looks for single newlines.
 _COUNT_BLOCK = 16384
+#: Bytes decoded at a time for a page (the incremental decoder joins the pieces exactly).
+_DECODE_PIECE = 64 * 1024
 
 
 def decode_units(data: bytes) -> str:
@@ -298,17 +300,22 @@ class _TextReader:
 
     @staticmethod
     def _decode(index: PageIndex, chunk: _ChunkCache, start: int) -> Iterator[str]:
+        """The text from ``start`` on, :data:`_DECODE_PIECE` bytes at a time: a page takes
+        a few dozen KB of a 1 MiB chunk, and decoding the rest was a third of a fresh page."""
         c = index.chunk_size
         decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
         k = start // c
-        data = chunk(k)[start - k * c :]
+        data, pos = chunk(k), start - k * c
         while True:
-            k += 1
-            last = k >= index.chunk_count
-            yield decoder.decode(data, final=last)
+            last = k + 1 >= index.chunk_count
+            while len(data) - pos > _DECODE_PIECE:
+                yield decoder.decode(data[pos : pos + _DECODE_PIECE])
+                pos += _DECODE_PIECE
+            yield decoder.decode(data[pos:], final=last)
             if last:
                 return
-            data = chunk(k)
+            k += 1
+            data, pos = chunk(k), 0
 
     def _more(self) -> bool:
         for piece in self._pieces:
