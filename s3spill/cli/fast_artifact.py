@@ -97,12 +97,16 @@ def _open(objects: str, key: str) -> Any:
 
 def _loads(raw: bytes) -> Any:
     """JSON as orjson reads it, or Unsure: UTF-8 only, and nothing two parsers might read apart
-    (an escape, a float, an integer past 64 bits, NaN, a repeated key)."""
+    (a surrogate escape, which orjson refuses alone; a float, an integer past 64 bits, NaN, a
+    repeated key). Other escapes (``\\u001b`` of a coloured first line) read the same in both."""
     import json
 
     text = raw.decode("utf-8")
     if "\\u" in text:
-        raise Unsure
+        import re
+
+        if re.search(r"\\u[dD][89a-fA-F]", text):  # also after an escaped backslash: Unsure, safe
+            raise Unsure
 
     def refuse(_: str) -> Any:
         raise Unsure

@@ -225,3 +225,37 @@ def test_a_fast_read_loads_no_argparse_dataclasses_orjson_or_store_layer(tmp_pat
     assert grep["code"] == 0 and "two status=200" in grep["printed"]
     assert not (heavy - {"dataclasses"}) & set(grep["modules"]), heavy & set(grep["modules"])
     assert os.environ.get(FULL) is None
+
+
+@pytest.mark.parametrize("raw", [b'{"a": "\\u001b[31m"}', b'{"a": "\\ud83d\\ude00"}', b'{"a": "\\ud800"}',
+                                 b'{"a": "\\udc00"}', b'{"a": "\\\\ud800"}', b'{"a": 1.5}', b'{"a": NaN}',
+                                 b'{"a": 1, "a": 2}', b'{"a": 123456789012345678901}', b'{"a": "\xff"}',
+                                 b'{"a": [1, true, null, "caf\xc3\xa9"]}', b'{"a": 1} x', b"  {} ",
+                                 b'{"a": "\\u00e9\\t"}', b'\xef\xbb\xbf{"a": 1}'])
+def test_its_json_reads_what_orjson_reads_or_declines(raw: bytes) -> None:
+    """Where orjson refuses, the fast path declines; where it declines not, it reads orjson's value."""
+    import orjson
+
+    from s3spill.cli import fast_artifact
+
+    try:
+        expected = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        expected = None
+    try:
+        got = fast_artifact._loads(raw)
+    except Exception:
+        return
+    assert expected is not None and got == expected and type(got) is type(expected)
+
+
+def test_a_coloured_first_line_is_read_here(local: LocalStore, cli: CliCall, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """An index whose summary holds an escape (an ANSI colour) is read by the fast path, the same."""
+    from s3spill.artifacts.store import ArtifactStore
+
+    arts = ArtifactStore(local, session_id=SESSION)
+    sid = arts.write(SESSION, [b"\x1b[31mred\x1b[0m\nplain\n"], "t").source_id
+    argv = ["read", sid, "--show-secrets"]
+    assert _answered(argv, capsys)
+    assert cli(*argv) == _full(cli, monkeypatch, *argv)
