@@ -9,7 +9,8 @@ Three measurements, each against a baseline taken in the same run:
   time (measured on each thread it runs on) against the spill CPU time, the A/B difference
   per pair of blocks (median, quartiles, range) and in total, and objects per 100 events.
 * ``stats``: 1,000,000 usage events (100 sessions x 10,000, ~1.5 KB of shown text each) in a
-  local store, as a fleet leaves them before compaction — NDJSON parts, by default 99 % of the
+  local store, as a fleet leaves them before compaction — zstd NDJSON parts (``--plain``: the
+  plain parts written before), by default 99 % of the
   events from long-lived processes at their batch bound (1,000 a part) and 1 % from one-shot
   processes (one object each: 10,000 objects) — and as compacted Parquet day files;
   ``compute_stats`` run ``--repeats`` times on each, wall and CPU seconds (sorted).
@@ -18,7 +19,7 @@ Three measurements, each against a baseline taken in the same run:
   artifact: its latency and the child's peak RSS over the baseline.
 
     python benchmarks/usage_bench.py overhead [--calls 10000 --block 500]
-    python benchmarks/usage_bench.py stats [--oneshot 0.01] [--batch 1000]
+    python benchmarks/usage_bench.py stats [--oneshot 0.01] [--batch 1000] [--plain]
     python benchmarks/usage_bench.py page --gib 1
 """
 
@@ -52,7 +53,7 @@ from s3spill.spill.spiller import Spiller  # noqa: E402
 from s3spill.store.local import LocalStore  # noqa: E402
 from s3spill.usage import recorder as recorder_module  # noqa: E402
 from s3spill.usage.events import UsageEvent  # noqa: E402
-from s3spill.usage.recorder import BUILD_EVERY, UsageRecorder, part_body  # noqa: E402
+from s3spill.usage.recorder import BUILD_EVERY, UsageRecorder, part_body, zstd_part  # noqa: E402
 from s3spill.usage.source import usage_objects  # noqa: E402
 from s3spill.usage.stats import compute_stats  # noqa: E402
 
@@ -182,16 +183,17 @@ def _fleet_events(sessions: int, per_session: int) -> Iterator[tuple[str, list[U
         yield shash, events
 
 
-def _populate_parts(store: LocalStore, sessions: int, per_session: int, oneshot: float, batch: int
-                    ) -> int:
+def _populate_parts(store: LocalStore, sessions: int, per_session: int, oneshot: float, batch: int,
+                    plain: bool = False) -> int:
     """Write the events as a fleet's processes would: the ``oneshot`` share one object per
     event (hooks, the CLI), the rest in parts of ``batch`` (a long-lived server at its
-    batch bound). Written from threads: a local put fsyncs, which dominates populating."""
+    batch bound); zstd parts as the recorder writes them, or ``plain`` NDJSON parts as it
+    wrote them before. Written from threads: a local put fsyncs, which dominates populating."""
     from concurrent.futures import ThreadPoolExecutor
 
     def put(item: tuple[str, list[UsageEvent]]) -> None:
-        body, facts = part_body(item[1])
-        store.put_if_absent(keys.usage_part_key(item[0], "2026-11-30", facts=facts), body)
+        body, facts = part_body(item[1]) if plain else zstd_part(item[1])
+        store.put_if_absent(keys.usage_part_key(item[0], "2026-11-30", facts=facts, zstd=not plain), body)
 
     objects = 0
     with ThreadPoolExecutor(16) as pool:
@@ -224,14 +226,14 @@ def _cpu() -> float:
 
 
 def stats_bench(sessions: int, per_session: int, formats: list[str], oneshot: float, batch: int,
-                repeats: int) -> dict[str, Any]:
+                repeats: int, plain: bool = False) -> dict[str, Any]:
     results: dict[str, Any] = {"cores": os.cpu_count()}
     with tempfile.TemporaryDirectory() as tmp:
         for fmt in formats:
             store = LocalStore(Path(tmp) / fmt)
             t0 = time.perf_counter()
             if fmt == "ndjson":
-                objects = _populate_parts(store, sessions, per_session, oneshot, batch)
+                objects = _populate_parts(store, sessions, per_session, oneshot, batch, plain)
             else:
                 objects = _populate_days(store, sessions, per_session, Path(tmp))
             results[f"{fmt}_populate_seconds"] = round(time.perf_counter() - t0, 1)
@@ -326,6 +328,8 @@ def main() -> None:
                    help="share of the events written one object each (hooks, the CLI)")
     s.add_argument("--batch", type=int, default=1000, help="events per part of a long-lived process")
     s.add_argument("--repeats", type=int, default=3)
+    s.add_argument("--plain", action="store_true",
+                   help="NDJSON parts as written before zstd parts (-f<n>.ndjson), not .ndjson.zst")
     p = sub.add_parser("page")
     p.add_argument("--gib", type=float, default=1.0)
     args = parser.parse_args()
@@ -336,7 +340,7 @@ def main() -> None:
         out = overhead(args.calls, args.block)
     elif args.what == "stats":
         out = stats_bench(args.sessions, args.per_session, args.formats.split(","), args.oneshot,
-                          args.batch, args.repeats)
+                          args.batch, args.repeats, args.plain)
     else:
         out = page(args.gib)
     print(json.dumps(out, indent=2))

@@ -2,7 +2,7 @@
 
 Why batches: an object per tool call would cost a PUT per call and leave millions of tiny
 objects; a long-lived process (MCP server, proxy, ``ui``) queues events and a background
-thread writes one NDJSON object per session and day when :attr:`max_events` are queued or
+thread writes one zstd NDJSON object per session and day when :attr:`max_events` are queued or
 the oldest is :attr:`max_age` seconds old. A one-shot process (a hook, the CLI) writes its
 events one small object per call, at once (``batch=False``: no thread; the process is about to
 exit, and a write it does not wait for would be lost).
@@ -37,7 +37,8 @@ from s3spill.store.base import ObjectStore
 from s3spill.telemetry import observe_event, observe_events
 from s3spill.usage.events import EventMaker, UsageEvent
 
-__all__ = ["UsageRecorder", "UsageSink", "close_all", "part_body", "record_answer", "usage_recorder"]
+__all__ = ["PART_LEVEL", "UsageRecorder", "UsageSink", "close_all", "part_body", "record_answer",
+           "usage_recorder", "zstd_part"]
 
 log = get_logger("s3spill.usage")
 
@@ -83,28 +84,63 @@ def _answer_event(make: EventMaker, shash: str, source_id: str, via: str, text: 
     return make(shash, source_id, via, text, data, at=at)
 
 
-def part_body(events: list[UsageEvent]) -> tuple[bytes, int]:
-    """One part's NDJSON and the byte length of its leading fact lines.
-
-    Why the shown texts come last, one ``{"id", "shown"}`` row each: they are nearly all of
-    a part's bytes (a page the model read is kilobytes, its facts a few hundred bytes) and
-    ``stats`` needs none of them, so it reads only ``[0, facts)`` of each part — the length is
-    in the key, which a listing returns — and never parses the text. Readers that want the
-    text (the web view, compaction) join the rows back by id. Raises ``TypeError`` for an
-    event orjson cannot write (see :func:`_encoded`, which drops it instead).
-    """
+def _lines(events: list[UsageEvent]) -> tuple[bytes, bytes]:
+    """The fact lines and the shown rows of ``events`` (see :func:`part_body`)."""
     facts, shown = [], []
     for event in events:
         fact, row = event.encode()
         facts.append(fact)
         if row is not None:
             shown.append(row)
-    head = b"".join(facts)
-    return head + b"".join(shown), len(head)
+    return b"".join(facts), b"".join(shown)
+
+
+def part_body(events: list[UsageEvent]) -> tuple[bytes, int]:
+    """One part's NDJSON and the byte length of its leading fact lines (uncompressed; what
+    :func:`zstd_part` compresses, and the layout parts had before it).
+
+    Why the shown texts come last, one ``{"id", "shown"}`` row each: they are nearly all of
+    a part's bytes (a page the model read is kilobytes, its facts a few hundred bytes) and
+    ``stats`` needs none of them, so it reads only the facts of each part — their length is
+    in the key, which a listing returns — and never parses the text. Readers that want the
+    text (the web view, compaction) join the rows back by id. Raises ``TypeError`` for an
+    event orjson cannot write (see :meth:`UsageRecorder._encodable`, which drops it instead).
+    """
+    head, shown = _lines(events)
+    return head + shown, len(head)
+
+
+#: zstd level of a part: 1 stores a part of pointers, pages and grep results in 1/20-1/30 of
+#: its NDJSON (benchmarks/usage_bench.py overhead); higher levels gain little for more CPU.
+PART_LEVEL = 1
+
+
+def zstd_part(events: list[UsageEvent], compressor: Any = None) -> tuple[bytes, int]:
+    """One part as written: two zstd frames — the fact lines, then the shown rows — and the
+    first frame's byte length (named in the key, :func:`keys.usage_part_key` ``zstd=True``).
+
+    Why compressed: the shown text repeats itself (pointer notices, page after page of
+    one output), and on the local store every byte of a part is hashed, written, and
+    fsynced; at 1/25 of the bytes the write costs less than the compression saves. Why two
+    frames: ``stats`` still reads only ``[0, n)`` — now the facts' frame — and decompresses
+    that alone; the object as a whole is a valid ``.ndjson.zst`` of the plain layout (zstd
+    streams may hold many frames), which DuckDB, Athena, Trino and Spark read as it is.
+    ``compressor``: a ``zstandard.ZstdCompressor`` to reuse (one thread at a time).
+    """
+    cctx = compressor if compressor is not None else _compressor()
+    head, shown = _lines(events)
+    first = cctx.compress(head)
+    return (first + cctx.compress(shown) if shown else first), len(first)
+
+
+def _compressor() -> Any:
+    import zstandard  # the artifact path has imported it already; a hook's CLI may not need it
+
+    return zstandard.ZstdCompressor(level=PART_LEVEL)
 
 
 class UsageRecorder:
-    """Queue events for one store and write them as create-once NDJSON objects.
+    """Queue events for one store and write them as create-once zstd NDJSON objects.
 
     The bounds of a batch: a part is written once ``max_events`` are queued or its oldest
     event is ``max_age`` old, each noticed by the writer within ``build_every`` seconds (it
@@ -134,6 +170,7 @@ class UsageRecorder:
         self._thread: threading.Thread | None = None
         self._closed = False
         self._erased: set[str] = set()
+        self._zstd: Any = None  # the writer's compressor (made at the first write; under _write_lock)
         #: Counters (also exported as metrics): events written, objects written, lost, dropped.
         self.written = 0
         self.objects = 0
@@ -305,19 +342,21 @@ class UsageRecorder:
             return written
 
     def _write(self, shash: str, day: str, part: list[UsageEvent]) -> int:
+        if self._zstd is None:
+            self._zstd = _compressor()
         try:
-            body, facts = part_body(part)
+            body, facts = zstd_part(part, self._zstd)
         except TypeError:  # rare: find the events that cannot be written, write the rest
             part = self._encodable(part)
             if not part:
                 return 0
-            body, facts = part_body(part)
+            body, facts = zstd_part(part, self._zstd)
         events = len(part)
         try:
             for _ in range(3):
-                key = keys.usage_part_key(shash, day, facts=facts)
+                key = keys.usage_part_key(shash, day, facts=facts, zstd=True)
                 try:
-                    put = self.store.put_if_absent(key, body, content_type="application/x-ndjson")
+                    put = self.store.put_if_absent(key, body, content_type="application/zstd")
                     break
                 except AlreadyExists:
                     continue
