@@ -1,7 +1,7 @@
 """Every figure of issue 35, each as a ratio against a baseline measured in the same run.
 
     python benchmarks/costs.py [--only hook,run,big,read,cli,gc,s3] [--rounds 100]
-        [--big-mib 200] [--gc-artifacts 2000,20000] [--gc-signed] [--grep-big-mib 1024]
+        [--big-mib 200] [--gc-artifacts 2000,20000] [--gc-signed] [--gc-before DIR] [--grep-big-mib 1024]
 
 Baselines: the bare interpreter (``python -c pass``, same interpreter and environment),
 the bare command (``sh -c 'echo hi'``), a spill of the same bytes (``s3spill spill``),
@@ -303,6 +303,8 @@ def main() -> None:
     parser.add_argument("--gc-rounds", type=int, default=3)
     parser.add_argument("--gc-signed", action="store_true",
                         help="also run GC with a plan key (apply skips re-reading commit records)")
+    parser.add_argument("--gc-before", type=Path, default=None,
+                        help="another checkout whose GC runs interleaved on the same population")
     parser.add_argument("--grep-big-mib", type=int, default=1024, help="the large artifact of the S3 grep")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -325,7 +327,8 @@ def main() -> None:
             from benchmarks.costs_gc import section_gc, section_gc_linearity
 
             for n in (int(x) for x in args.gc_artifacts.split(",") if x):
-                section_gc(report, tmp / f"gc-{n}", n, args.gc_rounds, signed=args.gc_signed)
+                section_gc(report, tmp / f"gc-{n}", n, args.gc_rounds, signed=args.gc_signed,
+                           before=args.gc_before)
             section_gc_linearity(report)
         if "s3" in only:
             from benchmarks.costs_s3 import section_s3

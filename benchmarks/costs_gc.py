@@ -14,6 +14,10 @@ is recorded before the first round and after each, and, with two sizes or more,
 :func:`section_gc_linearity` adds the per-artifact CPU of the largest over the smallest. Both sides
 delete the same objects: our apply gets the plan's policy (no ``max_deletions``), not the
 apply-time default (10,000), which had our side delete 10,000 of the 15,000 at 20,000.
+With ``--gc-before DIR`` (another checkout, e.g. ``/work/main``) a side ``before`` runs that
+tree's GC on its own copy of the same population in every round, interleaved with ours,
+and the rows "ours over before" compare the two in the same run (signed, when
+``--gc-signed``: the side closest to what is measured against the plain baseline).
 """
 
 from __future__ import annotations
@@ -107,23 +111,29 @@ def _child(code: str, env: dict[str, str]) -> dict[str, Any]:
 BENCH_PLAN_KEY = "costs-gc-benchmark-plan-key"
 
 
-def section_gc(report: Any, work: Path, artifacts: int, rounds: int, *, signed: bool = False) -> None:
+def section_gc(report: Any, work: Path, artifacts: int, rounds: int, *, signed: bool = False,
+               before: Path | None = None) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("S3SPILL_")}
     env["PYTHONPATH"] = str(ROOT)
     sessions = max(1, artifacts // 100)
     source = work / "population"
     _child(POPULATE.format(root=str(ROOT), store=str(source), sessions=sessions,
                            per_session=artifacts // sessions), env)
-    sides = [("ours", OURS, env), ("plain", PLAIN, env)]
+    sides = [("ours", OURS, env, ROOT), ("plain", PLAIN, env, ROOT)]
     if signed:
-        sides.insert(1, ("ours_signed", OURS, {**env, "S3SPILL_PLAN_KEY": BENCH_PLAN_KEY}))
-    runs: dict[str, list[dict[str, Any]]] = {side: [] for side, _, _ in sides}
+        sides.insert(1, ("ours_signed", OURS, {**env, "S3SPILL_PLAN_KEY": BENCH_PLAN_KEY}, ROOT))
+    if before is not None:
+        before_env = {**env, "PYTHONPATH": str(before)}
+        if signed:
+            before_env["S3SPILL_PLAN_KEY"] = BENCH_PLAN_KEY
+        sides.insert(0, ("before", OURS, before_env, before))
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side, _, _, _ in sides}
     load = [os.getloadavg()[0]]
     for r in range(rounds):
-        for side, code, side_env in sides:
+        for side, code, side_env, tree in sides:
             copy = work / f"{side}-{r}"
             shutil.copytree(source, copy, symlinks=True)
-            runs[side].append(_child(code.format(root=str(ROOT), store=str(copy),
+            runs[side].append(_child(code.format(root=str(tree), store=str(copy),
                                                  plan=str(work / f"{side}-{r}.plan")), side_env))
             shutil.rmtree(copy)
         load.append(os.getloadavg()[0])
@@ -147,6 +157,12 @@ def section_gc(report: Any, work: Path, artifacts: int, rounds: int, *, signed: 
     if signed:
         report.ratio(f"GC apply of a signed plan, {artifacts:,} (CPU)", figures["ours_signed_apply_cpu_s"],
                      figures["plain_apply_cpu_s"], "s", 1.0, "plain apply")
+    if before is not None:
+        mine = "ours_signed" if signed else "ours"
+        for step in ("plan", "apply"):
+            report.ratio(f"GC {step}, {artifacts:,}, ours over {before} (CPU)",
+                         figures[f"{mine}_{step}_cpu_s"], figures[f"before_{step}_cpu_s"], "s", None,
+                         f"before {step}")
 
 
 def section_gc_linearity(report: Any) -> None:

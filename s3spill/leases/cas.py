@@ -56,14 +56,9 @@ from s3spill.errors import (
 from s3spill.failpoints import declare, failpoint
 from s3spill.leases.chain import ManifestReader
 from s3spill.leases.journal_fold import JournalFold
-from s3spill.leases.journal_format import (
-    JournalManifest,
-    JournalSegment,
-    SegmentRef,
-    build_record,
-    canonical_json,
-    corrupt,
-)
+from s3spill.leases.journal_format import JournalManifest, JournalSegment, SegmentRef, canonical_json, corrupt
+from s3spill.leases.journal_record import iso_datetime
+from s3spill.leases.journal_record import new_record as build_record
 from s3spill.leases.reports import TransitionResult
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore, PutResult
@@ -376,12 +371,13 @@ class ManifestCas:
     def _build_on(self, manifest: JournalManifest | None, new: JournalFold,
                   write: PlannedAppend) -> ManifestCandidate:
         now = self.clock()
+        at = iso_datetime(now)  # once for all of this write's records
         old_next = new.next_sequence
         records = list(manifest.records) if manifest else []
         written: list[tuple[int, str]] = []
         for spec in write.specs:
             raw, model = build_record(session_hash=self.session_hash, sequence=new.next_sequence,
-                                      prev_hash=new.head_hash, at=now, **spec)
+                                      prev_hash=new.head_hash, at=at, **spec)
             try:
                 new.apply(raw, "new record", model)
             except JournalCorrupt as exc:  # our own record broke a rule: refuse, don't write

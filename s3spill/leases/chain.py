@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from s3spill import keys
 from s3spill.errors import NotFound, SessionErased
@@ -29,7 +29,6 @@ from s3spill.leases.erased import read_tombstone
 from s3spill.leases.journal_fold import JournalFold
 from s3spill.leases.journal_format import (
     JournalManifest,
-    JournalRecord,
     JournalSegment,
     SegmentRef,
     compute_record_hash,
@@ -56,14 +55,6 @@ def _no_cyclic_gc() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-class _SegmentRecords(BaseModel):
-    """A segment body seen only for its records, validated in one pass."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    records: list[JournalRecord]
 
 
 @dataclass
@@ -231,14 +222,14 @@ class ManifestReader:
         loaded = [(ref, *self._load_segment(manifest, ref)) for ref in index[known:]]
         chain = self._chain(manifest, known_tip)
         run = list(self.run) if incremental and self.run is not None else ([] if not incremental else None)
-        for n, (ref, raws, typed, head) in enumerate(loaded + chain):
+        for n, (ref, raws, head) in enumerate(loaded + chain):
             covering = (n == len(loaded) and known_tip is not None
                         and ref.first_sequence <= known_tip.last_sequence < ref.last_sequence)
             if (ref.first_sequence != expected and not covering) or ref.last_sequence < ref.first_sequence:
                 raise corrupt(self.session_hash, "sequence_gap", f"segment {ref.first_sequence}-"
                               f"{ref.last_sequence} does not follow sequence {expected - 1}")
             where = f"segment {ref.first_sequence}-{ref.last_sequence}"
-            expected = self._feed(fold, raws, ref.first_sequence, where, typed)
+            expected = self._feed(fold, raws, ref.first_sequence, where)
             if fold.hashes[ref.last_sequence] != ref.last_record_hash:
                 raise corrupt(self.session_hash, "chain_break", f"{where} ends on another record than "
                               "the manifest says")
@@ -275,7 +266,7 @@ class ManifestReader:
                           f"the chain has {len(chain)}, {len(after)}")
 
     def _chain(self, manifest: JournalManifest, known: SegmentRef | None
-               ) -> list[tuple[SegmentRef, list[dict[str, Any]], list[JournalRecord] | None, JournalSegment]]:
+               ) -> list[tuple[SegmentRef, list[dict[str, Any]], JournalSegment]]:
         """The version 2 segments this process has not verified yet, oldest first: walked
         back from the manifest's newest link to the one verified last, to a merged segment
         that covers it, or to the chain's start."""
@@ -286,8 +277,8 @@ class ManifestReader:
             covers = known is not None and ref.first_sequence <= known.last_sequence < ref.last_sequence
             if known is not None and ref.last_sequence <= known.last_sequence:
                 break
-            raws, typed, head = self._load_segment(manifest, ref)
-            out.append((ref, raws, typed, head))
+            raws, head = self._load_segment(manifest, ref)
+            out.append((ref, raws, head))
             if covers:
                 reached = True
                 break
@@ -305,24 +296,22 @@ class ManifestReader:
         out.reverse()
         return out
 
-    def _feed(self, fold: JournalFold, records: list[dict[str, Any]], expected: int, where: str,
-              typed: list[JournalRecord] | None = None) -> int:
-        for i, raw in enumerate(records):
+    def _feed(self, fold: JournalFold, records: list[dict[str, Any]], expected: int, where: str) -> int:
+        for raw in records:
             if raw.get("sequence") != expected:
                 raise corrupt(self.session_hash, "sequence_gap", f"{where}: expected sequence "
                               f"{expected}, found {raw.get('sequence')!r} (records missing or reordered)")
             if expected < fold.next_sequence:
                 fold.check_known(raw, where)
             else:
-                fold.apply(raw, where, typed[i] if typed is not None else None)
+                fold.apply(raw, where)
             expected += 1
         return expected
 
     def _load_segment(self, manifest: JournalManifest, ref: SegmentRef
-                      ) -> tuple[list[dict[str, Any]], list[JournalRecord] | None, JournalSegment]:
-        """The segment's records as stored (for hashing) and, when they all validate, as
-        models — validated in one pass, which is most of what verifying a segment costs —
-        and the segment it links back to."""
+                      ) -> tuple[list[dict[str, Any]], JournalSegment]:
+        """The segment's records as stored (the fold checks and hashes each) and the segment
+        it links back to."""
         where = f"segment {ref.first_sequence}-{ref.last_sequence}"
         key = self.segment_key(ref)
         try:
@@ -346,11 +335,7 @@ class ManifestReader:
                 or len(raws) != ref.last_sequence - ref.first_sequence + 1):
             raise corrupt(self.session_hash, "segment_mismatch",
                           f"{where} describes another range or journal")
-        try:  # from the bytes: pydantic's JSON path is faster than validating the dicts
-            typed: list[JournalRecord] | None = _SegmentRecords.model_validate_json(body).records
-        except ValidationError:
-            typed = None  # let the fold find and name the bad record, one by one
-        return raws, typed, head
+        return raws, head
 
     # -- the CAS loop --------------------------------------------------------------------
 

@@ -14,22 +14,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from s3spill.errors import JournalCorrupt
 from s3spill.keys import SourceId
 from s3spill.leases.journal_format import (
     GENESIS_HASH,
     TX_EVENTS,
+    ArtifactEvent,
     CondemnationView,
     JournalManifest,
-    JournalRecord,
     TxEvent,
     TxView,
     compute_record_hash,
     corrupt,
     intent_hash,
 )
+from s3spill.leases.journal_record import JournalRecord, RecordInvalid, check_record
 from s3spill.models import ArtifactRetentionClaim
 
 
@@ -50,6 +49,26 @@ class TxState:
             transaction_id=self.transaction_id, state=self.state, claim=self.claim,
             intent_sha256=self.intent_sha256, prepared_sequence=self.prepared_sequence,
             updated_sequence=self.updated_sequence)
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactState:
+    """GC's fence on one artifact inside the fold: the fields of :class:`CondemnationView`,
+    which only the condemned ones become (:meth:`JournalFold.condemned_view`)."""
+
+    source_id: str
+    sha256: str
+    plan_id: str
+    state: ArtifactEvent
+    sequence: int
+    etag: str | None = None
+    size: int | None = None
+    version_id: str | None = None
+
+    def view(self) -> CondemnationView:
+        return CondemnationView.model_construct(
+            source_id=self.source_id, sha256=self.sha256, plan_id=self.plan_id, state=self.state,
+            sequence=self.sequence, etag=self.etag, size=self.size, version_id=self.version_id)
 
 
 class _Label:
@@ -85,7 +104,7 @@ class JournalFold:
     hashes: list[str] = field(default_factory=list)
     txs: dict[str, TxState] = field(default_factory=dict)
     live: dict[str, TxState] = field(default_factory=dict)
-    artifacts: dict[str, CondemnationView] = field(default_factory=dict)
+    artifacts: dict[str, ArtifactState] = field(default_factory=dict)
     live_by_source: dict[str, set[str]] = field(default_factory=dict)
     pending: set[str] = field(default_factory=set)
     _views: dict[str, TxView] | None = None
@@ -162,20 +181,26 @@ class JournalFold:
             raise self._bad("hash_mismatch", f"{where}: record {seq} differs from the history "
                             "already verified (the record was rewritten)")
 
-    def apply(self, raw: Any, where: str, validated: JournalRecord | None = None) -> JournalRecord:
+    def apply(self, raw: Any, where: str, built: JournalRecord | None = None) -> JournalRecord:
+        """Check ``raw`` (placement, hash, fields, shape) and fold it in. ``built``: the record
+        as :func:`~s3spill.leases.journal_record.new_record` built and checked it from ``raw``
+        a moment ago, hash included, so neither is done twice."""
         if not isinstance(raw, dict):
             raise self._bad("unparseable", f"{where}: a record is not a JSON object")
         if (raw.get("session_hash") != self.session_hash or raw.get("sequence") != self.next_sequence
                 or raw.get("prev_hash") != self.head_hash):
             self._misplaced(raw, where)
-        if compute_record_hash(raw) != raw.get("record_hash"):
-            raise self._bad("hash_mismatch", f"{where}: record {raw.get('sequence')}: content does not "
-                            "match its SHA-256 (the record was altered)")
-        try:
-            rec = validated if validated is not None else JournalRecord.model_validate(raw)
-        except ValidationError as exc:
-            raise self._bad("unparseable", f"{where}: record {raw.get('sequence')} is not a valid "
-                            f"record: {exc.errors()[0].get('msg', 'invalid')}") from None
+        if built is not None:
+            rec = built
+        else:
+            if compute_record_hash(raw) != raw.get("record_hash"):
+                raise self._bad("hash_mismatch", f"{where}: record {raw.get('sequence')}: content does not "
+                                "match its SHA-256 (the record was altered)")
+            try:
+                rec = check_record(raw)
+            except RecordInvalid as exc:
+                raise self._bad("unparseable", f"{where}: record {raw.get('sequence')} is not a valid "
+                                f"record: {exc}") from None
         self._transition(rec, raw, _Label(where, rec.sequence))
         self.hashes.append(rec.record_hash)
         self.head_hash = rec.record_hash
@@ -271,9 +296,11 @@ class JournalFold:
             raise self._bad("invalid_transition", f"{label}: {rec.event} without a CONDEMNED "
                             f"record of plan {rec.plan_id}")
         snapshot = current if rec.event != "CONDEMNED" and current is not None else rec
-        self._put(self.artifacts, rec.source_id, CondemnationView(
-            source_id=rec.source_id, sha256=rec.sha256, plan_id=rec.plan_id, state=rec.event,
-            sequence=rec.sequence, etag=snapshot.etag, size=snapshot.size, version_id=snapshot.version_id))
+        event: ArtifactEvent = "CONDEMNED" if rec.event == "CONDEMNED" else (
+            "DELETED" if rec.event == "DELETED" else "LIFTED")
+        self._put(self.artifacts, rec.source_id, ArtifactState(
+            rec.source_id, rec.sha256, rec.plan_id, event, rec.sequence, snapshot.etag, snapshot.size,
+            snapshot.version_id))
 
     # -- questions ---------------------------------------------------------------------
 
@@ -291,7 +318,7 @@ class JournalFold:
         return sorted(self.pending)
 
     def condemned_view(self) -> dict[str, CondemnationView]:
-        return {k: v for k, v in sorted(self.artifacts.items()) if v.state == "CONDEMNED"}
+        return {k: v.view() for k, v in sorted(self.artifacts.items()) if v.state == "CONDEMNED"}
 
     def check_view(self, manifest: JournalManifest) -> None:
         """The manifest's stored view must be exactly what the history folds to."""

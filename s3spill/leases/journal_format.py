@@ -4,6 +4,9 @@ Kept apart from :mod:`s3spill.leases.journal` (which does I/O and compare-and-sw
 verification rules are pure, small and testable on their own, and so that GC and the
 CLI can fold and check a journal without being able to write one.
 
+A record's fields are checked by hand (:mod:`s3spill.leases.journal_record`), the
+manifest's and the segment's by their models here.
+
 Hashing: a record's ``record_hash`` is the SHA-256 of the canonical JSON (sorted keys,
 no whitespace) of the record *as stored*, minus the hash field itself. Hashing the
 stored JSON object rather than a re-serialised model means a reader checks exactly
@@ -26,7 +29,6 @@ import orjson
 from pydantic import Field, model_validator
 
 from s3spill.errors import JournalCorrupt
-from s3spill.keys import SourceId
 from s3spill.models import ArtifactRetentionClaim, Record
 
 GENESIS_HASH = "0" * 64
@@ -62,66 +64,6 @@ def claim_json(claim: ArtifactRetentionClaim) -> dict[str, Any]:
 def intent_hash(stored_claim: Mapping[str, Any]) -> str:
     """Digest of a claim as stored in its PREPARED record: the transaction's fixed intent."""
     return hashlib.sha256(b"s3spill-intent\0" + canonical_json(dict(stored_claim))).hexdigest()
-
-
-class JournalRecord(Record):
-    """One chained journal event. Transaction events carry the intent digest; the
-    PREPARED one also carries the claim itself. GC's events name an artifact and a plan."""
-
-    kind: Literal["journal_record"] = "journal_record"
-    session_hash: str = Field(pattern=HEX32)
-    sequence: int = Field(ge=0)
-    prev_hash: str = Field(pattern=HEX64)
-    event: Event
-    at: datetime
-    transaction_id: str | None = Field(default=None, pattern=TXID_PATTERN)
-    claim: ArtifactRetentionClaim | None = None
-    intent_sha256: str | None = Field(default=None, pattern=HEX64)
-    source_id: str | None = None
-    sha256: str | None = Field(default=None, pattern=HEX64)
-    plan_id: str | None = Field(default=None, pattern=PLAN_PATTERN)
-    #: CONDEMNED only: the object snapshot GC validated, so an interrupted run can finish.
-    etag: str | None = Field(default=None, max_length=200)
-    size: int | None = Field(default=None, ge=0)
-    version_id: str | None = Field(default=None, max_length=1024)
-    reason: str | None = Field(default=None, max_length=200)
-    record_hash: str = Field(pattern=HEX64)
-
-    @model_validator(mode="after")
-    def _shape(self) -> JournalRecord:
-        if self.event in TX_EVENTS:
-            if self.transaction_id is None or self.intent_sha256 is None:
-                raise ValueError(f"{self.event} needs transaction_id and intent_sha256")
-            if (self.claim is None) != (self.event != "PREPARED"):
-                raise ValueError("exactly the PREPARED record carries the claim")
-            if self.source_id is not None or self.sha256 is not None or self.plan_id is not None:
-                raise ValueError(f"{self.event} names no artifact or plan")
-            if self.etag is not None or self.size is not None or self.version_id is not None:
-                raise ValueError(f"{self.event} carries no object snapshot")
-        else:
-            if self.source_id is None or self.sha256 is None or self.plan_id is None:
-                raise ValueError(f"{self.event} needs source_id, sha256 and plan_id")
-            if self.transaction_id is not None or self.claim is not None or self.intent_sha256 is not None:
-                raise ValueError(f"{self.event} names no transaction")
-            if self.event != "CONDEMNED" and (self.etag, self.size, self.version_id) != (None, None, None):
-                raise ValueError("only CONDEMNED carries an object snapshot")
-            SourceId.parse(self.source_id)
-        return self
-
-
-def build_record(
-    *, session_hash: str, sequence: int, prev_hash: str, event: Event, at: datetime,
-    **fields: Any,
-) -> tuple[dict[str, Any], JournalRecord]:
-    """Build the stored JSON object of a new record, hash included (validated on the way),
-    and the record as a model (the fold takes it instead of validating the JSON again)."""
-    draft = JournalRecord(
-        session_hash=session_hash, sequence=sequence, prev_hash=prev_hash, event=event, at=at,
-        record_hash=GENESIS_HASH, **fields,
-    )
-    raw = draft.model_dump(mode="json", exclude_none=True)
-    raw["record_hash"] = compute_record_hash(raw)
-    return raw, draft.model_copy(update={"record_hash": raw["record_hash"]})
 
 
 class TxView(Record):

@@ -29,10 +29,11 @@ from s3spill.artifacts.index_builder import build_stats, make_summary
 from s3spill.context.logcompress import CompressedLog
 from s3spill.context.retention import RetainedText, TextStrategy
 from s3spill.context.salient import SalientLine
-from s3spill.context.secrets import StreamRedactor, describe_counts, mask_window, redact_text
+from s3spill.context.secrets import describe_counts, mask_window, redact_text
 from s3spill.context.secrets.masking import Span
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
+from s3spill.spill.maskworker import OffloadRedactor
 
 __all__ = ["MARGIN", "SecretMask"]
 
@@ -53,7 +54,8 @@ class SecretMask:
     def __init__(self, mode: SecretsMode) -> None:
         self.mode = mode
         self.shown: Counter[str] = Counter()
-        self.stream = StreamRedactor() if mode == "at_rest" else None
+        #: ``at_rest``: masked in a worker process when one is ready (the same bytes).
+        self.stream = OffloadRedactor() if mode == "at_rest" else None
         #: True once the whole stored stream went through :attr:`stream` (then what the
         #: retainer and the scanner kept is masked already).
         self.streamed = False

@@ -8,11 +8,26 @@ overlapping pieces). Pure: no I/O.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 
 from s3spill.context.secrets.detector import SecretDetector, default_detector
 from s3spill.context.secrets.masking import MAX_LINE_BYTES, OVERLAP, LineMasker
 
-__all__ = ["StreamRedactor"]
+__all__ = ["StreamRedactor", "StreamState"]
+
+
+@dataclass(frozen=True)
+class StreamState:
+    """Everything a :class:`StreamRedactor` carries between chunks: a stream masked partly
+    by one redactor goes on in another (another process's) exactly as in the first."""
+
+    #: The unmasked bytes held back (the last partial line, a long line's overlap).
+    carry: bytes = b""
+    #: The masks already found in :attr:`carry` (same length, or empty).
+    carry_masked: bytes = b""
+    in_key: bool = False
+    key_lines: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 class StreamRedactor:
@@ -33,6 +48,24 @@ class StreamRedactor:
         #: The masks already found in the carry of a long line (same length, or empty).
         self._carry_masked = b""
         self._max_line = max(max_line, 2 * OVERLAP)
+        #: False when the bytes the last :meth:`push` or :meth:`finish` returned are the
+        #: unmasked bytes they stand for (True also when unsure).
+        self.changed = False
+
+    def state(self) -> StreamState:
+        """What this redactor carries now."""
+        m = self._masker
+        return StreamState(self._carry, self._carry_masked, m.in_key, m.key_lines, dict(m.counts))
+
+    @classmethod
+    def resume(cls, state: StreamState, detector: SecretDetector | None = None) -> StreamRedactor:
+        """A redactor that goes on from ``state`` (another redactor's :meth:`state`)."""
+        redactor = cls(detector)
+        redactor._carry, redactor._carry_masked = state.carry, state.carry_masked
+        m = redactor._masker
+        m.in_key, m.key_lines = state.in_key, state.key_lines
+        m.counts.update(state.counts)
+        return redactor
 
     @property
     def counts(self) -> Counter[str]:
@@ -41,7 +74,9 @@ class StreamRedactor:
     def _process(self, data: bytes) -> bytes:
         seen = len(self._carry_masked)
         masked = self._masker.process(data, count_from=seen)
+        self.changed = masked is not data  # LineMasker returns the text itself when it masked nothing
         if seen:
+            self.changed = self.changed or self._carry_masked != data[:seen]
             masked = _union(data[:seen], self._carry_masked, masked[:seen]) + masked[seen:]
             self._carry_masked = b""
         return masked
@@ -57,7 +92,7 @@ class StreamRedactor:
         if cut == 0:  # no line ends in this chunk
             data = self._carry + chunk if self._carry else chunk
             if len(data) <= self._max_line:
-                self._carry = data
+                self._carry, self.changed = data, False
                 return b""
             masked = self._process(data)  # scan all of it, emit all but the overlap
             cut = len(data) - OVERLAP
@@ -70,7 +105,7 @@ class StreamRedactor:
 
     def finish(self) -> bytes:
         """The rest (the last line, masked)."""
-        rest, self._carry = self._carry, b""
+        rest, self._carry, self.changed = self._carry, b"", False
         return self._process(rest) if rest else b""
 
 

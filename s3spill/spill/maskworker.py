@@ -1,0 +1,399 @@
+"""Masking an ``at_rest`` stream in a second process, one chunk ahead of the spill.
+
+Why a process: masking the whole stream costs about half of what the spill itself costs
+(Hyperscan's scan, then Python on the candidate lines), and a thread cannot take it off
+the spill's path: the Hyperscan binding takes the GIL back for every match (~400 per MiB
+of a build log), and the candidate lines are Python. A worker process masks chunk N
+while the spill stores chunk N-1 (the writer compresses and hashes it on the other
+thread), so on a machine with a core to spare the spill's wall time barely grows.
+
+What the worker runs is the same :class:`~s3spill.context.secrets.StreamRedactor`, so it
+masks the same bytes (tests/spill/test_mask_worker.py compares them). The spill's process
+keeps every chunk until the worker answered it, and the worker answers with the number
+of bytes that are final, their masked copy only when masking changed them, and its state
+(:class:`~s3spill.context.secrets.stream.StreamState`). So it fails closed: when the worker
+dies, hangs or answers nonsense, the redactor goes on in this process from the last
+answered state with the chunks not yet answered — never storing what was not masked.
+
+A stream is masked here (``StreamRedactor``, in this process) until it has a MiB (a small
+output never waits for a worker) and until a worker is ready (a worker's start, ~0.3 s of
+the other core, is paid once per process: idle workers are reused). Workers are started
+only on a machine with more than one core.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import queue
+import select
+import struct
+import subprocess
+import sys
+import threading
+import weakref
+from collections import Counter, deque
+from pathlib import Path
+from typing import Any
+
+from s3spill.context.secrets.stream import StreamRedactor, StreamState
+
+__all__ = ["BATCH_BYTES", "OffloadRedactor", "main"]
+
+#: Bytes gathered before a chunk goes to the worker (fewer, larger requests), and the
+#: least a stream has before it is handed to one.
+BATCH_BYTES = 1 << 20
+#: Seconds to wait for the worker's answer to one chunk before masking it here instead.
+TIMEOUT = 60.0
+#: Turn the worker off (benchmarks compare both; a single core never starts one).
+ENABLED = (os.cpu_count() or 1) > 1
+#: How many workers this process may run (concurrent ``at_rest`` spills beyond it mask
+#: in their own thread).
+MAX_WORKERS = 1
+
+_HEAD = struct.Struct("<BIQ")  # op, stream epoch, payload length
+_START, _CHUNK, _FINISH, _READY, _ANSWER = range(1, 6)
+_PIPE_BYTES = 1 << 20
+
+
+def _write(fd: int, op: int, epoch: int, payload: bytes = b"", timeout: float | None = None) -> None:
+    """One frame; ``timeout``: ``fd`` is non-blocking, and a reader that takes no more for
+    that long raises TimeoutError (a stopped worker must not hang the spill)."""
+    parts: list[bytes | memoryview] = [_HEAD.pack(op, epoch, len(payload)), payload]
+    while parts:
+        try:
+            done = os.writev(fd, parts)
+        except BlockingIOError:
+            if not select.select([], [fd], [], timeout)[1]:
+                raise TimeoutError("the mask worker takes no more input") from None
+            continue
+        while parts and done >= len(parts[0]):
+            done -= len(parts[0])
+            parts.pop(0)
+        if parts and done:
+            parts[0] = memoryview(parts[0])[done:]
+
+
+def _read(fd: int, size: int) -> bytes:
+    pieces, left = [], size
+    while left:
+        piece = os.read(fd, left)
+        if not piece:
+            raise EOFError("the other end closed the pipe")
+        pieces.append(piece)
+        left -= len(piece)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+#: A state (or an answer): the answer's size, its masked copy's length (-1: unchanged), the
+#: carry's and its masks' lengths, the key-block state; then those bytes and the counts.
+_STATE = struct.Struct("<QqQQ?I")
+
+
+def _pack(state: StreamState, size: int = 0, masked: bytes | None = None) -> bytes:
+    head = _STATE.pack(size, -1 if masked is None else len(masked), len(state.carry), len(state.carry_masked),
+                       state.in_key, state.key_lines)
+    return b"".join((head, masked or b"", state.carry, state.carry_masked, json.dumps(state.counts).encode()))
+
+
+def _unpack(data: bytes) -> tuple[StreamState, int, bytes | None]:
+    size, n_masked, n_carry, n_carry_masked, in_key, key_lines = _STATE.unpack_from(data)
+    pos = _STATE.size
+    masked = None if n_masked < 0 else data[pos:pos + n_masked]
+    pos += max(n_masked, 0)
+    carry, carry_masked = data[pos:pos + n_carry], data[pos + n_carry:pos + n_carry + n_carry_masked]
+    counts = json.loads(data[pos + n_carry + n_carry_masked:])
+    if not (isinstance(counts, dict) and all(isinstance(v, int) for v in counts.values())):
+        raise ValueError("counts that are not counts")
+    return StreamState(carry, carry_masked, in_key, key_lines, counts), size, masked
+
+
+def _frame(fd: int) -> tuple[int, int, bytes]:
+    op, epoch, size = _HEAD.unpack(_read(fd, _HEAD.size))
+    return op, epoch, _read(fd, size)
+
+
+# -- the worker process ---------------------------------------------------------------------
+
+
+def main() -> None:
+    """The worker: mask the chunks read on stdin, answer on stdout, until stdin closes."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the spill's to handle; EOF ends us
+    from s3spill.context.secrets.detector import SecretDetector
+
+    try:
+        detector = SecretDetector("hyperscan")
+    except Exception:  # noqa: BLE001 - the extra not installed: RE2, the same lines
+        detector = SecretDetector("re2")
+    StreamRedactor(detector).push(b"password=Xy7pQ2vLm9\n")  # load the library's rules now
+    fd_in, fd_out = sys.stdin.fileno(), sys.stdout.fileno()
+    _write(fd_out, _READY, 0)
+    redactor, epoch = StreamRedactor(detector), 0
+    while True:
+        try:
+            op, epoch_of, payload = _frame(fd_in)
+        except EOFError:
+            return
+        if op == _START:
+            redactor, epoch = StreamRedactor.resume(_unpack(payload)[0], detector), epoch_of
+            continue
+        if epoch_of != epoch:
+            continue  # a stream that was never started here (cannot happen; safe to ignore)
+        out = redactor.push(payload) if op == _CHUNK else redactor.finish()
+        state = redactor.state()  # its carry stays here: the spill's side mirrors it
+        answer = StreamState(b"", state.carry_masked, state.in_key, state.key_lines, state.counts)
+        _write(fd_out, _ANSWER, epoch, _pack(answer, len(out), out if redactor.changed else None))
+
+
+# -- this process's side ----------------------------------------------------------------------
+
+
+class _Worker:
+    """One worker process, its pipes, and a thread that reads its answers into a queue."""
+
+    def __init__(self) -> None:
+        root = str(Path(__file__).resolve().parents[2])  # the directory holding s3spill/
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "s3spill.spill.maskworker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=root, env=env, bufsize=0)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.fd_in, self.fd_out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        os.set_blocking(self.fd_in, False)  # writes wait with a timeout (:func:`_write`)
+        for fd in (self.fd_in, self.fd_out):
+            with contextlib.suppress(OSError, AttributeError):  # fewer, larger reads and writes
+                import fcntl
+
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        self.ready = threading.Event()
+        self.dead = False
+        self.epoch = 0
+        self.answers: queue.Queue[tuple[int, bytes] | None] = queue.Queue()
+        threading.Thread(target=self._read_answers, name="s3spill-maskworker", daemon=True).start()
+
+    def _read_answers(self) -> None:
+        try:
+            while True:
+                op, epoch, payload = _frame(self.fd_out)
+                if op == _READY:
+                    self.ready.set()
+                else:
+                    self.answers.put((epoch, payload))
+        except (EOFError, OSError, struct.error):
+            pass
+        self.dead = True
+        self.answers.put(None)
+
+    def send(self, op: int, epoch: int, payload: bytes = b"") -> None:
+        _write(self.fd_in, op, epoch, payload, TIMEOUT)
+
+    def answer(self, epoch: int, timeout: float) -> bytes:
+        """The next answer for stream ``epoch``; raises when there is none in time."""
+        while True:
+            item = self.answers.get(timeout=timeout)  # queue.Empty: hung
+            if item is None:
+                raise EOFError("the mask worker ended")
+            if item[0] == epoch:
+                return item[1]  # else a stream that was given up on: its late answer
+
+    def stop(self) -> None:
+        self.dead = True
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self.proc.wait(5)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if pipe is not None:
+                    pipe.close()
+
+
+class _Pool:
+    """This process's workers: idle ones are handed to the next stream."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pid = os.getpid()
+        self.workers: list[_Worker] = []
+        self.idle: list[_Worker] = []
+
+    def take(self) -> _Worker | None:
+        """A ready idle worker, or None (then one is started for later, within the limit)."""
+        with self.lock:
+            if self.pid != os.getpid():  # a forked child: the parent's workers are not ours
+                self.pid, self.workers, self.idle = os.getpid(), [], []
+            self.workers = [w for w in self.workers if not w.dead]
+            self.idle = [w for w in self.idle if not w.dead]
+            for worker in self.idle:
+                if worker.ready.is_set():
+                    self.idle.remove(worker)
+                    return worker
+            if len(self.workers) < MAX_WORKERS:
+                try:
+                    worker = _Worker()
+                except OSError:
+                    return None
+                if not self.workers:
+                    atexit.register(_stop_all)
+                self.workers.append(worker)
+                self.idle.append(worker)
+            return None
+
+    def give_back(self, worker: _Worker) -> None:
+        with self.lock:
+            if not worker.dead and worker in self.workers and worker not in self.idle:
+                self.idle.append(worker)
+
+
+_POOL = _Pool()
+
+
+class OffloadRedactor:
+    """:class:`StreamRedactor`'s ``push``/``finish``/``counts``, masked by a worker process
+    when one is ready (see the module's docstring); output and counts are the same."""
+
+    def __init__(self) -> None:
+        self._local: StreamRedactor | None = StreamRedactor()
+        self._worker: _Worker | None = None
+        self._epoch = 0
+        self._release: weakref.finalize[Any, Any] | None = None
+        #: The unmasked bytes the worker holds back (its carry): mirrored, to rebuild the
+        #: bytes an answer says are unchanged, and to go on here if it fails.
+        self._carry = b""
+        self._last = StreamState()
+        self._sent: deque[bytes] = deque()  # chunks sent, not answered yet
+        self._batch: list[bytes] = []
+        self._batched = 0
+        self._seen = 0
+        self._gave_up = False  # a worker failed this stream: the rest is masked here
+
+    @property
+    def offloaded(self) -> bool:
+        """True while a worker masks this stream."""
+        return self._worker is not None
+
+    @property
+    def counts(self) -> Counter[str]:
+        return self._local.counts if self._local is not None else Counter(self._last.counts)
+
+    def push(self, chunk: bytes) -> bytes:
+        """As :meth:`StreamRedactor.push` (the bytes come a chunk later when offloaded)."""
+        self._seen += len(chunk)
+        if self._local is not None and (self._seen < BATCH_BYTES or not ENABLED or self._gave_up
+                                        or not self._hand_over()):
+            return self._local.push(chunk)
+        if not chunk:
+            return b""
+        self._batch.append(chunk)
+        self._batched += len(chunk)
+        if self._batched < BATCH_BYTES:
+            return b""
+        out = self._send_batch()
+        while len(self._sent) > 1:  # one chunk ahead: the worker masks it while we store this
+            out += self._answered()
+        return out
+
+    def finish(self) -> bytes:
+        """The rest, masked (and the worker back in the pool)."""
+        out = b""
+        if self._worker is not None:
+            out = self._send_batch()
+            if self._worker is not None:
+                try:
+                    self._worker.send(_FINISH, self._epoch)
+                except OSError:
+                    out += self._fall_back()
+            while self._worker is not None and self._sent:
+                out += self._answered()
+            if self._worker is not None:
+                out += self._answered(final=True)
+            if self._release is not None:
+                self._release()
+        if self._local is not None:
+            out += self._local.finish()
+        return out
+
+    def _hand_over(self) -> bool:
+        """Give the stream to a ready worker with the state masked here so far."""
+        worker = _POOL.take()
+        if worker is None:
+            return False
+        assert self._local is not None
+        worker.epoch += 1
+        self._worker, self._epoch = worker, worker.epoch
+        state = self._local.state()
+        try:
+            worker.send(_START, self._epoch, _pack(state))
+        except OSError:
+            worker.stop()
+            self._worker = None
+            return False
+        self._release = weakref.finalize(self, _POOL.give_back, worker)
+        self._carry, self._last, self._local = state.carry, state, None
+        return True
+
+    def _send_batch(self) -> bytes:
+        """Send what was gathered; the output of going on here if the worker is gone."""
+        if not self._batch:
+            return b""
+        data = self._batch[0] if len(self._batch) == 1 else b"".join(self._batch)
+        self._batch, self._batched = [], 0
+        self._sent.append(data)
+        assert self._worker is not None
+        try:
+            self._worker.send(_CHUNK, self._epoch, data)
+        except OSError:
+            return self._fall_back()
+        return b""
+
+    def _answered(self, *, final: bool = False) -> bytes:
+        """The bytes the worker made final for the oldest chunk sent (``final``: for the
+        stream's end); masked here instead when it cannot answer."""
+        assert self._worker is not None
+        chunk = b"" if final else self._sent[0]
+        try:
+            state, size, masked = _unpack(self._worker.answer(self._epoch, TIMEOUT))
+            raw_len = len(self._carry) + len(chunk)
+            if not (0 <= size <= raw_len and (masked is None or len(masked) == size)
+                    and (not final or size == raw_len)):
+                raise ValueError("an answer that does not fit the chunk")
+        except (EOFError, OSError, queue.Empty, ValueError, TypeError, struct.error):
+            return self._fall_back() + (self._local.finish() if final and self._local else b"")
+        if not final:
+            self._sent.popleft()
+        carry = self._carry
+        if masked is not None:
+            out = masked
+        elif size <= len(carry):
+            out = carry[:size]
+        else:
+            out = b"".join((carry, memoryview(chunk)[: size - len(carry)]))
+        self._carry = carry[size:] + chunk if size < len(carry) else chunk[size - len(carry):]
+        self._last = StreamState(self._carry, state.carry_masked, state.in_key, state.key_lines, state.counts)
+        return out
+
+    def _fall_back(self) -> bytes:
+        """The worker is gone: mask here, from its last answered state, what it held."""
+        worker, self._worker, self._gave_up = self._worker, None, True
+        if worker is not None:
+            worker.stop()
+        if self._release is not None:
+            self._release.detach()
+        self._local = StreamRedactor.resume(self._last)
+        out = b"".join(self._local.push(c) for c in self._sent)
+        self._sent.clear()
+        return out
+
+
+def _stop_all() -> None:
+    for worker in list(_POOL.workers):
+        worker.stop()
+
+
+if __name__ == "__main__":
+    main()
