@@ -121,7 +121,7 @@ def zstd_part(events: list[UsageEvent], compressor: Any = None) -> tuple[bytes, 
 
     Why compressed: the shown text repeats itself (pointer notices, page after page of
     one output), and on the local store every byte of a part is hashed, written, and
-    fsynced; at 1/25 of the bytes the write costs less than the compression saves. Why two
+    fsynced; at 1/20-1/30 of the bytes the write saves more than the compression costs. Why two
     frames: ``stats`` still reads only ``[0, n)`` — now the facts' frame — and decompresses
     that alone; the object as a whole is a valid ``.ndjson.zst`` of the plain layout (zstd
     streams may hold many frames), which DuckDB, Athena, Trino and Spark read as it is.
@@ -342,21 +342,23 @@ class UsageRecorder:
             return written
 
     def _write(self, shash: str, day: str, part: list[UsageEvent]) -> int:
-        if self._zstd is None:
-            self._zstd = _compressor()
+        """Write one part: zstd from a batching recorder; plain NDJSON (``-f<n>.ndjson``) from
+        a one-shot one, whose part is one event: compressing a few KB saves next to nothing
+        and would cost a hook or a CLI read zstandard's import (several ms) before it exits."""
         try:
-            body, facts = zstd_part(part, self._zstd)
+            body, facts = self._body(part)
         except TypeError:  # rare: find the events that cannot be written, write the rest
             part = self._encodable(part)
             if not part:
                 return 0
-            body, facts = zstd_part(part, self._zstd)
+            body, facts = self._body(part)
         events = len(part)
         try:
             for _ in range(3):
-                key = keys.usage_part_key(shash, day, facts=facts, zstd=True)
+                key = keys.usage_part_key(shash, day, facts=facts, zstd=self.batch)
                 try:
-                    put = self.store.put_if_absent(key, body, content_type="application/zstd")
+                    put = self.store.put_if_absent(
+                        key, body, content_type="application/zstd" if self.batch else "application/x-ndjson")
                     break
                 except AlreadyExists:
                     continue
@@ -372,6 +374,13 @@ class UsageRecorder:
         self.written += events
         self.objects += 1
         return events
+
+    def _body(self, part: list[UsageEvent]) -> tuple[bytes, int]:
+        if not self.batch:
+            return part_body(part)
+        if self._zstd is None:
+            self._zstd = _compressor()
+        return zstd_part(part, self._zstd)
 
     def _encodable(self, events: list[UsageEvent]) -> list[UsageEvent]:
         """``events`` less any orjson cannot write (a shown text with a lone surrogate has no

@@ -92,6 +92,17 @@ def test_a_part_is_two_zstd_frames_of_the_plain_layout(tmp_path: Path) -> None:
     assert [e["shown"] for e in part_events(data)] == [f"1: {TEXT}", f"2: {TEXT}"]
 
 
+def test_a_one_shot_process_writes_its_event_as_plain_ndjson(tmp_path: Path) -> None:
+    """A hook's or a CLI read's one event is a plain ``-f<n>.ndjson`` part (no compression to
+    import for a few KB), read like any part."""
+    store = LocalStore(f"{tmp_path}/s")
+    UsageRecorder(store, batch=False).record(_event(1))
+    (obj,) = usage_objects(store)
+    assert obj.key.endswith(f"-f{obj.facts}.ndjson") and not obj.zstd
+    assert [e["shown"] for e in part_events(store.get(obj.key))] == [f"1: {TEXT}"]
+    assert compute_stats(store).events == 1
+
+
 def test_duckdb_reads_a_zstd_part_as_a_fleet_engine_would(tmp_path: Path) -> None:
     """The documented fleet query over ``*.ndjson.zst`` counts the events (both frames read)."""
     import duckdb
@@ -111,11 +122,13 @@ def test_plain_parts_written_before_zstd_are_still_read_beside_new_ones(tmp_path
     part and a zstd part of the same session and day alike."""
     store = CountingStore(f"{tmp_path}/s")
     old = _plain_part(store, [_event(1), dataclasses.replace(_event(2, "read"), artifact="a1")])
-    rec = UsageRecorder(store, batch=False)
+    rec = UsageRecorder(store)
     rec.record(_event(3))
     rec.record(dataclasses.replace(_event(4, "read"), artifact="a3"))
+    rec.close()
     objs = {o.key: o for o in usage_objects(store)}
-    assert len(objs) == 3 and not objs[old].zstd and objs[old].facts is not None
+    assert len(objs) == 2 and not objs[old].zstd and objs[old].facts is not None
+    assert sum(o.zstd for o in objs.values()) == 1
     store.reads.clear()
     stats = compute_stats(store)
     assert stats.events == 4 and stats.tools[0].reread == 2
