@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 
-from s3spill.errors import IntegrityError
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from s3spill.errors import IntegrityError
 
 __all__ = ["check_chunk", "decompress_frame"]
 
@@ -25,7 +27,7 @@ def decompress_frame(frame: bytes, raw_range: tuple[int, int], k: int, source: s
     try:
         raw = zstd_light.decompress(frame, want)
     except zstd_light.ZstdError():
-        raise IntegrityError(f"{source}: chunk {k} is not a valid compressed frame") from None
+        raise _damaged(f"{source}: chunk {k} is not a valid compressed frame") from None
     return raw
 
 
@@ -35,9 +37,14 @@ def check_chunk(data: bytes, k: int, raw_range: tuple[int, int], sha256: str, ne
     newline count); raise :class:`IntegrityError` otherwise."""
     start, end = raw_range
     if len(data) != end - start or hashlib.sha256(data).hexdigest() != sha256:
-        raise IntegrityError(
-            f"{source}: chunk {k} (bytes {start}-{end}) does not match its index"
-        )
+        raise _damaged(f"{source}: chunk {k} (bytes {start}-{end}) does not match its index")
     if data.count(b"\n") != newlines:
-        raise IntegrityError(f"{source}: chunk {k} disagrees with its index's line table")
+        raise _damaged(f"{source}: chunk {k} disagrees with its index's line table")
     return data
+
+
+def _damaged(message: str) -> IntegrityError:
+    """The error of a chunk that fails its check (:mod:`s3spill.errors` loads only then)."""
+    from s3spill.errors import IntegrityError
+
+    return IntegrityError(message)

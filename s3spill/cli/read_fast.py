@@ -28,7 +28,7 @@ Every check is made as the full path makes it or stricter (its JSON parser refus
 orjson might read differently: escapes, floats, huge integers, repeated keys); any error
 at all before the page is printed means the full path runs and says what is wrong in its
 own words. The page is rendered by the same functions as :class:`~s3spill.artifacts.paging.Page`,
-and the usage event is the same (:mod:`.answers`, after the page is out).
+and the usage event is the same (:mod:`.usage_fast`, after the page is out).
 """
 
 from __future__ import annotations
@@ -77,17 +77,9 @@ def fast_read(argv: Sequence[str]) -> int | None:
     sys.stdout.buffer.write(text.encode("utf-8"))
     sys.stdout.buffer.flush()
     if not call["show_secrets"] and os.environ.get("S3SPILL_USAGE", "on").lower() not in _USAGE_OFF:
-        from s3spill import log
-        from s3spill.cli.answers import record_usage
-        from s3spill.store import open_store
+        from s3spill.cli.usage_fast import record_read
 
-        log.configure(level="WARNING")  # as main() does before a command: a lost event's warning
-        try:
-            store = open_store(call["store"], create=False)
-        except Exception as exc:  # noqa: BLE001 - gone since the page was read: the page stands
-            log.get_logger("s3spill.cli.artifacts").warning("usage.event_failed", error=type(exc).__name__)
-        else:
-            record_usage(store, call["session"], call["source_id"], "read", text, facts)
+        record_read(call["root"], call["session"], call["source_id"], "read", text, facts)
     return 0
 
 
