@@ -35,7 +35,8 @@ from s3spill.errors import AlreadyExists, NotFound, PreconditionFailed, S3SpillE
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 from s3spill.telemetry import observe_event, observe_events
-from s3spill.usage.events import EventMaker, UsageEvent
+from s3spill.usage.events import Event, EventMaker
+from s3spill.usage.parts import PART_LEVEL, compressor, part_body, zstd_part
 
 __all__ = ["PART_LEVEL", "UsageRecorder", "UsageSink", "close_all", "part_body", "record_answer",
            "usage_recorder", "zstd_part"]
@@ -51,9 +52,9 @@ BUILD_EVERY = 1.0
 class UsageSink(Protocol):
     """All that the spill and read paths need: append one event, never raising."""
 
-    def record(self, event: UsageEvent | None) -> None: ...
+    def record(self, event: Event | None) -> None: ...
 
-    def defer(self, make: Callable[..., UsageEvent | None], *args: Any) -> None:
+    def defer(self, make: Callable[..., Event | None], *args: Any) -> None:
         """Append the event ``make(*args)`` builds, later and on another thread if the sink can."""
         ...
 
@@ -80,63 +81,8 @@ def record_answer(usage: UsageSink, make: EventMaker, session_id: str, source_id
 
 
 def _answer_event(make: EventMaker, shash: str, source_id: str, via: str, text: str,
-                  data: dict[str, Any], at: float) -> UsageEvent | None:
+                  data: dict[str, Any], at: float) -> Event | None:
     return make(shash, source_id, via, text, data, at=at)
-
-
-def _lines(events: list[UsageEvent]) -> tuple[bytes, bytes]:
-    """The fact lines and the shown rows of ``events`` (see :func:`part_body`)."""
-    facts, shown = [], []
-    for event in events:
-        fact, row = event.encode()
-        facts.append(fact)
-        if row is not None:
-            shown.append(row)
-    return b"".join(facts), b"".join(shown)
-
-
-def part_body(events: list[UsageEvent]) -> tuple[bytes, int]:
-    """One part's NDJSON and the byte length of its leading fact lines (uncompressed; what
-    :func:`zstd_part` compresses, and the layout parts had before it).
-
-    Why the shown texts come last, one ``{"id", "shown"}`` row each: they are nearly all of
-    a part's bytes (a page the model read is kilobytes, its facts a few hundred bytes) and
-    ``stats`` needs none of them, so it reads only the facts of each part — their length is
-    in the key, which a listing returns — and never parses the text. Readers that want the
-    text (the web view, compaction) join the rows back by id. Raises ``TypeError`` for an
-    event orjson cannot write (see :meth:`UsageRecorder._encodable`, which drops it instead).
-    """
-    head, shown = _lines(events)
-    return head + shown, len(head)
-
-
-#: zstd level of a part: 1 stores a part of pointers, pages and grep results in 1/20-1/30 of
-#: its NDJSON (benchmarks/usage_bench.py overhead); higher levels gain little for more CPU.
-PART_LEVEL = 1
-
-
-def zstd_part(events: list[UsageEvent], compressor: Any = None) -> tuple[bytes, int]:
-    """One part as written: two zstd frames — the fact lines, then the shown rows — and the
-    first frame's byte length (named in the key, :func:`keys.usage_part_key` ``zstd=True``).
-
-    Why compressed: the shown text repeats itself (pointer notices, page after page of
-    one output), and on the local store every byte of a part is hashed, written, and
-    fsynced; at 1/20-1/30 of the bytes the write saves more than the compression costs. Why two
-    frames: ``stats`` still reads only ``[0, n)`` — now the facts' frame — and decompresses
-    that alone; the object as a whole is a valid ``.ndjson.zst`` of the plain layout (zstd
-    streams may hold many frames), which DuckDB, Athena, Trino and Spark read as it is.
-    ``compressor``: a ``zstandard.ZstdCompressor`` to reuse (one thread at a time).
-    """
-    cctx = compressor if compressor is not None else _compressor()
-    head, shown = _lines(events)
-    first = cctx.compress(head)
-    return (first + cctx.compress(shown) if shown else first), len(first)
-
-
-def _compressor() -> Any:
-    import zstandard  # the artifact path has imported it already; a hook's CLI may not need it
-
-    return zstandard.ZstdCompressor(level=PART_LEVEL)
 
 
 class UsageRecorder:
@@ -159,10 +105,10 @@ class UsageRecorder:
         self.max_queued = max_queued
         self.build_every = build_every
         #: Built events by (session hash, day), and how many (under ``_lock``).
-        self._parts: dict[tuple[str, str], list[UsageEvent]] = {}
+        self._parts: dict[tuple[str, str], list[Event]] = {}
         self._count = 0
         #: Events not built yet (:meth:`defer`): (maker, args), built by the writer every build_every s.
-        self._made: deque[tuple[Callable[..., UsageEvent | None], tuple[Any, ...]]] = deque()
+        self._made: deque[tuple[Callable[..., Event | None], tuple[Any, ...]]] = deque()
         self._oldest = 0.0
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
@@ -179,7 +125,7 @@ class UsageRecorder:
 
     # -- the caller's side: O(1), never raises -------------------------------------------
 
-    def record(self, event: UsageEvent | None) -> None:
+    def record(self, event: Event | None) -> None:
         if event is None:
             return
         observe_event(event.op, event.tool, event.raw_bytes, event.shown_bytes, event.spilled,
@@ -202,7 +148,7 @@ class UsageRecorder:
         if full:
             self._wake.set()
 
-    def _queue(self, event: UsageEvent) -> None:
+    def _queue(self, event: Event) -> None:
         """Add one built event (under ``_lock``)."""
         group = (event.session, event.day)
         part = self._parts.get(group)
@@ -213,7 +159,7 @@ class UsageRecorder:
             self._oldest = time.monotonic()
         self._count += 1
 
-    def defer(self, make: Callable[..., UsageEvent | None], *args: Any) -> None:
+    def defer(self, make: Callable[..., Event | None], *args: Any) -> None:
         """Queue ``make`` and its arguments; the writer thread builds the event (and counts it
         in the metrics).
 
@@ -274,7 +220,7 @@ class UsageRecorder:
         work costs at the flush (benchmarks/usage_bench.py overhead, measured both ways).
         """
         made = self._made
-        built: list[UsageEvent] = []
+        built: list[Event] = []
         for _ in range(len(made)):
             try:
                 make, args = made.popleft()  # a flush on another thread may be building too
@@ -341,7 +287,7 @@ class UsageRecorder:
                 written += self._write(shash, day, part)
             return written
 
-    def _write(self, shash: str, day: str, part: list[UsageEvent]) -> int:
+    def _write(self, shash: str, day: str, part: list[Event]) -> int:
         """Write one part: zstd from a batching recorder; plain NDJSON (``-f<n>.ndjson``) from
         a one-shot one, whose part is one event: compressing a few KB saves next to nothing
         and would cost a hook or a CLI read zstandard's import (several ms) before it exits."""
@@ -375,14 +321,14 @@ class UsageRecorder:
         self.objects += 1
         return events
 
-    def _body(self, part: list[UsageEvent]) -> tuple[bytes, int]:
+    def _body(self, part: list[Event]) -> tuple[bytes, int]:
         if not self.batch:
             return part_body(part)
         if self._zstd is None:
-            self._zstd = _compressor()
+            self._zstd = compressor()
         return zstd_part(part, self._zstd)
 
-    def _encodable(self, events: list[UsageEvent]) -> list[UsageEvent]:
+    def _encodable(self, events: list[Event]) -> list[Event]:
         """``events`` less any orjson cannot write (a shown text with a lone surrogate has no
         UTF-8 form): each is lost alone, not its whole part."""
         kept = []

@@ -204,3 +204,30 @@ def test_a_fact_line_holds_every_field_but_the_shown_text_and_no_nulls() -> None
     assert orjson.loads(shown) == {"id": "i", "shown": "page"}
     bare = orjson.loads(_event(1).fact_json())
     assert None not in bare.values() and "via" not in bare and "matches" not in bare
+
+
+def test_a_spills_row_writes_the_bytes_its_event_writes(tmp_path: Path) -> None:
+    """The writer's :class:`SpillRow` of every kind of spill result (inline, stored, over the
+    shown cap, non-ASCII, masked, degraded, with and without a call id or sizes) encodes to
+    exactly the lines its :class:`UsageEvent` encodes to, and gives that event back."""
+    from s3spill.spill.spiller import Spiller
+    from s3spill.usage.events import SHOWN_CAP, spill_event, spill_row
+
+    spiller = Spiller(LocalStore(f"{tmp_path}/s"), "row-session", journal=None)
+    results = [spiller.externalize("a.txt\n", "ls"),
+               spiller.externalize("".join(f"line {n} – ok…\n" for n in range(9000)), "build", "toolu_1"),
+               spiller.externalize("key AKIAIOSFODNN7EXAMPLE here\n" * 3, "env", "c" * 300)]
+    base = results[1]
+    results += [base.model_copy(update={"degraded_reason": "store down", "artifact": None, "spilled": False}),
+                base.model_copy(update={"masked": {"aws": 2, "jwt": 1}, "call_id": ""}),
+                base.model_copy(update={"context_text": "é" * (SHOWN_CAP + 5), "tool": "t" * 300})]
+    assert results[2].masked and results[1].artifact is not None
+    for result in results:
+        for stored, threshold in ((None, None), (1234, 50_000)):
+            row = spill_row(SHASH, result, stored_bytes=stored, threshold=threshold, at=1_764_633_600.25)
+            event = dataclasses.replace(spill_event(SHASH, result, stored_bytes=stored, threshold=threshold,
+                                                    at=1_764_633_600.25), id=row.id)
+            assert row.encode() == event.encode() and row.event() == event
+            read = ("session", "day", "tool", "shown_bytes", "raw_bytes", "spilled", "stored_bytes", "op",
+                    "id")
+            assert [getattr(row, k) for k in read] == [getattr(event, k) for k in read]
