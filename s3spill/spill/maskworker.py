@@ -336,6 +336,8 @@ class OffloadRedactor:
 
     def push(self, chunk: bytes) -> bytes:
         """As :meth:`StreamRedactor.push` (the bytes come a chunk later when offloaded)."""
+        if type(chunk) is not bytes:  # kept until answered: a caller's buffer may be reused
+            chunk = bytes(chunk)
         self._seen += len(chunk)
         if self._local is not None and (self._seen < BATCH_BYTES or not ENABLED or self._gave_up
                                         or not self._hand_over()):
@@ -367,6 +369,7 @@ class OffloadRedactor:
                 out += self._answered(final=True)
             if self._release is not None:
                 self._release()
+            self._worker = None
         if self._local is not None:
             out += self._local.finish()
         return out
