@@ -152,6 +152,14 @@ def main() -> None:
     paths: dict[str, list[float]] = {mode: [] for mode in times}
     modes = list(times)
     _warm_worker()
+    offloaded = maskworker.OffloadRedactor()
+    digest = hashlib.sha256()
+    for chunk in planted:
+        digest.update(offloaded.push(chunk))
+    digest.update(offloaded.finish())
+    worker_found = (dict(sorted(offloaded.counts.items())), digest.hexdigest()[:16])
+    print(f"the mask worker on the same 32 MiB: {worker_found[0]}, masked stream sha256 {worker_found[1]};"
+          f" the same as in process: {worker_found == found['hyperscan']}")
     for n_round in range(args.rounds):  # interleaved and rotated, so load and order hit every mode alike
         for mode in modes[n_round % len(modes):] + modes[: n_round % len(modes)]:
             detector_module._DETECTOR = engines["re2" if mode.endswith("/re2") else "hyperscan"]
