@@ -16,9 +16,9 @@ dies, hangs or answers nonsense, the redactor goes on in this process from the l
 answered state with the chunks not yet answered — never storing what was not masked.
 
 A stream is masked here (``StreamRedactor``, in this process) until it has a MiB (a small
-output never waits for a worker) and until a worker is ready (a worker's start, ~0.3 s of
-the other core, is paid once per process: idle workers are reused). Workers are started
-only on a machine with more than one core.
+output never waits for a worker) and until a worker is ready. A worker is started only by
+a stream of :data:`START_BYTES` (its start costs 0.3-0.8 s of the other core, paid once per
+process: idle workers are reused), and only when this process may run on more than one core.
 """
 
 from __future__ import annotations
@@ -44,8 +44,12 @@ from s3spill.context.secrets.stream import StreamRedactor, StreamState
 __all__ = ["BATCH_BYTES", "OffloadRedactor", "main"]
 
 #: Bytes gathered before a chunk goes to the worker (fewer, larger requests), and the
-#: least a stream has before it is handed to one.
+#: least a stream has before it is handed to a ready one.
 BATCH_BYTES = 1 << 20
+#: The least a stream has before it starts a worker (none is ready): a start costs
+#: ~0.3-0.8 s of CPU on the other core, as much as masking ~100-250 MiB here, so a process
+#: (``s3spill run``) whose largest output is a few MiB never pays for one.
+START_BYTES = 32 << 20
 #: Seconds to wait for the worker's answer to one chunk before masking it here instead.
 TIMEOUT = 60.0
 #: Turn the worker off (benchmarks compare both; a single core never starts one).
@@ -275,8 +279,9 @@ class _Pool:
         self.workers: list[_Worker] = []
         self.idle: list[_Worker] = []
 
-    def take(self) -> _Worker | None:
-        """A ready idle worker, or None (then one is started for later, within the limit)."""
+    def take(self, start: bool = True) -> _Worker | None:
+        """A ready idle worker, or None (then, if ``start``, one is started for later,
+        within the limit)."""
         with self.lock:
             if self.pid != os.getpid():  # a forked child: the parent's workers are not ours
                 self.pid, self.workers, self.idle = os.getpid(), [], []
@@ -286,7 +291,7 @@ class _Pool:
                 if worker.ready.is_set():
                     self.idle.remove(worker)
                     return worker
-            if len(self.workers) < MAX_WORKERS:
+            if start and len(self.workers) < MAX_WORKERS:
                 try:
                     worker = _Worker()
                 except OSError:
@@ -376,7 +381,7 @@ class OffloadRedactor:
 
     def _hand_over(self) -> bool:
         """Give the stream to a ready worker with the state masked here so far."""
-        worker = _POOL.take()
+        worker = _POOL.take(start=self._seen >= START_BYTES)
         if worker is None:
             return False
         assert self._local is not None

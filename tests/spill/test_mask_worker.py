@@ -112,6 +112,17 @@ def test_a_buffer_the_caller_reuses_after_a_push_changes_nothing(
     assert b"".join(out) == expected[0]
 
 
+def test_a_process_whose_streams_stay_under_the_start_size_never_starts_a_worker(
+        data: bytes, expected: tuple[bytes, dict[str, int]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's start costs more than masking a few MiB here: an `s3spill run` of a
+    6 MiB output masks it in its own thread, the same bytes, and starts no process."""
+    pool = maskworker._Pool()
+    monkeypatch.setattr(maskworker, "_POOL", pool)
+    redactor = maskworker.OffloadRedactor()
+    assert _mask(redactor, iter([data[i:i + MiB] for i in range(0, len(data), MiB)])) == expected[0]
+    assert pool.workers == [] and len(data) < maskworker.START_BYTES
+
+
 def test_a_small_stream_never_waits_for_a_worker() -> None:
     """Under a MiB the stream is masked here, chunk by chunk, as StreamRedactor does."""
     redactor = maskworker.OffloadRedactor()
