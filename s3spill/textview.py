@@ -37,7 +37,7 @@ def has_bad_bytes(text: str) -> bool:
 
 def escape(text: str) -> tuple[str, bool]:
     """Display form of a decoded segment and whether it is escaped."""
-    if not has_bad_bytes(text):
+    if text.isascii() or not has_bad_bytes(text):  # isascii is O(1) on a str: no search
         return text, False
     out = text.replace("\\", "\\\\")
     out = _BAD.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", out)

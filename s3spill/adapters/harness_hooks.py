@@ -51,12 +51,12 @@ bounded "could NOT be saved" text, never a pointer to nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from s3spill.adapters.claude_bash import decode_payload
 from s3spill.adapters.claude_post import persisted_bash, read_answer, saved_mcp, saved_opencode
-from s3spill.adapters.hook_stream import LongString, SpooledPayload
+from s3spill.adapters.hook_stream import LongString, SpooledPayload, Streamed
 from s3spill.context.policy import SHELL_TOOLS, KiB, SpillPolicy, ToolPolicy
 from s3spill.context.secrets import redact_text
 from s3spill.context.secrets.detector import may_hold_secret
@@ -142,12 +142,8 @@ class HookSpiller:
 
     def value(self, value: Any, tool: str, call_id: str | None) -> Any:
         """``value`` with every oversized string spilled and its shape kept (same object if none)."""
-        if isinstance(value, LongString):  # a huge payload's string, streamed from its file
-            if self.policy.never_spills(tool) or value.min_chars <= self.policy.hard_cap_chars:
-                return self.value(value.text(), tool, call_id)
-            out = self.spiller.externalize(value.pieces(), tool, call_id)
-            log.info("hooks.spilled", tool=tool, bytes=out.total_bytes, spilled=out.spilled)
-            return out.context_text
+        if isinstance(value, LongString | Streamed):
+            return self._long(value, tool, call_id)
         if self.policy.never_spills(tool):  # the fleet policy's never_spill: as it is, but masked
             return self.masked(value) if isinstance(value, str) else value
         if isinstance(value, str):
@@ -169,6 +165,31 @@ class HookSpiller:
             listed = [self.value(item, tool, call_id) for item in value]
             return value if all(a is b for a, b in zip(listed, value, strict=True)) else listed
         return value
+
+
+    def _long(self, value: LongString | Streamed, tool: str, call_id: str | None) -> Any:
+        """A huge payload's string: spilled from its file, or already while it was read."""
+        if isinstance(value, Streamed):  # spilled while the payload was read (hook_streaming)
+            if value.text is None:
+                raise ValueError("the answer needs the streamed string, which was not stored")
+            return value.text
+        if self.policy.never_spills(tool) or value.min_chars <= self.policy.hard_cap_chars:
+            return self.value(value.text(), tool, call_id)
+        failed: list[BaseException] = []
+        out = self.spiller.externalize(_noting(value.pieces(), failed), tool, call_id)
+        if failed:  # not JSON after all: fail open, as for a small payload (nothing committed)
+            raise ValueError("a string of the payload is not JSON") from failed[0]
+        log.info("hooks.spilled", tool=tool, bytes=out.total_bytes, spilled=out.spilled)
+        return out.context_text
+
+
+def _noting(pieces: Iterator[str], failed: list[BaseException]) -> Iterator[str]:
+    """``pieces``, an exception from them noted in ``failed`` (the Spiller keeps it to itself)."""
+    try:
+        yield from pieces
+    except Exception as exc:
+        failed.append(exc)
+        raise
 
 
 def _is_content(value: Any) -> bool:
@@ -316,6 +337,10 @@ ANSWERS: dict[Harness, Callable[[dict[str, Any], HookSpiller], dict[str, Any] | 
     "claude-code": claude_code, "gemini-cli": gemini_cli, "codex": codex, "opencode": opencode}
 
 
+def _encoded(out: dict[str, Any] | None) -> bytes:
+    return b"" if out is None else json.dumps(out, ensure_ascii=False).encode("utf-8")
+
+
 def answer(harness: Harness, raw: bytes | SpooledPayload, open_store: Callable[[], ObjectStore], *,
            server: str = DEFAULT_SERVER, session: str | None = None, debug: bool = False,
            fleet: Callable[[], LoadedPolicy] | None = None) -> bytes:
@@ -328,9 +353,24 @@ def answer(harness: Harness, raw: bytes | SpooledPayload, open_store: Callable[[
     log line; anything else is one line too, its traceback only with ``debug`` (``--debug``),
     as docs/configuration.md promises for every command. ``fleet`` loads the fleet policy (one
     that does not check fails open like anything else: logged, the tool's result kept).
+    A huge payload paused at its first long string (:class:`SpooledPayload` ``paused``) may
+    have that string spilled while the rest is read (:mod:`.hook_streaming`).
     """
+    stores: list[ObjectStore] = []
+
+    def spill_for(session_id: str) -> HookSpiller:
+        loaded = fleet() if fleet is not None else None
+        stores.append(open_store())
+        return HookSpiller(stores[-1], session_id, harness, server, loaded)
+
     try:
         policy = hook_policy(harness, server)
+        if isinstance(raw, SpooledPayload) and raw.paused:
+            from s3spill.adapters.hook_streaming import answer_streaming
+
+            streamed = answer_streaming(harness, raw, session, spill_for)
+            if streamed is not None:
+                return streamed
         if isinstance(raw, SpooledPayload):  # huge: read from its file (docs: hook_stream)
             payload = raw.decode(streams_long_strings)
         elif len(raw) <= floor_bytes(policy) and not any(marker in raw for marker in SAVED_MARKERS) and (
@@ -346,20 +386,18 @@ def answer(harness: Harness, raw: bytes | SpooledPayload, open_store: Callable[[
         if not session_id:
             log.warning("hooks.no_session", harness=harness)
             return b""
-        loaded = fleet() if fleet is not None else None
-        store = open_store()
+        spill = spill_for(session_id)
         try:
-            spill = HookSpiller(store, session_id, harness, server, loaded)
-            try:
-                out = ANSWERS[harness](payload, spill)
-            finally:
-                spill.close()
+            out = ANSWERS[harness](payload, spill)
         finally:
-            store.close()
-        return b"" if out is None else json.dumps(out, ensure_ascii=False).encode("utf-8")
+            spill.close()
+        return _encoded(out)
     except Exception as exc:  # fail open: never block the tool, never lose its result
         if debug:
             log.exception("hooks.failed_open", harness=harness)
         else:
             log.error("hooks.failed_open", harness=harness, error=type(exc).__name__, detail=str(exc)[:300])
         return b""
+    finally:
+        for store in stores:
+            store.close()

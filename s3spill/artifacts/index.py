@@ -32,7 +32,6 @@ this module, and no pydantic, see :class:`ArtifactIndex`).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -40,8 +39,18 @@ from typing import Any, Literal
 
 import orjson
 
-from s3spill.artifacts.index_fields import FIELDS, IndexInvalid, check_names, check_values, parse_fields
-from s3spill.errors import IntegrityError
+from s3spill.artifacts.chunks import check_chunk
+from s3spill.artifacts.chunks import decompress_frame as decompress_frame
+from s3spill.artifacts.index_fields import (
+    FIELDS,
+    IndexInvalid,
+    check_consistent,
+    check_names,
+    check_values,
+    parse_fields,
+)
+from s3spill.artifacts.pagefill import decode_units as decode_units
+from s3spill.artifacts.pagefill import encode_units as encode_units
 
 #: Metadata key on the artifact object that pins its index (hex SHA-256 of the index bytes).
 META_INDEX_SHA256 = "s3spill-index-sha256"
@@ -62,15 +71,6 @@ def unit_len(ch: str) -> int:
     if o < 0x80 or 0xDC80 <= o <= 0xDCFF:
         return 1
     return 2 if o < 0x800 else 3 if o < 0x10000 else 4
-
-
-def decode_units(data: bytes) -> str:
-    """Decode bytes that start and end on unit boundaries."""
-    return data.decode("utf-8", "surrogateescape")
-
-
-def encode_units(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,29 +142,7 @@ class ArtifactIndex:
 
     def _consistent(self) -> None:
         """The fields agree: frame table, chunk tables, line count, unit bookkeeping."""
-        n = -(-self.size_bytes // self.chunk_size)
-        if self.schema_version == 1:
-            if self.codec != "identity" or self.chunk_stored or self.body_etag is not None:
-                raise IndexInvalid("a version 1 index has no storage or commit fields")
-        elif len(self.chunk_stored) != n or any(s < 1 for s in self.chunk_stored) or (
-                self.codec == "identity" and self.chunk_stored != tuple(
-                    min(self.chunk_size, self.size_bytes - k * self.chunk_size)
-                    for k in range(n))) or not self.body_etag:
-            raise IndexInvalid("frame table or body ETag disagrees with the artifact")
-        arrays = (self.chunk_sha256, self.chunk_newlines, self.chunk_units,
-                  self.chunk_carry, self.chunk_lastline_units)
-        if any(len(a) != n for a in arrays) or ((self.chunk_records or self.chunk_quoted) and (
-                len(self.chunk_records) != n or len(self.chunk_quoted) != n)):
-            raise IndexInvalid("chunk arrays do not match the artifact size")
-        newlines = sum(self.chunk_newlines)
-        partial = 0 if self.size_bytes == 0 or self.ends_with_newline else 1
-        empty_with_newline = self.size_bytes == 0 and self.ends_with_newline
-        if self.line_count != newlines + partial or empty_with_newline:
-            raise IndexInvalid("line count disagrees with the chunk newline counts")
-        if any(not 0 <= c <= 3 for c in self.chunk_carry) or any(
-            u < -1 for u in self.chunk_lastline_units
-        ):
-            raise IndexInvalid("bad unit bookkeeping")
+        check_consistent(self.model_dump())
 
     # -- derived tables (not persisted) -------------------------------------------------
 
@@ -228,32 +206,13 @@ class ArtifactIndex:
 
     def verify_chunk(self, k: int, data: bytes, source: str) -> bytes:
         """Return ``data`` if it is exactly chunk ``k``; raise :class:`IntegrityError` otherwise."""
-        start, end = self.chunk_range(k)
-        if len(data) != end - start or hashlib.sha256(data).hexdigest() != self.chunk_sha256[k]:
-            raise IntegrityError(
-                f"{source}: chunk {k} (bytes {start}-{end}) does not match its index"
-            )
-        if data.count(b"\n") != self.chunk_newlines[k]:
-            raise IntegrityError(f"{source}: chunk {k} disagrees with its index's line table")
-        return data
+        return check_chunk(data, k, self.chunk_range(k), self.chunk_sha256[k], self.chunk_newlines[k], source)
 
 
 def _iso(when: datetime) -> str:
     """A datetime as pydantic serialized it: ISO 8601, a zero UTC offset as ``Z``."""
     text = when.isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
-def decompress_frame(frame: bytes, raw_range: tuple[int, int], k: int, source: str) -> bytes:
-    """One zstd frame back to its raw chunk; a damaged frame is an IntegrityError."""
-    import zstandard  # lazy: a CLI read of an uncompressed artifact never needs it
-
-    want = raw_range[1] - raw_range[0]
-    try:
-        raw = zstandard.ZstdDecompressor().decompress(frame, max_output_size=want)
-    except zstandard.ZstdError:
-        raise IntegrityError(f"{source}: chunk {k} is not a valid compressed frame") from None
-    return raw
 
 
 def _prefix_sums(values: tuple[int, ...]) -> tuple[int, ...]:

@@ -20,7 +20,7 @@ from s3spill.store.base import Body, ObjectStore
 
 if TYPE_CHECKING:  # the write path loads with the first write: a read process needs none of it
     from s3spill.artifacts.writer import MAX_NAME_ATTEMPTS as MAX_NAME_ATTEMPTS
-    from s3spill.artifacts.writer import ArtifactWriter
+    from s3spill.artifacts.writer import ArtifactWriter, CallId
     from s3spill.config import TransferConfig
     from s3spill.models import ArtifactReference
 
@@ -61,7 +61,7 @@ class ArtifactStore(ArtifactReader):
         other.writer = self.writer
         return other
 
-    def write(self, session_id: str, stream: Body, tool: str, call_id: str | None = None,
+    def write(self, session_id: str, stream: Body, tool: str, call_id: CallId = None,
               label: str | None = None, *, output_kind: OutputKind = "text",
               output_description: str | None = None) -> ArtifactReference:
         """Store one complete tool output; returns its reference (:mod:`s3spill.artifacts.writer`).
@@ -73,7 +73,7 @@ class ArtifactStore(ArtifactReader):
                                         output_kind=output_kind,
                                         output_description=output_description)
 
-    def write_hashed(self, shash: str, stream: Body, tool: str, call_id: str | None = None,
+    def write_hashed(self, shash: str, stream: Body, tool: str, call_id: CallId = None,
                      label: str | None = None, *, output_kind: OutputKind = "text",
                      output_description: str | None = None) -> ArtifactReference:
         """:meth:`write` for a caller that holds only the session's hash: a batch job that

@@ -13,26 +13,30 @@ tools, the CLI) passes one in (the secret mask, :mod:`s3spill.context.secrets`).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
-from typing import Protocol, TypeVar
+
+TYPE_CHECKING = False  # not from typing (~2 ms): the CLI's fast read takes CONTEXT_BYTES from here
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Protocol, TypeVar
+
+    _T = TypeVar("_T")
+
+    class ChunkView(Protocol):
+        """``data`` as shown, same length; ``before``/``after`` are the stored text around it
+        (empty at the start/end of the output). ``headless``: ``data`` may start inside a
+        structure whose beginning is not in ``before``; ``cut_end``: the stored text goes on
+        after ``data`` but is not available yet (a live output's newest line)."""
+
+        def __call__(self, data: bytes, before: bytes = b"", after: bytes = b"", *, headless: bool = False,
+                     cut_end: bool = False) -> bytes: ...
+else:
+    ChunkView = "ChunkView"  # annotations only: a name to import, not a class
 
 __all__ = ["CONTEXT_BYTES", "ChunkView", "viewed"]
 
 #: Stored text a view is given on each side of what it shows (a secret, a private key
 #: block, is far shorter).
 CONTEXT_BYTES = 64 * 1024
-
-_T = TypeVar("_T")
-
-
-class ChunkView(Protocol):
-    """``data`` as shown, same length; ``before``/``after`` are the stored text around it
-    (empty at the start/end of the output). ``headless``: ``data`` may start inside a
-    structure whose beginning is not in ``before``; ``cut_end``: the stored text goes on
-    after ``data`` but is not available yet (a live output's newest line)."""
-
-    def __call__(self, data: bytes, before: bytes = b"", after: bytes = b"", *, headless: bool = False,
-                 cut_end: bool = False) -> bytes: ...
 
 
 def viewed(items: Iterable[tuple[_T, bytes]], view: ChunkView) -> Iterator[tuple[_T, bytes]]:

@@ -59,6 +59,9 @@ from s3spill.store.base import Body, ObjectStore, iter_body
 from s3spill.store.commit import COMMIT_SIDECAR, META_COMMIT
 from s3spill.store.payload import StreamedBody
 
+#: A tool call's id, or a callable asked for it once the stream has been stored.
+CallId = str | Callable[[], str | None] | None
+
 __all__ = ["MAX_NAME_ATTEMPTS", "ArtifactWriter", "reference_of"]
 
 log = get_logger("s3spill.artifacts.store")
@@ -103,18 +106,19 @@ class ArtifactWriter:
         #: what the store holds).
         self._written: OrderedDict[str, ArtifactIndex] = OrderedDict()
 
-    def write(self, session_id: str, stream: Body, tool: str, call_id: str | None = None,
+    def write(self, session_id: str, stream: Body, tool: str, call_id: CallId = None,
               label: str | None = None, *, output_kind: OutputKind = "text",
               output_description: str | None = None) -> ArtifactReference:
         """Store one complete tool output; returns its reference (see module docstring).
 
         ``output_kind``/``output_description`` are what the caller detected
-        (:mod:`s3spill.typed.detect`) and go into the index.
+        (:mod:`s3spill.typed.detect`) and go into the index. ``call_id`` may be a callable,
+        asked once the body is stored (a hook learns the id after the output).
         """
         return self.write_hashed(keys.session_hash(session_id), stream, tool, call_id, label,
                                  output_kind=output_kind, output_description=output_description)
 
-    def write_hashed(self, shash: str, stream: Body, tool: str, call_id: str | None = None,
+    def write_hashed(self, shash: str, stream: Body, tool: str, call_id: CallId = None,
                      label: str | None = None, *, output_kind: OutputKind = "text",
                      output_description: str | None = None) -> ArtifactReference:
         """:meth:`write` for a caller that holds only the session's hash: a batch job that
@@ -155,7 +159,8 @@ class ArtifactWriter:
                 continue
             index = encoder.stats().to_index(
                 session_hash=shash, name=name, created_at=created_at, tool=tool,
-                call_id=call_id, label=label, body_etag=put.etag, output_kind=output_kind,
+                call_id=call_id() if callable(call_id) else call_id, label=label, body_etag=put.etag,
+                output_kind=output_kind,
                 output_description=output_description)
             self._commit(index, put.size, attempt)
             ref = reference_of(index)

@@ -71,6 +71,10 @@ def _fast_paths(argv: list[str]) -> int | Started | None:
             from s3spill.cli.proxy_fast import run
 
             return run(argv, proc)
+    if "read" in argv:  # a page of a local artifact, when nothing in the call is unusual
+        code = _fast_read(argv)
+        if code is not None:
+            return code
     if "run" in argv:
         from s3spill.cli.run_fast import fast_run
 
@@ -82,6 +86,19 @@ def _fast_paths(argv: list[str]) -> int | Started | None:
             _silence_stdout()
             return _BROKEN_PIPE
     return None
+
+
+def _fast_read(argv: list[str]) -> int | None:
+    """:func:`~s3spill.cli.read_fast.fast_read`, with the exit codes of an interrupt or a closed pipe."""
+    from s3spill.cli.read_fast import fast_read
+
+    try:
+        return fast_read(argv)
+    except KeyboardInterrupt:
+        return _INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return _BROKEN_PIPE
 
 
 def _spawned(spawn: Callable[[list[str]], Popen[bytes]], command: list[str]) -> Popen[bytes] | None:

@@ -209,16 +209,9 @@ def _record_usage(arts: ArtifactStore, session: str, args: argparse.Namespace, o
     that is an operator's unmasked view, not what a model was shown."""
     if getattr(args, "show_secrets", True):
         return
-    try:
-        from s3spill.usage.events import grep_event, read_event
-        from s3spill.usage.recorder import record_answer, usage_recorder
+    from s3spill.cli.answers import record_usage
 
-        usage = usage_recorder(arts.store, batch=False)
-        if usage is not None:
-            record_answer(usage, read_event if op == "read" else grep_event, session, args.source_id,
-                          f"s3spill {op}", text, facts)
-    except Exception as exc:  # noqa: BLE001 - losing usage never fails a call
-        log.warning("usage.event_failed", error=type(exc).__name__)
+    record_usage(arts.store, session, args.source_id, op, text, facts)
 
 
 def cmd_grep(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ import re
 import sys
 from typing import Any
 
-from s3spill.adapters.hook_stream import SpooledPayload, read_payload
+from s3spill.adapters.hook_stream import SpooledPayload, read_payload, streamed_field
 from s3spill.cli.fastpath import HOOK_FLOOR_BYTES, needs_work, payload_prefix
 
 __all__ = ["HOOK_FLOOR_BYTES", "cmd_hook", "register"]
@@ -83,9 +83,13 @@ def _capture(args: argparse.Namespace, payload: dict[str, Any]) -> list[str] | N
 
 def _read(args: argparse.Namespace) -> bytes | SpooledPayload:
     """stdin: bytes, or a huge payload spooled to a file when its long strings can be streamed
-    (a Claude Code PostToolUse of a Bash-like tool; anything else is read whole, as before)."""
-    raw = read_payload(payload_prefix())
-    if isinstance(raw, SpooledPayload) and (args.harness != "claude-code" or raw.event() != "PostToolUse"):
+    (a Claude Code PostToolUse of a Bash-like tool; anything else is read whole, as before).
+    Claude Code's is read only up to its first long string in ``tool_response`` (the rest is
+    read while that string streams into the spill: :func:`~s3spill.adapters.harness_hooks.answer`)."""
+    claude = args.harness == "claude-code"
+    pause = (lambda p, s: streamed_field(p, s) is not None) if claude else None
+    raw = read_payload(payload_prefix(), pause=pause)
+    if isinstance(raw, SpooledPayload) and not raw.paused and (not claude or raw.event() != "PostToolUse"):
         return raw.raw()
     return raw
 

@@ -45,6 +45,7 @@ from s3spill.gc.plan_rules import (
 from s3spill.gc.planfile import CleanupPlan, PlanEntry, PlanHeader, PlanWriter
 from s3spill.gc.shards import list_scope
 from s3spill.keys import parse_key
+from s3spill.leases.chain import paused_cyclic_gc
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore
 from s3spill.store.conditional_writes import require_conditional_writes
@@ -109,7 +110,8 @@ def plan_cleanup(
     planner = Planner(store, scope, policy, writer, now, facts_reader)
     started = time.monotonic()
     try:
-        _plan_in_order(store, scope, planner, workers, progress)
+        with paused_cyclic_gc():  # see _run_sessions in s3spill.gc.apply
+            _plan_in_order(store, scope, planner, workers, progress)
     except BaseException:
         writer.abort()
         raise

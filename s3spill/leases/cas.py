@@ -56,7 +56,7 @@ from s3spill.errors import (
 from s3spill.failpoints import declare, failpoint
 from s3spill.leases.chain import ManifestReader
 from s3spill.leases.journal_fold import JournalFold
-from s3spill.leases.journal_format import JournalManifest, JournalSegment, SegmentRef, canonical_json, corrupt
+from s3spill.leases.journal_format import JournalManifest, JournalSegment, SegmentRef, corrupt, records_body
 from s3spill.leases.journal_record import iso_datetime
 from s3spill.leases.journal_record import new_record as build_record
 from s3spill.leases.reports import TransitionResult
@@ -409,11 +409,11 @@ class ManifestCas:
                 # process verified), linked past it; the run's objects stay behind, unreferenced.
                 chunk, level, prev = [*run, *chunk], 1, merged
             first, last = chunk[0]["sequence"], chunk[-1]["sequence"]
-            seg_body = canonical_json(JournalSegment(
+            seg_body = records_body(JournalSegment(
                 session_hash=self.session_hash, journal_id=journal_id, first_sequence=first,
                 last_sequence=last, prev_hash=chunk[0]["prev_hash"], prev_segment=prev, level=level,
-                records=chunk,
-            ).model_dump(mode="json"))
+                records=[],
+            ), chunk)
             digest = hashlib.sha256(seg_body).hexdigest()
             tip = SegmentRef(first_sequence=first, last_sequence=last, sha256=digest,
                              last_record_hash=chunk[-1]["record_hash"])

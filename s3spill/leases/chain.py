@@ -38,16 +38,18 @@ from s3spill.leases.reports import OrphanSegment
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 
-__all__ = ["JournalStats", "ManifestReader", "scan_orphan_segments"]
+__all__ = ["JournalStats", "ManifestReader", "paused_cyclic_gc", "scan_orphan_segments"]
 
 log = get_logger("s3spill.leases.journal")
 
 
 @contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
+def paused_cyclic_gc() -> Iterator[None]:
     """Pause the cyclic collector while folding: a long history allocates tens of thousands
     of acyclic objects, and the collector would re-walk all of them (~30% of verify time).
-    Reference counting still frees everything; the collector resumes right after."""
+    Reference counting still frees everything; the collector resumes right after (nested or
+    on several threads: only the pause that found it running resumes it). GC's plan and
+    apply pause it for their whole run (:mod:`s3spill.gc.plan`, :mod:`s3spill.gc.apply`)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -204,7 +206,7 @@ class ManifestReader:
 
     def _walk(self, manifest: JournalManifest, fold: JournalFold, *, incremental: bool) -> _Walked:
         """Apply every record of ``manifest`` not yet in ``fold``; re-check the ones that are."""
-        with _no_cyclic_gc():
+        with paused_cyclic_gc():
             return self._walk_records(manifest, fold, incremental)
 
     def _walk_records(self, manifest: JournalManifest, fold: JournalFold, incremental: bool) -> _Walked:

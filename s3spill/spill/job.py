@@ -42,7 +42,7 @@ from s3spill.textview import show
 from s3spill.typed.binary import NOTICE_BYTES, render_binary, whole_fits
 from s3spill.typed.detect import TEXT, Detection, detect
 
-__all__ = ["ExitCode", "Note", "SpillJob"]
+__all__ = ["CallId", "ExitCode", "Note", "SpillJob"]
 
 log = get_logger("s3spill.spill.spiller")
 _T = TypeVar("_T")
@@ -51,6 +51,9 @@ _T = TypeVar("_T")
 ExitCode = int | Callable[[], int | None] | None
 #: A sentence for the notice about how the output was captured, or a callable asked at its end.
 Note = str | Callable[[], str | None] | None
+#: The tool call's id, or a callable that returns it once the output has ended (a hook that
+#: streams a payload's string learns the id from the fields after it).
+CallId = str | Callable[[], str | None] | None
 
 def _inline_limit(policy: SpillPolicy, rule: ToolPolicy) -> int:
     """Bytes after which an output is certainly over a threshold (a char is <= 4 bytes)."""
@@ -61,13 +64,14 @@ class SpillJob:
     """One call of :meth:`Spiller.externalize`; its state lives and dies with the call."""
 
     def __init__(self, sink: SpillSink, policy: SpillPolicy, output: Output, tool: str,
-                 call_id: str | None, exit_code: ExitCode, spillable: bool, label: str | None,
+                 call_id: CallId, exit_code: ExitCode, spillable: bool, label: str | None,
                  force: bool, max_chars: int | None = None, note: Note = None) -> None:
         self.sink = sink
         self.policy = policy
         self.output = output
         self.tool = tool
-        self.call_id = call_id
+        self._call_id = call_id
+        self.call_id: str | None = None if callable(call_id) else call_id
         self._exit_code = exit_code
         self.exit_code: int | None = None
         self.spillable = spillable
@@ -93,6 +97,7 @@ class SpillJob:
     def ended(self) -> None:
         """The output is fully read: now the exit status can be known."""
         self.exit_code = self._exit_code = self._settle(self._exit_code, "spill.exit_code_failed")
+        self.call_id = self._call_id = self._settle(self._call_id, "spill.call_id_failed")
         self.note = self._note = self._settle(self._note, "spill.note_failed")
 
     def _settle(self, value: _T | Callable[[], _T | None] | None, event: str) -> _T | None:
@@ -247,7 +252,9 @@ class SpillJob:
         self.detected = detect(self.buffer or b"", complete=self.complete)
         self.preview = choose_preview(self, self.retainer, view)
 
-        upload = self.sink.open(self.tool, self.call_id, self.label, self.detected)
+        # A call id known only at the end is read by the writer once the stream has ended.
+        call_id = (lambda: self.call_id) if callable(self._call_id) else self.call_id
+        upload = self.sink.open(self.tool, call_id, self.label, self.detected)
         started = time.monotonic()
         if self.buffer is not None and self.mask.stream is not None:
             self.buffer = bytearray(self.mask.feed(bytes(self.buffer)))

@@ -77,7 +77,8 @@ class LongString:
             high = bytes(buf[cut - _ESCAPE:cut]) if offset < self.end else b""
             buf[cut] = 0x22
             del buf[cut + 1:]
-            text: str = json.loads(buf.decode("utf-8", "surrogateescape") if self.lenient else buf)
+            text: str = (json.loads(buf.decode("utf-8", "surrogateescape")) if self.lenient
+                         else decode_piece(buf))
             if high[:2] == b"\\u" and text and "\ud800" <= text[-1] <= "\udbff":
                 text = text[:-1]  # its low half may come next: decode them together
                 carry = high + carry
@@ -110,6 +111,22 @@ class LongString:
         fd = self.file.fileno()
         for offset in range(self.start, self.end, self.piece):
             yield os.pread(fd, min(self.piece, self.end - offset), offset)
+
+
+def decode_piece(buf: bytearray) -> str:
+    """``json.loads(buf)`` of a quoted piece of a string body, by orjson when it can (about half
+    the time): it refuses what ``json.loads`` of bytes may still take (lone surrogates, escaped
+    or as bytes, which that reads with ``surrogatepass``), and then ``json.loads`` decides, so
+    the text, or the error, is what ``json.loads`` gives."""
+    import orjson
+
+    try:
+        text = orjson.loads(buf)
+    except orjson.JSONDecodeError:
+        text = json.loads(buf)
+    if not isinstance(text, str):
+        raise ValueError("not a JSON string")
+    return text
 
 
 def _json_body(body: bytes) -> bool:
@@ -193,11 +210,18 @@ class Scanner:
     """The document, fed in pieces, with each long string replaced by a placeholder, and the
     long strings' spans (offsets of their bodies in the document)."""
 
-    def __init__(self, placeholder: Callable[[int], str], long_bytes: int = LONG_BYTES) -> None:
+    def __init__(self, placeholder: Callable[[int], str], long_bytes: int = LONG_BYTES,
+                 on_long: Callable[[bytes], bool] | None = None) -> None:
         self.placeholder, self.long_bytes = placeholder, long_bytes
         self.skeleton, self._body = bytearray(), bytearray()
         self.spans: list[tuple[int, int]] = []
         self._base, self._carry, self._in_str, self._start, self._long = 0, b"", False, 0, False
+        #: Asked with the skeleton so far when a string turns long and goes on past the piece:
+        #: True pauses the scan there, its body so far kept (:meth:`Spool.live`).
+        self.on_long = on_long
+        self.paused = False
+        #: What the long string being closed is replaced by when it is not in the file (live).
+        self.live_placeholder: str | None = None
 
     def feed(self, chunk: bytes) -> None:
         if chunk:
@@ -227,9 +251,15 @@ class Scanner:
                 body += buf[i:m]
                 if len(body) > self.long_bytes:
                     self._long = True
-                    body.clear()
+                    if not closed and self.on_long is not None and self.on_long(bytes(skeleton)):
+                        self.paused = True
+                    else:
+                        body.clear()
             if closed:
-                if self._long:
+                if self.live_placeholder is not None:
+                    skeleton += json.dumps(self.live_placeholder).encode()
+                    self.live_placeholder = None
+                elif self._long:
                     skeleton += json.dumps(self.placeholder(len(self.spans))).encode()
                     self.spans.append((self._start, self._base + m))
                 else:
@@ -249,14 +279,50 @@ class Spool:
     """
 
     def __init__(self, *, long_bytes: int | None = None, piece: int | None = None,
-                 lenient: bool = False) -> None:
+                 lenient: bool = False, on_long: Callable[[bytes], bool] | None = None) -> None:
         self.file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as its LongStrings
         self.size = 0
         self.piece, self.lenient = PIECE if piece is None else piece, lenient
         self._nonce = secrets.token_hex(8)
-        self._scanner = Scanner(self.placeholder, LONG_BYTES if long_bytes is None else long_bytes)
+        self._scanner = Scanner(self.placeholder, LONG_BYTES if long_bytes is None else long_bytes, on_long)
         #: The document with placeholders and the long strings' spans (None: not JSON).
         self.scanned: tuple[bytes, list[tuple[int, int]]] | None = None
+        #: Bytes of the document that are not in the file (a string taken over: :meth:`take_over`).
+        self.holes = 0
+
+    @property
+    def paused(self) -> bool:
+        """Did the scan stop at a long string (``on_long`` said so)? Then :meth:`resume`, or
+        :meth:`take_over` it, before feeding on."""
+        return self._scanner.paused
+
+    def resume(self) -> None:
+        """Go on as if the scan had not paused: the long string is in the file, as any other."""
+        self._scanner.paused = False
+        self._scanner._body.clear()
+
+    def take_over(self) -> tuple[bytearray, bytes, int]:
+        """The paused long string's body so far, the bytes after it not scanned yet (a
+        backslash that may start an escape) and where the body starts in the document.
+
+        The caller reads the rest of the body itself (the file does not get it), then
+        gives the document back from the closing quote on (:meth:`hand_back`).
+        """
+        scanner = self._scanner
+        body, carry = scanner._body, scanner._carry
+        scanner._body, scanner._carry, scanner.paused = bytearray(), b"", False
+        return body, carry, scanner._start
+
+    def hand_back(self, rest: bytes, at: int, placeholder: str) -> None:
+        """The document from the closing quote of the string taken over (``rest``, at offset
+        ``at``) on: in the file where it belongs, the string replaced by ``placeholder``."""
+        scanner = self._scanner
+        scanner._in_str, scanner._long, scanner._base = True, True, at
+        scanner.live_placeholder = placeholder
+        self.holes += at - self.size
+        self.file.seek(at)
+        self.size = at
+        self.feed(rest)
 
     def __len__(self) -> int:
         return self.size
@@ -286,6 +352,8 @@ class Spool:
 
     def raw(self) -> bytes:
         """The whole document (for a reader that needs it all)."""
+        if self.holes:
+            raise ValueError("a string of this document was taken over, not spooled")
         return os.pread(self.file.fileno(), self.size, 0)
 
     def materialized(self, value: Any, keep: Collection[str] = ()) -> Any:

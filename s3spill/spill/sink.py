@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.errors import SessionErased, StoreCapabilityError
@@ -53,11 +53,12 @@ class SpillSink:
         self._uploads_lock = threading.Lock()
         self.last_error: BaseException | None = None
 
-    def open(self, tool: str, call_id: str | None = None, label: str | None = None,
+    def open(self, tool: str, call_id: str | Callable[[], str | None] | None = None, label: str | None = None,
              detected: Detection | None = None) -> BoundedUpload[ArtifactReference]:
         """An upload the caller feeds; it stalls the caller at most ``store_deadline``.
 
-        ``detected`` is the output's kind, recorded in the index (plain text when None).
+        ``detected`` is the output's kind, recorded in the index (plain text when None);
+        ``call_id`` may be a callable, asked once the stream has ended.
         """
         kind = detected.kind if detected is not None else "text"
         description = detected.description if detected is not None and kind != "text" else None

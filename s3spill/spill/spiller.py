@@ -41,7 +41,7 @@ from s3spill.live.run import LiveHandle, LiveSource, start_live
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
 from s3spill.spill.block_spill import BlocksResult, externalize_blocks
-from s3spill.spill.job import ExitCode, Note, SpillJob
+from s3spill.spill.job import CallId, ExitCode, Note, SpillJob
 from s3spill.spill.result import SpillResult
 from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import Output
@@ -124,7 +124,7 @@ class Spiller:
         self,
         output: Output,
         tool: str,
-        call_id: str | None = None,
+        call_id: CallId = None,
         exit_code: ExitCode = None,
         spillable: bool = True,
         *,
@@ -144,7 +144,7 @@ class Spiller:
         this result (the per-turn budget's share); a pointer never gives up its notice for
         it, so the smallest pointer (notice, no preview) is the floor. ``note`` is one
         sentence the notice adds about how the output was captured; like ``exit_code`` it
-        may be a callable, asked once the output has ended. Never raises for store or
+        may be a callable, asked once the output has ended, and so may ``call_id``. Never raises for store or
         stream failures.
         """
         result = self._spill(output, tool, call_id, exit_code, spillable, label=label, force=force,
@@ -153,7 +153,7 @@ class Spiller:
             self._record(result)
         return result
 
-    def _spill(self, output: Output, tool: str, call_id: str | None = None, exit_code: ExitCode = None,
+    def _spill(self, output: Output, tool: str, call_id: CallId = None, exit_code: ExitCode = None,
                spillable: bool = True, *, label: str | None = None, force: bool = False,
                max_chars: int | None = None, note: Note = None) -> SpillResult:
         """:meth:`externalize` without its usage event (a block result records one of its own)."""

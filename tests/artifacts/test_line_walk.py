@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3spill.artifacts import paging
+from s3spill.artifacts import pagefill as paging
 
 
 def _by_split(data: bytes, n: int) -> int:

@@ -151,6 +151,25 @@ def test_exit_code_may_be_known_only_when_the_output_ends(store: ObjectStore, ma
     assert asked == [1] and result.exit_code == 5 and "exit code 5" in result.context_text
 
 
+def test_the_call_id_may_be_known_only_when_the_output_ends(store: ObjectStore, make: Make) -> None:
+    """A callable call id is asked once the output has ended (a hook learns it from the fields
+    after the output) and is the one in the pointer, the result and the committed index."""
+    ended: list[bool] = []
+
+    def output() -> Iterator[bytes]:
+        yield numbered_output(100_000)
+        ended.append(True)
+
+    def call_id() -> str:
+        assert ended, "asked before the output ended"
+        return "toolu_late"
+
+    result = make(store, SESSION).externalize(output(), "bash", call_id)
+    assert result.call_id == "toolu_late" and "(call toolu_late)" in result.context_text
+    index = ArtifactStore(store, session_id=SESSION).index(source_id_of(result.context_text))
+    assert index.call_id == "toolu_late"
+
+
 def test_error_lines_from_the_omitted_middle_are_quoted(store: ObjectStore, make: Make) -> None:
     """An error line deep in the omitted middle is quoted with its line number."""
     head = numbered_output(200_000)

@@ -22,7 +22,14 @@ ANCHORS = (b":", b"=", b".", b"key", b"pass", b"pwd", b"secret", b"contrase", b"
            b"k_live_", b"ac", b"sk")
 
 
+#: The anchors that lowering leaves as they are, looked for first in ``data`` itself: nearly
+#: every large text holds one, and then no lowered copy of it is made (~0.4 ms a MiB).
+_UNCASED = tuple(anchor for anchor in ANCHORS if anchor.lower() == anchor.upper())
+
+
 def no_anchor(data: bytes) -> bool:
     """True when ``data`` holds no anchor: no trigger can match it (False: ask RE2)."""
+    if any(anchor in data for anchor in _UNCASED):
+        return False
     low = data.lower()
     return not any(anchor in low for anchor in ANCHORS)

@@ -43,3 +43,12 @@ def test_the_anchors_are_lower_case_and_a_small_output_is_clean() -> None:
     """The text is lowered before the search, so an anchor must be lower-case to be found."""
     assert all(a == a.lower() for a in ANCHORS)
     assert no_anchor(b"hi\n") and not no_anchor(b"AKIA") and not no_anchor(b"x=1")
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from([b":", b"=", b".", b"KEY", b"Pass", b"x", b"AKIA", b"\xc3\x89",
+                                        b"\xff", b" ", b"ghp_", b"-US1", b"aws"]), max_size=20))
+def test_the_uncased_anchors_first_answer_as_the_lowered_search(pieces: list[bytes]) -> None:
+    """Looking for ``:``, ``=`` and ``.`` before lowering the text changes no answer."""
+    text = b"".join(pieces)
+    assert no_anchor(text) == (not any(anchor in text.lower() for anchor in ANCHORS))

@@ -1,0 +1,218 @@
+"""The fast read (issue 35) prints what the full CLI prints, and leaves every other call to it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from s3spill import keys
+from s3spill.cli import argtypes, read_fast
+from s3spill.store.local import LocalStore
+from tests.cli.conftest import CliCall
+from tests.cli.read_outputs import AWS_KEY, READS, SESSION, write_artifacts
+
+#: A variable that sets nothing the read uses: with it set, the fast read declines.
+FULL = "S3SPILL_LOG_LEVEL"
+
+
+def _answered(argv: list[str], capsys: pytest.CaptureFixture[str]) -> bool:
+    """Did the fast read answer ``argv`` itself (what it printed is thrown away)?"""
+    code = read_fast.fast_read(argv)
+    capsys.readouterr()
+    return code is not None
+
+
+def _full(cli: CliCall, monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[int, str, str]:
+    with monkeypatch.context() as m:
+        m.setenv(FULL, "WARNING")
+        return cli(*argv)
+
+
+def test_every_pinned_read_prints_the_same_either_way(local: LocalStore, cli: CliCall,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The pinned reads (text, log, JSON, CSV, binary, empty; masked and not): the fast read's
+    answer or refusal equals the full path's, and it answers the plain pages, masked or not,
+    while a page whose chunk holds the planted key is masked by the full path."""
+    ids = write_artifacts(local)
+    answered = set()
+    for name, argv in READS:
+        if argv[0] != "read":
+            continue
+        for extra in ((), ("--show-secrets",)):
+            call = [argv[0], ids[name], *argv[1:], *extra]
+            what = " ".join((name, *argv, *extra))
+            assert cli(*call) == _full(cli, monkeypatch, *call), what
+            if _answered(call, capsys):
+                answered.add(what)
+    assert {"log read --offset 2995 --limit 20", "log read --offset 2995 --limit 20 --show-secrets",
+            "log read --offset 1499 --limit 3 --max-chars 1200 --show-secrets",
+            "log read --offset 1500 --char-offset 700 --limit 2 --max-chars 1500 --show-secrets",
+            "log read --offset 1190 --limit 30 --show-secrets", "csv read --limit 20 --show-secrets",
+            "json read --show-secrets"} <= answered
+    refused = {"log read --offset 1190 --limit 30", "binary read", "log read --offset 99999",
+               "log read --since 100000 --limit 5", "log read --offset 1190 --limit 30 --json"}
+    assert not refused & answered
+    code, out, _ = cli("read", ids["log"], "--offset", "1190", "--limit", "30")
+    assert code == 0 and "[redacted:" in out and AWS_KEY not in out
+
+
+def _page_argv(local: LocalStore) -> tuple[list[str], Path]:
+    ids = write_artifacts(local)
+    sid = keys.SourceId.parse(ids["log"])
+    path = Path(local.root, "objects", keys.artifact_key(sid.session_hash, sid.name))
+    return ["read", ids["log"], "--offset", "2995", "--limit", "5"], path
+
+
+@pytest.mark.parametrize("damage", ["body byte", "body cut", "index byte", "index trailer", "no index",
+                                    "linked directory"])
+def test_a_damaged_artifact_is_refused_by_the_full_path(damage: str, local: LocalStore, cli: CliCall,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Whatever is wrong with the stored bytes, the fast read prints nothing and the full
+    path says what is wrong, exactly as it does when the fast read is not asked."""
+    argv, body = _page_argv(local)
+    assert _answered(argv, capsys)
+    index = Path(str(body) + ".idx")
+    if damage == "body byte":
+        raw = bytearray(body.read_bytes())
+        raw[len(raw) - 400] ^= 0x01  # inside the last frame, before the trailer
+        body.write_bytes(bytes(raw))
+    elif damage == "body cut":
+        raw = body.read_bytes()
+        body.write_bytes(raw[:100] + raw[-300:])
+    elif damage == "index byte":
+        index.write_bytes(index.read_bytes().replace(b'"line_count":', b'"line_count":1', 1))
+    elif damage == "index trailer":
+        index.write_bytes(index.read_bytes()[:-3])
+    elif damage == "no index":
+        index.unlink()
+    else:
+        sessions = body.parents[1]
+        sessions.rename(sessions.with_name("moved"))
+        sessions.symlink_to(sessions.with_name("moved"))
+    assert not _answered(argv, capsys)
+    code, out, err = cli(*argv)
+    assert (code, out, err) == _full(cli, monkeypatch, *argv)
+    assert code != 0 and out == "" and err.startswith("s3spill: ")
+
+
+@pytest.mark.parametrize("argv", [
+    ["read"], ["read", "ID", "ID"], ["read", "ID", "--off", "1"], ["read", "ID", "--offset", "-1"],
+    ["read", "ID", "--offset", "1_0"], ["read", "ID", "--limit", "0"], ["read", "ID", "--offset", "٣"],
+    ["read", "ID", "--json"], ["read", "ID", "--since", "5"], ["read", "ID", "--path", ""],
+    ["read", "ID", "--offset", "1", "--offset", "2"], ["--debug", "read", "ID"], ["read", "ID", "-h"],
+    ["read", "ID", "--show-secrets=1"], ["read", "ID", "--"], ["grep", "ID", "x"], ["ls"],
+    ["--store", "s3://bucket/x", "read", "ID"], ["--store=relative", "read", "ID"],
+    ["--store", "file:///tmp/%41", "read", "ID"], ["read", " ID"], ["read", "ID", "--max-chars"],
+])
+def test_an_unusual_call_goes_to_the_full_path(argv: list[str], local: LocalStore,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Other commands and flags, bad values, repeats, abbreviations, other stores: not answered here."""
+    ids = write_artifacts(local)
+    call = [ids["log"] if a == "ID" else " " + ids["log"] if a == " ID" else a for a in argv]
+    assert not _answered(call, capsys)
+    assert _answered(["read", ids["log"], "--show-secrets"], capsys)
+
+
+@pytest.mark.parametrize("env", [{"S3SPILL_LIMIT": "5"}, {"S3SPILL_JSON": "1"}, {"S3SPILL_SESSION": ""},
+                                 {"S3SPILL_SESSION": "other"}, {"XDG_CONFIG_HOME": "POLICY"}])
+def test_an_environment_that_sets_anything_goes_to_the_full_path(env: dict[str, str], local: LocalStore,
+                                                                 tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A variable that sets a flag's default, no session or another one, a fleet policy file."""
+    ids = write_artifacts(local)
+    assert _answered(["read", ids["log"], "--show-secrets"], capsys)
+    for name, value in env.items():
+        if value == "POLICY":
+            (tmp_path / "cfg" / "s3spill").mkdir(parents=True)
+            (tmp_path / "cfg" / "s3spill" / "config.toml").write_text("[spill]\n")
+            value = str(tmp_path / "cfg")
+        monkeypatch.setenv(name, value)
+    assert not _answered(["read", ids["log"], "--show-secrets"], capsys)
+
+
+def test_flags_before_and_after_the_command_and_a_plain_path_read_the_same(
+        local: LocalStore, cli: CliCall, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--store``/``--session`` anywhere, ``=`` forms, a path or a ``file://localhost`` URL."""
+    ids = write_artifacts(local)
+    monkeypatch.delenv("S3SPILL_SESSION")
+    root = str(local.root)
+    for argv in (["--store", root, "--session", SESSION, "read", ids["log"], "--limit=7"],
+                 ["read", ids["log"], f"--store=file://localhost{root}", "--limit", "7", "--session=s"],
+                 ["--session", SESSION, "read", "--limit", "7", ids["log"], "--store", root + "/"]):
+        assert _answered(argv, capsys), argv
+        assert cli(*argv) == _full(cli, monkeypatch, *argv)
+        assert cli(*argv)[1].startswith(f"[{ids['log']} | lines 1-7 of 3,002 |")
+
+
+def test_the_fast_read_records_the_usage_event_the_full_path_records(
+        local: LocalStore, cli: CliCall, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One event each, the same facts and the same shown text (ids and times aside); none for
+    ``--show-secrets``, the operator's unmasked view."""
+    ids = write_artifacts(local)
+    argv = ["read", ids["log"], "--offset", "2995", "--limit", "5"]
+
+    def events() -> list[dict[str, object]]:
+        found = []
+        for info in local.list(keys.usage_prefix(keys.session_hash(SESSION))):
+            for line in local.get(info.key).splitlines():
+                row = json.loads(line)
+                found.append({k: v for k, v in row.items() if k not in ("id", "ts")})
+        return found
+
+    assert cli(*argv)[0] == 0
+    fast = events()
+    assert _full(cli, monkeypatch, *argv)[0] == 0
+    both = events()
+    assert len(fast) == 2 and fast[0]["op"] == "read" and fast[0]["first_line"] == 2996
+    assert sorted(map(str, both)) == sorted(map(str, fast + fast))
+    cli(*argv, "--show-secrets")
+    assert len(events()) == 4
+
+
+def test_the_keys_and_names_it_derives_are_the_librarys() -> None:
+    """The session hash, the artifact key, the harness variables: spelled as keys and argtypes do."""
+    assert read_fast._SESSIONS == keys.SESSIONS
+    assert read_fast._HARNESS_SESSION_VARIABLES == argtypes.HARNESS_SESSION_VARIABLES
+    assert keys.session_hash("s") == hashlib.sha256(b"s3spill-session\0s").hexdigest()[:32]
+    assert read_fast._SMALL == 1024 * 1024
+
+    from s3spill.store import local_trailer
+
+    assert read_fast._MAGIC == local_trailer.MAGIC and local_trailer.TAIL.size == read_fast._TAIL
+
+
+@pytest.mark.parametrize("value", ["off", "OFF", "0", "false", "No", "on", "1", "yes", ""])
+def test_usage_is_off_for_the_values_the_recorder_reads_as_off(value: str, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast read skips opening the store for usage exactly when no recorder would exist."""
+    from s3spill.usage.recorder import usage_recorder
+
+    monkeypatch.setenv("S3SPILL_USAGE", value)
+    assert (usage_recorder(LocalStore(tmp_path / "s"), batch=False) is None) == (
+        value.lower() in read_fast._USAGE_OFF)
+
+
+def test_a_fast_read_loads_no_argparse_dataclasses_orjson_or_store_layer(tmp_path: Path,
+                                                                         probe: object) -> None:
+    """What makes it fast (issue 35): none of the full CLI's heavy imports, masked or not."""
+    from s3spill.artifacts.store import ArtifactStore
+
+    sid = ArtifactStore(LocalStore(tmp_path / "store"), session_id="fast").write(
+        "fast", [b"one\ntwo status=200\n" * 100], "t").source_id
+    heavy = {"argparse", "dataclasses", "orjson", "typing", "s3spill.store.local", "s3spill.keys",
+             "s3spill.artifacts.index", "s3spill.artifacts.paging", "zstandard", "pydantic", "logging"}
+    for extra in (["--show-secrets"], []):
+        got = probe(["read", sid, *extra], XDG_CONFIG_HOME=str(tmp_path / "none"),  # type: ignore[operator]
+                    S3SPILL_USAGE="off")
+        assert got["code"] == 0 and "two status=200" in got["printed"]
+        assert not heavy & set(got["modules"]), heavy & set(got["modules"])
+        assert ("s3spill.context.secrets.triggers" in got["modules"]) is not extra
+    assert os.environ.get(FULL) is None

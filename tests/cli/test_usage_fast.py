@@ -1,0 +1,95 @@
+"""The fast read's usage event is the one-shot recorder's: the same part, the same stored object."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from s3spill import keys
+from s3spill.cli import usage_fast
+from s3spill.store import local, local_record, local_trailer
+from s3spill.store.local import LocalStore
+from s3spill.usage import events
+from s3spill.usage.recorder import part_body
+
+SID = "artifact:" + keys.session_hash("s") + ":20261202T061458Z-a44e5b345012-bench:7309f216cfd8210b"
+TEXTS = ["[page]\n     1\tplain ascii\n[EOF]\n", "caf\u00e9 \u4e2d\u6587 \U0001f600 tab\there\n",
+         "".join(map(chr, range(32))) + '"quoted" back\\slash \x7f \u2028\n', "",
+         "x" * (events.SHOWN_CAP + 5)]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.parametrize("op", ["read", "grep"])
+def test_the_part_is_the_recorders_byte_for_byte(text: str, op: str) -> None:
+    """Facts in the recorder's order, orjson's bytes, the shown text capped (ids aside: random)."""
+    facts = ({"size_bytes": 1_048_576, "total_lines": 11_651, "first_line": 5826, "last_line": 6229}
+             if op == "read" else {"total_matches": 233})
+    at = time.time()
+    shash, body, facts_len, day = usage_fast._part("s", SID, op, text, facts, at)
+    make = events.read_event if op == "read" else events.grep_event
+    event = make(keys.session_hash("s"), SID, f"s3spill {op}", text, facts, at=at)
+    assert event is not None
+    mine_id = json.loads(body.split(b"\n")[0])["id"]
+    event.id = mine_id
+    assert (body, facts_len) == part_body([event])
+    assert shash == event.session and day == event.day
+
+
+def test_event_ids_are_one_prefix_and_a_counter_per_process() -> None:
+    """As usage.events: 48 random bits, then a counter, so two events of a process never collide."""
+    first = json.loads(usage_fast._part("s", SID, "read", "a", {}, time.time())[1].split(b"\n")[0])["id"]
+    second = json.loads(usage_fast._part("s", SID, "read", "a", {}, time.time())[1].split(b"\n")[0])["id"]
+    assert first[:12] == second[:12] and int(second[12:], 16) == int(first[12:], 16) + 1
+
+
+def test_the_object_reads_back_as_the_stores_own_put(tmp_path: Path) -> None:
+    """Trailer, listing record, modes, lock stripe, no temporary left: what put_if_absent leaves."""
+    store = LocalStore(tmp_path / "store")
+    usage_fast.record_read(str(store.root), "s", SID, "read", TEXTS[1], {"size_bytes": 9})
+    [info] = list(store.list(keys.usage_prefix(keys.session_hash("s"))))
+    body = store.get(info.key)
+    facts_len = info.key.rpartition("-f")[2].removesuffix(".ndjson")
+    assert int(facts_len) == len(body.split(b"\n")[0]) + 1
+    assert json.loads(body.split(b"\n")[1])["shown"] == TEXTS[1]
+    twin = "v1/twin.ndjson"
+    store.put_if_absent(twin, body, content_type="application/x-ndjson")
+    mine, theirs = store.head(info.key), store.head(twin)
+    assert (mine.size, mine.sha256, set(mine.metadata)) == (theirs.size, theirs.sha256, set(theirs.metadata))
+    path = Path(store.root, "objects", info.key)
+    trailer = local_trailer.read_from(path.open("rb"), info.key)
+    assert trailer["content_type"] == "application/x-ndjson" and trailer["etag"] == mine.etag
+    record = local_record.read(path, info.key)
+    assert record is not None and (record.etag, record.size, record.last_modified) == (
+        mine.etag, mine.size, mine.last_modified)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert not list(Path(store.root, "tmp").iterdir())
+    stripe = LocalStore._stripe(info.key)
+    assert Path(store.root, "locks", f"{stripe:02d}.lock").exists()
+
+
+def test_an_erased_session_and_a_text_with_no_utf8_form_go_the_recorders_way(tmp_path: Path) -> None:
+    """A sealed session keeps nothing; a lone surrogate loses the event (orjson refuses it)."""
+    store = LocalStore(tmp_path / "store")
+    usage_fast.record_read(str(store.root), "s", SID, "read", "bad \ud800", {})
+    assert not list(store.list(keys.usage_prefix(keys.session_hash("s"))))
+    store.put_if_absent(keys.erasure_key(keys.session_hash("s")), b"{}")
+    usage_fast.record_read(str(store.root), "s", SID, "read", "fine", {})
+    assert not list(store.list(keys.usage_prefix(keys.session_hash("s"))))
+
+
+def test_its_constants_are_the_librarys() -> None:
+    """Each spelled-out constant equals the one it stands for."""
+    assert usage_fast._SESSIONS == keys.SESSIONS and usage_fast._ERASURES == keys.ERASURES
+    assert (usage_fast.SHOWN_CAP, usage_fast.SCHEMA_VERSION) == (events.SHOWN_CAP, events.SCHEMA_VERSION)
+    assert usage_fast._MAGIC == local_trailer.MAGIC and usage_fast._XATTR == local_record.XATTR
+    assert usage_fast._RECORD_VERSION == local_record._VERSION
+    assert usage_fast._LOCK_STRIPES == local._LOCK_STRIPES
+    assert usage_fast._no_record() == local_record._NO_RECORD and errno.ENODATA in usage_fast._no_record()
+    assert os.path.basename(keys.erasure_key(keys.session_hash("s"))) == keys.session_hash("s") + ".json"
