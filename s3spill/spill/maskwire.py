@@ -113,10 +113,14 @@ def main() -> None:
             continue
         if epoch_of != epoch:
             continue  # a stream that was never started here (cannot happen; safe to ignore)
-        if op == SHARED and shared is not None:
+        if op == SHARED:
+            if shared is None:
+                return  # no map to read it from: end, so the spill masks the stream itself
             offset, size = WHERE.unpack(payload)
             payload = shared[offset:offset + min(size, SLOT_BYTES)]
-        out = redactor.push(payload) if op in (CHUNK, SHARED) else redactor.finish()
+        elif op not in (CHUNK, FINISH):
+            return  # a frame we do not know: end rather than guess
+        out = redactor.finish() if op == FINISH else redactor.push(payload)
         state = redactor.state()  # its carry stays here: the spill's side mirrors it
         answer = StreamState(b"", state.carry_masked, state.in_key, state.key_lines, state.counts)
         write_frame(fd_out, ANSWER, epoch, pack_state(answer, len(out), out if redactor.changed else None))
