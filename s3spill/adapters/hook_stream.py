@@ -67,11 +67,11 @@ class SpooledPayload(Spool):
         self.streamed: Streamed | None = None
 
     def _on_long(self, skeleton: bytes) -> bool:
-        """Pause at the first long string only, when the payload before it passes ``pause``."""
-        test, self._pause, self._scanner.on_long = self._pause, None, None
+        """Pause at the first long string the payload before which passes ``pause`` (once)."""
         prefix = _prefix(skeleton, self.live_placeholder)
-        if test is None or prefix is None or not test(prefix, self.live_placeholder):
+        if self._pause is None or prefix is None or not self._pause(prefix, self.live_placeholder):
             return False
+        self._pause = self._scanner.on_long = None
         self.prefix, self.paused_bytes = prefix, len(self._scanner._body)
         return True
 
@@ -233,9 +233,10 @@ def read_payload(prefix: bytes, stdin: IO[bytes] | None = None,
     """``prefix`` and the rest of stdin: bytes up to :data:`SPOOL_BYTES`, else spooled to a file
     (and scanned for its strings on the way, so the file is read again only for them).
 
-    ``pause``: asked once, at the first long string, with the payload before it (that
-    string a placeholder, the second argument); True stops the reading there
-    (:class:`SpooledPayload`, its ``prefix`` set), for the caller to stream that string.
+    ``pause``: asked at each long string that goes on past the piece it turns long in,
+    with the payload before it (that string a placeholder, the second argument), until it
+    says True: the reading stops there (:class:`SpooledPayload`, its ``prefix`` set), for
+    the caller to stream that string.
     """
     stream = stdin if stdin is not None else sys.stdin.buffer
     head = bytearray(prefix)

@@ -34,6 +34,7 @@ from s3spill.adapters.harness_hooks import (
     streams_long_strings,
 )
 from s3spill.adapters.hook_stream import SpooledPayload, streamed_field
+from s3spill.spill.json_spool import PLACEHOLDER_PREFIX as SPOOLED
 
 __all__ = ["answer_streaming", "stream_tool"]
 
@@ -47,8 +48,8 @@ def stream_tool(payload: dict[str, Any], placeholder: str, body_bytes: int, spil
     That is a Bash-like ``PostToolUse`` (``streams_long_strings``, not our own tool, not
     ``never_spill``) with the string as ``tool_response`` or one of its fields, over the hard
     cap whatever its escapes (12 bytes may make one character), and no field before it that
-    could be spilled itself (only scalars and strings under every threshold), so the order
-    of the spills is what it was.
+    could be spilled itself (only scalars and strings under every threshold, not a long
+    string in the spool), so the order of the spills is what it was.
     """
     path = streamed_field(payload, placeholder)
     tool = payload.get("tool_name")
@@ -66,7 +67,8 @@ def stream_tool(payload: dict[str, Any], placeholder: str, body_bytes: int, spil
             if key == path[1]:
                 break
             if not (item is None or isinstance(item, bool | int | float) or (
-                    isinstance(item, str) and not spill.policy.should_externalize(item, tool))):
+                    isinstance(item, str) and not item.startswith(SPOOLED)
+                    and not spill.policy.should_externalize(item, tool))):
                 return None
     return tool
 

@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Callable, Collection, Iterator
 from typing import IO, Any
 
-__all__ = ["LONG_BYTES", "PIECE", "LongString", "Scanner", "Spool"]
+__all__ = ["LONG_BYTES", "PIECE", "PLACEHOLDER_PREFIX", "LongString", "Scanner", "Spool"]
 
 #: A JSON string whose raw body is longer than this stays in the file.
 LONG_BYTES = 4 << 20
@@ -35,6 +35,8 @@ PIECE = 1 << 20
 _ESCAPE = 6
 #: A backslash not followed by what makes a JSON escape (or the second of an escaped one).
 _NOT_AN_ESCAPE = re.compile(rb'\\(?![nrt"\\/bf]|u[0-9a-fA-F]{4})')
+#: How every long string's placeholder in a skeleton starts (then a nonce and its number).
+PLACEHOLDER_PREFIX = "\x00s3spill-long:"
 #: Bytes a JSON string may not hold raw.
 _CONTROL = bytes(range(0x20))
 
@@ -342,7 +344,7 @@ class Spool:
         self.scanned = self._scanner.finish()
 
     def placeholder(self, n: int) -> str:
-        return f"\x00s3spill-long:{self._nonce}:{n}"
+        return f"{PLACEHOLDER_PREFIX}{self._nonce}:{n}"
 
     def longs(self) -> dict[str, LongString]:
         """Each placeholder and the string it stands for."""

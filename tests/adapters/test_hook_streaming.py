@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from s3spill.adapters import harness_hooks, hook_stream
 from s3spill.adapters.hook_stream import SpooledPayload, read_payload, streamed_field
+from s3spill.adapters.hook_streaming import stream_tool
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.policy import SpillPolicy
 from s3spill.keys import INDEX_SUFFIX
@@ -81,15 +82,17 @@ def _normal(out: bytes, store: LocalStore, session: str) -> tuple[str, list[byte
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=BODY, second=st.one_of(st.none(), BODY), before=st.booleans(), whole=st.booleans(),
-       call=st.sampled_from(["after", "before", None]), piece=st.integers(7, 300), read=st.integers(1, 5000))
+       call=st.sampled_from(["after", "before", None]), big_input=st.booleans(), piece=st.integers(7, 300),
+       read=st.integers(1, 5000))
 def test_the_streamed_answer_is_the_spooled_answer(
         small: None, tmp_path_factory: pytest.TempPathFactory, body: list[bytes], second: list[bytes] | None,
-        before: bool, whole: bool, call: str | None, piece: int, read: int) -> None:
+        before: bool, whole: bool, call: str | None, big_input: bool, piece: int, read: int) -> None:
     """Over payloads with escapes cut by every read and piece boundary, a second long string
     or none, a small field before the big one or none, ``tool_response`` a string or Bash's
-    dict, and the call id after it (Claude Code's order), before it or absent: the streamed
-    answer is the spooled answer byte for byte (source ids aside), each artifact holds what
-    the spooled one holds, and the streamed artifact's index has the call id."""
+    dict, the call id after it (Claude Code's order), before it or absent, and a long string
+    before it that is not streamed (in ``tool_input``): the streamed answer is the spooled
+    answer byte for byte (source ids aside), each artifact holds what the spooled one holds,
+    and the streamed artifact's index has the call id."""
     hook_stream._PIECE = piece
     try:
         raw = _long(body)
@@ -98,7 +101,9 @@ def test_the_streamed_answer_is_the_spooled_answer(
         response = b'"' + raw + b'"' if whole else b"{" + fields + b'"stdout": "' + raw + b'", ' + tail + b"}"
         head = b'{"session_id": "s-1", "hook_event_name": "PostToolUse", "tool_name": "Bash", '
         ident = b'"tool_use_id": "toolu_9", '
-        doc = (head + (ident if call == "before" else b"") + b'"tool_input": {"command": "make"}, '
+        command = b"m" * LONG if big_input else b"make"
+        doc = (head + (ident if call == "before" else b"")
+               + b'"tool_input": {"command": "' + command + b'"}, '
                + b'"tool_response": ' + response + (b', "tool_use_id": "toolu_9"' if call == "after" else b"")
                + b"}")
         json.loads(doc)  # a valid payload
@@ -168,3 +173,25 @@ def test_a_repeated_tool_response_leaves_the_streamed_string_out(small: None, tm
     new = _normal(_answer(doc, store, 4096, stream=True), store, "s-2")
     assert new == old and new[1] == [b"y" * LONG]
     assert len(_artifacts(tmp_path / "new")) == 1
+
+
+@pytest.mark.parametrize(("before", "streams"), [
+    ({}, True), ({"a": "small", "interrupted": False, "n": 1, "none": None}, True),
+    ({"a": "\x00s3spill-long:0123456789abcdef:0"}, False),  # a long string in the spool: spilled first
+    ({"a": "x" * 2001}, False), ({"a": {"b": "c"}}, False), ({"a": ["b"]}, False),
+], ids=["nothing", "scalars", "spooled", "over-the-cap", "object", "list"])
+def test_only_a_string_with_nothing_to_spill_before_it_streams(small: None, tmp_path: Path,
+                                                               before: dict[str, Any], streams: bool) -> None:
+    """The string streams only when no field before it in ``tool_response`` could be spilled
+    (spilling it first would change the order of the spills), and never for our own tools,
+    a Read or an MCP tool, or a persisted Bash result."""
+    spill = harness_hooks.HookSpiller(LocalStore(tmp_path / "store"), "s-3", "claude-code")
+    payload = {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "x" * LONG},
+               "tool_response": {**before, "stdout": "LIVE"}}
+    assert stream_tool(payload, "LIVE", LONG, spill) == ("Bash" if streams else None)
+    for tool in ("mcp__s3spill__read_artifact", "Read", "mcp__fs__read"):
+        assert stream_tool({**payload, "tool_name": tool}, "LIVE", LONG, spill) is None
+    persisted = {**payload, "tool_response": {"stdout": "LIVE", "persistedOutputPath": "/tmp/x"}}
+    assert stream_tool(persisted, "LIVE", LONG, spill) is None
+    assert stream_tool(payload, "LIVE", 2000 * 12, spill) is None  # may be under the hard cap
+    spill.close()
