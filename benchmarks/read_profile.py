@@ -3,9 +3,10 @@
     python benchmarks/read_profile.py [--runs 21] [--mib 1]
 
 Each run is a fresh interpreter (as a model's page read is) that times, with
-``perf_counter``, the steps of the CLI's fast read (:mod:`s3spill.cli.read_fast`, called
-step by step through its own functions) or of the plain-Python reference read
-(:mod:`benchmarks.plain`: open, whole-file SHA-256, decode, split); the two kinds of run
+``perf_counter``, the steps of the CLI's fast read (:mod:`s3spill.cli.read_fast` and
+:mod:`s3spill.cli.fast_artifact`, called step by step through their own functions) or of
+the plain-Python reference read (:mod:`benchmarks.plain`: open, whole-file SHA-256,
+decode, split); the two kinds of run
 alternate, and each step's median over the runs is printed, with the interpreter's own
 start (``python -c pass``, same interpreter) beside them. This is the profile behind the
 read rows of ``benchmarks/costs.py`` (docs/benchmarks.md): what a masked read pays that a
@@ -33,17 +34,18 @@ T = [time.perf_counter()]
 steps = {}
 def lap(name):
     T.append(time.perf_counter()); steps[name] = (T[-1] - T[-2]) * 1e3
-from s3spill.cli import read_fast; lap("import the CLI and its fast read")
+from s3spill.cli import read_fast; from s3spill.cli import fast_artifact as fa
+lap("import the CLI and its fast read")
 call = read_fast._parse(["read", SID, "--offset", MID, "--limit", "2000"])
 lap("argv, environment, policy check")
 import hashlib; lap("import hashlib (OpenSSL)")
 from s3spill.artifacts import pagefill, index_fields, chunks; import json as _j
 lap("import page, index and chunk checks, json")
-shash, name = read_fast._source(call["source_id"])
-objects = read_fast._store_objects(call["root"])
+shash, name = fa._source(call["source_id"])
+objects = fa._store_objects(call["root"])
 key = f"v1/sessions/{shash}/artifacts/{name}"
-body = read_fast._open(objects, key); trailer = read_fast._trailer_at_end(body)
-index = read_fast._index(read_fast._whole_object(objects, key + ".idx"), trailer, shash, name, SID)
+body = fa._open(objects, key); trailer = fa._trailer_at_end(body)
+index = fa._index(fa._whole_object(objects, key + ".idx"), trailer, shash, name, SID)
 lap("read and check the body's trailer and the index")
 start, end = index.stored_before[0], index.stored_before[1]
 body.seek(start); frame = body.read(end - start); lap("read the chunk's frame")

@@ -53,6 +53,22 @@ from secrets_corpus import KINDS, fake  # noqa: E402
 MiB = 1024 * 1024
 
 
+_WAITED = [0.0]
+_answer = maskworker._Worker.answer
+
+
+def _timed_answer(self: maskworker._Worker, epoch: int, timeout: float) -> bytes:
+    """The worker's answer, the time the spill's thread waited for it added up."""
+    started = time.perf_counter()
+    try:
+        return _answer(self, epoch, timeout)
+    finally:
+        _WAITED[0] += time.perf_counter() - started
+
+
+maskworker._Worker.answer = _timed_answer  # type: ignore[method-assign]
+
+
 def _worker_cpu() -> float:
     """CPU seconds the mask workers used so far (utime + stime from /proc; 0 elsewhere)."""
     total = 0.0
@@ -149,14 +165,26 @@ def main() -> None:
                                      "at_rest/re2": []}
     cpus: dict[str, list[float]] = {mode: [] for mode in times}
     mains: dict[str, list[float]] = {mode: [] for mode in times}
+    waits: list[float] = []
     paths: dict[str, list[float]] = {mode: [] for mode in times}
     modes = list(times)
     _warm_worker()
+    offloaded = maskworker.OffloadRedactor()
+    digest = hashlib.sha256()
+    for chunk in planted:
+        digest.update(offloaded.push(chunk))
+    digest.update(offloaded.finish())
+    worker_found = (dict(sorted(offloaded.counts.items())), digest.hexdigest()[:16])
+    print(f"the mask worker on the same 32 MiB: {worker_found[0]}, masked stream sha256 {worker_found[1]};"
+          f" the same as in process: {worker_found == found['hyperscan']}")
     for n_round in range(args.rounds):  # interleaved and rotated, so load and order hit every mode alike
         for mode in modes[n_round % len(modes):] + modes[: n_round % len(modes)]:
             detector_module._DETECTOR = engines["re2" if mode.endswith("/re2") else "hyperscan"]
             maskworker.ENABLED = "/" not in mode
+            _WAITED[0] = 0.0
             wall, cpu, own, worker = _spill(args.dir, chunks, mode.split("/")[0])
+            if mode == "at_rest":
+                waits.append(_WAITED[0])
             times[mode].append(wall)
             cpus[mode].append(cpu)
             mains[mode].append(own)
@@ -175,6 +203,8 @@ def main() -> None:
               f" CPU {cpu:.2f} s ({(cpu / cpu_base - 1) * 100:+.1f}%), of it the calling thread"
               f" {statistics.median(mains[mode]):.2f} s; critical path {path[mode]:.2f} s"
               f" ({(path[mode] / path['off'] - 1) * 100:+.1f}%)")
+    print(f"at_rest: the spill's thread waited for the worker's answers {statistics.median(waits):.2f} s"
+          f" (median; min {min(waits):.2f}, max {max(waits):.2f})")
     maskworker._stop_all()
     cold = [_spill(args.dir, chunks, "at_rest") for _ in range(1)]
     print(f"spill secrets=at_rest, cold worker (started by this spill): {cold[0][0]:.2f} s"

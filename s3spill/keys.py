@@ -20,7 +20,7 @@ matches on, so changing it is a breaking change (bump ``LAYOUT_VERSION``)::
     <prefix>/v1/sessions/<session_hash>/live/<name>/state.json   a live artifact's state (CAS)
     <prefix>/v1/sessions/<session_hash>/live/<name>/<seq>-<sha16>.seg  one of its segments
     <prefix>/v1/sessions/<session_hash>/live/<name>/<first>-<last>-<sha16>.tbl  older segments' list
-    <prefix>/v1/sessions/<session_hash>/usage/dt=<YYYY-MM-DD>/<stamp>-<rand12>-f<n>.ndjson  usage events
+    <prefix>/v1/sessions/<session_hash>/usage/dt=<YYYY-MM-DD>/<stamp>-<rand12>-z<n>.ndjson.zst  usage events
     <prefix>/v1/sessions/<session_hash>/usage/days/dt=<YYYY-MM-DD>/day-<sha16>.parquet  a compacted day
 
 Usage events sit under the session's prefix so that GC and purge handle them as the
@@ -103,9 +103,11 @@ _SHA_PREFIX = re.compile(r"^[0-9a-f]{16}$")
 _LIVE_SEGMENT = re.compile(r"^[0-9]{10}-[0-9a-f]{16}\.seg$")
 _LIVE_TABLE = re.compile(r"^[0-9]{10}-[0-9]{10}-[0-9a-f]{16}\.tbl$")
 _USAGE_DAY = re.compile(r"^dt=[0-9]{4}-[0-9]{2}-[0-9]{2}$")
-#: A part: ``<stamp>-<rand12>[-f<n>].ndjson``; ``n`` the byte length of its fact lines, which come
-#: first (the shown texts follow), so ``stats`` reads only that range (s3spill.usage.source).
-_USAGE_PART = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}(?:-f[0-9]{1,15})?\.ndjson$")
+#: A part: ``<stamp>-<rand12>-z<n>.ndjson.zst`` (two zstd frames: the fact lines, then the shown
+#: texts; ``n`` the first frame's byte length), or as written before, ``<stamp>-<rand12>[-f<n>].ndjson``
+#: (plain; ``n`` the fact lines' length). ``stats`` reads only ``[0, n)`` (s3spill.usage.source).
+_USAGE_PART = re.compile(
+    r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}(?:(?:-f[0-9]{1,15})?\.ndjson|-z[0-9]{1,15}\.ndjson\.zst)$")
 _USAGE_COMPACT = re.compile(r"^day-[0-9a-f]{16}\.parquet$")
 
 
@@ -234,10 +236,17 @@ def usage_prefix(shash: str, day: str | None = None, *, days: bool = False) -> s
     return validate_key(f"{base}dt={day}") + "/"
 
 
-def usage_part_key(shash: str, day: str, now: datetime | None = None, *, facts: int | None = None) -> str:
+def usage_part_key(shash: str, day: str, now: datetime | None = None, *, facts: int | None = None,
+                   zstd: bool = False) -> str:
     """A fresh, never-reused key for one batch of a session's usage events of ``day``
-    (``facts``: the byte length of its leading fact lines, named in the key)."""
+    (``facts``: the byte length of its leading fact lines — with ``zstd``, of the zstd frame
+    holding them — named in the key). Plain NDJSON keys are what older writers made."""
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    if zstd:
+        if facts is None:
+            raise InvalidKey("a zstd usage part names its fact frame's length")
+        leaf = f"{stamp}-{secrets.token_hex(6)}-z{int(facts)}.ndjson.zst"
+        return validate_key(usage_prefix(shash, day) + leaf)
     tail = "" if facts is None else f"-f{int(facts)}"
     return validate_key(usage_prefix(shash, day) + f"{stamp}-{secrets.token_hex(6)}{tail}.ndjson")
 

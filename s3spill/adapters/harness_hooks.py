@@ -64,6 +64,8 @@ from s3spill.fleet.policy_file import LoadedPolicy
 from s3spill.log import get_logger
 from s3spill.proxy.results import ResultSpiller
 from s3spill.proxy.settings import ProxySettings
+from s3spill.spill.job import CallId
+from s3spill.spill.result import SpillResult
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
 from s3spill.usage.recorder import usage_recorder
@@ -175,12 +177,23 @@ class HookSpiller:
             return value.text
         if self.policy.never_spills(tool) or value.min_chars <= self.policy.hard_cap_chars:
             return self.value(value.text(), tool, call_id)
-        failed: list[BaseException] = []
-        out = self.spiller.externalize(_noting(value.pieces(), failed), tool, call_id)
-        if failed:  # not JSON after all: fail open, as for a small payload (nothing committed)
-            raise ValueError("a string of the payload is not JSON") from failed[0]
+        out = self.stream(value.pieces(), tool, call_id)
+        if out is None:  # not JSON after all: fail open, as for a small payload
+            raise ValueError("a string of the payload is not JSON")
         log.info("hooks.spilled", tool=tool, bytes=out.total_bytes, spilled=out.spilled)
         return out.context_text
+
+    def stream(self, pieces: Iterator[str], tool: str, call_id: CallId) -> SpillResult | None:
+        """A huge payload's string spilled from its ``pieces``; None when they stopped with an
+        error: the payload is not what it seemed, nothing was committed, and no usage event is
+        recorded for an answer the model will never see (the hook fails open)."""
+        failed: list[BaseException] = []
+        out = self.spiller._spill(_noting(pieces, failed), tool, call_id)  # externalize, usage below
+        if failed:
+            return None
+        if self.spiller.usage is not None:
+            self.spiller._record(out)
+        return out
 
 
 def _noting(pieces: Iterator[str], failed: list[BaseException]) -> Iterator[str]:

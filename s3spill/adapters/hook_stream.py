@@ -33,6 +33,8 @@ __all__ = ["LONG_BYTES", "SPOOL_BYTES", "LiveString", "LongString", "SpooledPayl
 
 #: Payloads up to this many bytes are read into memory whole (the old, simple way).
 SPOOL_BYTES = 8 << 20
+#: The reading pauses at a long string only while the skeleton before it is at most this long.
+PREFIX_BYTES = 1 << 20
 _PIECE = PIECE
 
 
@@ -67,7 +69,14 @@ class SpooledPayload(Spool):
         self.streamed: Streamed | None = None
 
     def _on_long(self, skeleton: bytes) -> bool:
-        """Pause at the first long string the payload before which passes ``pause`` (once)."""
+        """Pause at the first long string the payload before which passes ``pause`` (once).
+
+        Not past :data:`PREFIX_BYTES` of skeleton (a harness's payload has a few hundred
+        bytes before its output): each try parses the skeleton so far.
+        """
+        if len(skeleton) > PREFIX_BYTES:
+            self._pause = self._scanner.on_long = None
+            return False
         prefix = _prefix(skeleton, self.live_placeholder)
         if self._pause is None or prefix is None or not self._pause(prefix, self.live_placeholder):
             return False

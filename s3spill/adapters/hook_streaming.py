@@ -108,9 +108,9 @@ def answer_streaming(harness: Harness, raw: SpooledPayload, session: str | None,
                 raise _Overturned
 
         streamed = raw.stream(verify)
-        out = spill.spiller.externalize(streamed.live.pieces(), tool, lambda: call_id[0])
+        out = spill.stream(streamed.live.pieces(), tool, lambda: call_id[0])
         live = streamed.live
-        if live.complete:
+        if out is not None and live.complete:
             log.info("hooks.spilled", tool=tool, bytes=out.total_bytes, spilled=out.spilled, streamed=True)
             streamed.text = out.context_text
         elif not isinstance(live.error, _Overturned):

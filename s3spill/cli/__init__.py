@@ -71,7 +71,7 @@ def _fast_paths(argv: list[str]) -> int | Started | None:
             from s3spill.cli.proxy_fast import run
 
             return run(argv, proc)
-    if "read" in argv:  # a page of a local artifact, when nothing in the call is unusual
+    if "read" in argv or "grep" in argv:  # a page or a grep of a local artifact, nothing unusual
         code = _fast_read(argv)
         if code is not None:
             return code
@@ -89,7 +89,8 @@ def _fast_paths(argv: list[str]) -> int | Started | None:
 
 
 def _fast_read(argv: list[str]) -> int | None:
-    """:func:`~s3spill.cli.read_fast.fast_read`, with the exit codes of an interrupt or a closed pipe."""
+    """:func:`~s3spill.cli.read_fast.fast_read` (``read``, ``grep``), with the exit codes of an
+    interrupt or a closed pipe."""
     from s3spill.cli.read_fast import fast_read
 
     try:

@@ -16,19 +16,18 @@ dies, hangs or answers nonsense, the redactor goes on in this process from the l
 answered state with the chunks not yet answered — never storing what was not masked.
 
 A stream is masked here (``StreamRedactor``, in this process) until it has a MiB (a small
-output never waits for a worker) and until a worker is ready (a worker's start, ~0.3 s of
-the other core, is paid once per process: idle workers are reused). Workers are started
-only on a machine with more than one core.
+output never waits for a worker) and until a worker is ready. A worker is started only by
+a stream of :data:`START_BYTES` (its start costs 0.3-0.8 s of the other core, paid once per
+process: idle workers are reused), and only when this process may run on more than one core.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import json
+import mmap
 import os
 import queue
-import select
 import struct
 import subprocess
 import sys
@@ -39,115 +38,38 @@ from pathlib import Path
 from typing import Any
 
 from s3spill.context.secrets.stream import StreamRedactor, StreamState
+from s3spill.spill.maskwire import (
+    CHUNK,
+    FINISH,
+    PIPE_BYTES,
+    READY,
+    SHARED,
+    SLOT_BYTES,
+    SLOTS,
+    START,
+    WHERE,
+    pack_state,
+    read_frame,
+    unpack_state,
+    write_frame,
+)
 
-__all__ = ["BATCH_BYTES", "OffloadRedactor", "main"]
+__all__ = ["BATCH_BYTES", "START_BYTES", "OffloadRedactor"]
 
 #: Bytes gathered before a chunk goes to the worker (fewer, larger requests), and the
-#: least a stream has before it is handed to one.
+#: least a stream has before it is handed to a ready one.
 BATCH_BYTES = 1 << 20
+#: The least a stream has before it starts a worker (none is ready): a start costs
+#: ~0.3-0.8 s of CPU on the other core, as much as masking ~100-250 MiB here, so a process
+#: (``s3spill run``) whose largest output is a few MiB never pays for one.
+START_BYTES = 32 << 20
 #: Seconds to wait for the worker's answer to one chunk before masking it here instead.
 TIMEOUT = 60.0
 #: Turn the worker off (benchmarks compare both; a single core never starts one).
-ENABLED = (os.cpu_count() or 1) > 1
+ENABLED = len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) > 1
 #: How many workers this process may run (concurrent ``at_rest`` spills beyond it mask
 #: in their own thread).
 MAX_WORKERS = 1
-
-_HEAD = struct.Struct("<BIQ")  # op, stream epoch, payload length
-_START, _CHUNK, _FINISH, _READY, _ANSWER = range(1, 6)
-_PIPE_BYTES = 1 << 20
-
-
-def _write(fd: int, op: int, epoch: int, payload: bytes = b"", timeout: float | None = None) -> None:
-    """One frame; ``timeout``: ``fd`` is non-blocking, and a reader that takes no more for
-    that long raises TimeoutError (a stopped worker must not hang the spill)."""
-    parts: list[bytes | memoryview] = [_HEAD.pack(op, epoch, len(payload)), payload]
-    while parts:
-        try:
-            done = os.writev(fd, parts)
-        except BlockingIOError:
-            if not select.select([], [fd], [], timeout)[1]:
-                raise TimeoutError("the mask worker takes no more input") from None
-            continue
-        while parts and done >= len(parts[0]):
-            done -= len(parts[0])
-            parts.pop(0)
-        if parts and done:
-            parts[0] = memoryview(parts[0])[done:]
-
-
-def _read(fd: int, size: int) -> bytes:
-    pieces, left = [], size
-    while left:
-        piece = os.read(fd, left)
-        if not piece:
-            raise EOFError("the other end closed the pipe")
-        pieces.append(piece)
-        left -= len(piece)
-    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
-
-
-#: A state (or an answer): the answer's size, its masked copy's length (-1: unchanged), the
-#: carry's and its masks' lengths, the key-block state; then those bytes and the counts.
-_STATE = struct.Struct("<QqQQ?I")
-
-
-def _pack(state: StreamState, size: int = 0, masked: bytes | None = None) -> bytes:
-    head = _STATE.pack(size, -1 if masked is None else len(masked), len(state.carry), len(state.carry_masked),
-                       state.in_key, state.key_lines)
-    return b"".join((head, masked or b"", state.carry, state.carry_masked, json.dumps(state.counts).encode()))
-
-
-def _unpack(data: bytes) -> tuple[StreamState, int, bytes | None]:
-    size, n_masked, n_carry, n_carry_masked, in_key, key_lines = _STATE.unpack_from(data)
-    pos = _STATE.size
-    masked = None if n_masked < 0 else data[pos:pos + n_masked]
-    pos += max(n_masked, 0)
-    carry, carry_masked = data[pos:pos + n_carry], data[pos + n_carry:pos + n_carry + n_carry_masked]
-    counts = json.loads(data[pos + n_carry + n_carry_masked:])
-    if not (isinstance(counts, dict) and all(isinstance(v, int) for v in counts.values())):
-        raise ValueError("counts that are not counts")
-    return StreamState(carry, carry_masked, in_key, key_lines, counts), size, masked
-
-
-def _frame(fd: int) -> tuple[int, int, bytes]:
-    op, epoch, size = _HEAD.unpack(_read(fd, _HEAD.size))
-    return op, epoch, _read(fd, size)
-
-
-# -- the worker process ---------------------------------------------------------------------
-
-
-def main() -> None:
-    """The worker: mask the chunks read on stdin, answer on stdout, until stdin closes."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the spill's to handle; EOF ends us
-    from s3spill.context.secrets.detector import SecretDetector
-
-    try:
-        detector = SecretDetector("hyperscan")
-    except Exception:  # noqa: BLE001 - the extra not installed: RE2, the same lines
-        detector = SecretDetector("re2")
-    StreamRedactor(detector).push(b"password=Xy7pQ2vLm9\n")  # load the library's rules now
-    fd_in, fd_out = sys.stdin.fileno(), sys.stdout.fileno()
-    _write(fd_out, _READY, 0)
-    redactor, epoch = StreamRedactor(detector), 0
-    while True:
-        try:
-            op, epoch_of, payload = _frame(fd_in)
-        except EOFError:
-            return
-        if op == _START:
-            redactor, epoch = StreamRedactor.resume(_unpack(payload)[0], detector), epoch_of
-            continue
-        if epoch_of != epoch:
-            continue  # a stream that was never started here (cannot happen; safe to ignore)
-        out = redactor.push(payload) if op == _CHUNK else redactor.finish()
-        state = redactor.state()  # its carry stays here: the spill's side mirrors it
-        answer = StreamState(b"", state.carry_masked, state.in_key, state.key_lines, state.counts)
-        _write(fd_out, _ANSWER, epoch, _pack(answer, len(out), out if redactor.changed else None))
-
 
 # -- this process's side ----------------------------------------------------------------------
 
@@ -159,17 +81,27 @@ class _Worker:
         root = str(Path(__file__).resolve().parents[2])  # the directory holding s3spill/
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "s3spill.spill.maskworker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=root, env=env, bufsize=0)
+        self.shared, self.sent = _shared_memory(), 0
+        argv = [sys.executable, "-m", "s3spill.spill.maskwire"]
+        fds: tuple[int, ...] = ()
+        if self.shared is not None:
+            fds = (self.shared[1],)
+            argv += ["--shared", str(fds[0])]
+        try:
+            self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=root,
+                env=env, bufsize=0, pass_fds=fds)
+        finally:
+            if self.shared is not None:
+                os.close(self.shared[1])  # the map holds it
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.fd_in, self.fd_out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        os.set_blocking(self.fd_in, False)  # writes wait with a timeout (:func:`_write`)
+        os.set_blocking(self.fd_in, False)  # writes wait with a timeout (:func:`write_frame`)
         for fd in (self.fd_in, self.fd_out):
             with contextlib.suppress(OSError, AttributeError):  # fewer, larger reads and writes
                 import fcntl
 
-                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         self.ready = threading.Event()
         self.dead = False
         self.epoch = 0
@@ -179,8 +111,8 @@ class _Worker:
     def _read_answers(self) -> None:
         try:
             while True:
-                op, epoch, payload = _frame(self.fd_out)
-                if op == _READY:
+                op, epoch, payload = read_frame(self.fd_out)
+                if op == READY:
                     self.ready.set()
                 else:
                     self.answers.put((epoch, payload))
@@ -190,7 +122,17 @@ class _Worker:
         self.answers.put(None)
 
     def send(self, op: int, epoch: int, payload: bytes = b"") -> None:
-        _write(self.fd_in, op, epoch, payload, TIMEOUT)
+        write_frame(self.fd_in, op, epoch, payload, TIMEOUT)
+
+    def send_chunk(self, epoch: int, data: bytes) -> None:
+        """``data`` (at most a slot) in the next slot of shared memory, or down the pipe.
+        The caller has the answers of all but ``SLOTS - 1`` chunks sent before."""
+        if self.shared is None:
+            return self.send(CHUNK, epoch, data)
+        offset = self.sent % SLOTS * SLOT_BYTES
+        self.sent += 1
+        self.shared[0][offset:offset + len(data)] = data
+        return self.send(SHARED, epoch, WHERE.pack(offset, len(data)))
 
     def answer(self, epoch: int, timeout: float) -> bytes:
         """The next answer for stream ``epoch``; raises when there is none in time."""
@@ -202,7 +144,7 @@ class _Worker:
                 return item[1]  # else a stream that was given up on: its late answer
 
     def stop(self) -> None:
-        self.dead = True
+        self.dead = True  # the shared map stays: a slot may still be written to as we fail
         with contextlib.suppress(OSError):
             self.proc.kill()
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
@@ -211,6 +153,29 @@ class _Worker:
             with contextlib.suppress(OSError):
                 if pipe is not None:
                     pipe.close()
+
+
+def _shared_memory() -> tuple[mmap.mmap, int] | None:
+    """A shared map of the slots and its file descriptor (None: chunks go down the pipe)."""
+    try:
+        fd = os.memfd_create("s3spill-mask") if hasattr(os, "memfd_create") else _unlinked_file()
+    except OSError:
+        return None
+    try:
+        os.ftruncate(fd, SLOTS * SLOT_BYTES)
+        return mmap.mmap(fd, SLOTS * SLOT_BYTES), fd
+    except OSError:
+        os.close(fd)
+        return None
+
+
+def _unlinked_file() -> int:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(prefix="s3spill-mask-", delete=False) as f:
+        fd = os.dup(f.fileno())
+    os.unlink(f.name)
+    return fd
 
 
 class _Pool:
@@ -222,8 +187,9 @@ class _Pool:
         self.workers: list[_Worker] = []
         self.idle: list[_Worker] = []
 
-    def take(self) -> _Worker | None:
-        """A ready idle worker, or None (then one is started for later, within the limit)."""
+    def take(self, start: bool = True) -> _Worker | None:
+        """A ready idle worker, or None (then, if ``start``, one is started for later,
+        within the limit)."""
         with self.lock:
             if self.pid != os.getpid():  # a forked child: the parent's workers are not ours
                 self.pid, self.workers, self.idle = os.getpid(), [], []
@@ -233,10 +199,10 @@ class _Pool:
                 if worker.ready.is_set():
                     self.idle.remove(worker)
                     return worker
-            if len(self.workers) < MAX_WORKERS:
+            if start and len(self.workers) < MAX_WORKERS and sys.executable:
                 try:
                     worker = _Worker()
-                except OSError:
+                except (OSError, ValueError, subprocess.SubprocessError):  # no interpreter to start
                     return None
                 if not self.workers:
                     atexit.register(_stop_all)
@@ -283,6 +249,8 @@ class OffloadRedactor:
 
     def push(self, chunk: bytes) -> bytes:
         """As :meth:`StreamRedactor.push` (the bytes come a chunk later when offloaded)."""
+        if type(chunk) is not bytes:  # kept until answered: a caller's buffer may be reused
+            chunk = bytes(chunk)
         self._seen += len(chunk)
         if self._local is not None and (self._seen < BATCH_BYTES or not ENABLED or self._gave_up
                                         or not self._hand_over()):
@@ -305,7 +273,7 @@ class OffloadRedactor:
             out = self._send_batch()
             if self._worker is not None:
                 try:
-                    self._worker.send(_FINISH, self._epoch)
+                    self._worker.send(FINISH, self._epoch)
                 except OSError:
                     out += self._fall_back()
             while self._worker is not None and self._sent:
@@ -314,13 +282,14 @@ class OffloadRedactor:
                 out += self._answered(final=True)
             if self._release is not None:
                 self._release()
+            self._worker = None
         if self._local is not None:
             out += self._local.finish()
         return out
 
     def _hand_over(self) -> bool:
         """Give the stream to a ready worker with the state masked here so far."""
-        worker = _POOL.take()
+        worker = _POOL.take(start=self._seen >= START_BYTES)
         if worker is None:
             return False
         assert self._local is not None
@@ -328,7 +297,7 @@ class OffloadRedactor:
         self._worker, self._epoch = worker, worker.epoch
         state = self._local.state()
         try:
-            worker.send(_START, self._epoch, _pack(state))
+            worker.send(START, self._epoch, pack_state(state))
         except OSError:
             worker.stop()
             self._worker = None
@@ -338,18 +307,27 @@ class OffloadRedactor:
         return True
 
     def _send_batch(self) -> bytes:
-        """Send what was gathered; the output of going on here if the worker is gone."""
+        """Send what was gathered, in pieces of a slot at most; the output of the answers
+        awaited to free a slot, or of going on here if the worker is gone."""
         if not self._batch:
             return b""
         data = self._batch[0] if len(self._batch) == 1 else b"".join(self._batch)
         self._batch, self._batched = [], 0
-        self._sent.append(data)
-        assert self._worker is not None
-        try:
-            self._worker.send(_CHUNK, self._epoch, data)
-        except OSError:
-            return self._fall_back()
-        return b""
+        out = []
+        for start in range(0, len(data), SLOT_BYTES):
+            piece = data if len(data) <= SLOT_BYTES else data[start:start + SLOT_BYTES]
+            while self._worker is not None and len(self._sent) >= SLOTS:
+                out.append(self._answered())
+            if self._worker is None:  # gone while answering: the rest is masked here
+                assert self._local is not None
+                out.append(self._local.push(piece))
+                continue
+            self._sent.append(piece)
+            try:
+                self._worker.send_chunk(self._epoch, piece)
+            except OSError:
+                out.append(self._fall_back())
+        return b"".join(out)
 
     def _answered(self, *, final: bool = False) -> bytes:
         """The bytes the worker made final for the oldest chunk sent (``final``: for the
@@ -357,7 +335,7 @@ class OffloadRedactor:
         assert self._worker is not None
         chunk = b"" if final else self._sent[0]
         try:
-            state, size, masked = _unpack(self._worker.answer(self._epoch, TIMEOUT))
+            state, size, masked = unpack_state(self._worker.answer(self._epoch, TIMEOUT))
             raw_len = len(self._carry) + len(chunk)
             if not (0 <= size <= raw_len and (masked is None or len(masked) == size)
                     and (not final or size == raw_len)):
@@ -393,7 +371,3 @@ class OffloadRedactor:
 def _stop_all() -> None:
     for worker in list(_POOL.workers):
         worker.stop()
-
-
-if __name__ == "__main__":
-    main()

@@ -47,7 +47,7 @@ from s3spill.spill.sink import SpillSink
 from s3spill.spill.source import Output
 from s3spill.store.base import ObjectStore
 from s3spill.telemetry import tool_span
-from s3spill.usage.events import UsageEvent, blocks_event, spill_event, utf8_len
+from s3spill.usage.events import SpillRow, UsageEvent, blocks_event, spill_row, utf8_len
 from s3spill.usage.recorder import UsageSink
 
 __all__ = ["SpillResult", "Spiller"]
@@ -177,11 +177,12 @@ class Spiller:
         except Exception as exc:  # noqa: BLE001 - whatever went wrong, the result stands
             log.warning("usage.event_failed", error=type(exc).__name__)
 
-    def _event(self, result: SpillResult, at: float) -> UsageEvent:
+    def _event(self, result: SpillResult, at: float) -> SpillRow:
+        """The spill's usage event, as the row the recorder writes (:class:`SpillRow`)."""
         index = self.artifacts.written_index(result.artifact) if result.artifact else None
-        return spill_event(self.sink.session_hash, result, at=at,
-                           stored_bytes=index.stored_size if index else None,
-                           threshold=self.policy.for_tool(result.tool).threshold)
+        return spill_row(self.sink.session_hash, result, at=at,
+                         stored_bytes=index.stored_size if index else None,
+                         threshold=self.policy.for_tool(result.tool).threshold)
 
     def enforce_turn_budget(
         self,

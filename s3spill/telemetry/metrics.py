@@ -67,6 +67,7 @@ def _opentelemetry(load: bool = True) -> dict[str, Any]:
                 return _otel
             meter = metrics.get_meter("s3spill")
             _otel = {
+                "metrics": metrics, "inert": _inert_providers(metrics),
                 "tracer": trace.get_tracer("s3spill"),
                 "calls": meter.create_counter("s3spill.tool.calls", unit="{call}",
                                               description="Tool calls seen, by operation and tool"),
@@ -76,6 +77,32 @@ def _opentelemetry(load: bool = True) -> dict[str, Any]:
                                                 description="Bytes shown to the model per call"),
             }
         return _otel
+
+
+def _inert_providers(metrics: Any) -> tuple[type, ...]:
+    """The API's meter providers that record nothing: its no-op one, and the proxy it
+    returns until a real provider is installed (private in the API: looked up by name)."""
+    found: list[type] = [metrics.NoOpMeterProvider]
+    with contextlib.suppress(ImportError, AttributeError):
+        from opentelemetry.metrics import _internal
+
+        found.append(_internal._ProxyMeterProvider)
+    return tuple(found)
+
+
+def _recording(otel: dict[str, Any]) -> dict[str, Any]:
+    """``otel``, or ``{}`` while no meter provider is installed (the API's proxy or no-op one).
+
+    Why: without a provider every ``add`` and ``record`` goes through a proxy instrument to
+    a no-op — three calls and an attribute dict per event, about a tenth of a usage event's
+    cost on the writer thread, for nothing (benchmarks/usage_bench.py overhead). A provider
+    installed later is seen at the next batch; what the proxy would have done with the
+    events before it (drop them) is what skipping does.
+    """
+    if not otel:
+        return otel
+    provider = otel["metrics"].get_meter_provider()
+    return {} if isinstance(provider, otel["inert"]) else otel
 
 
 def reset_for_tests() -> None:
@@ -115,7 +142,7 @@ def observe_event(op: str, tool: str, raw_bytes: int, shown_bytes: int, spilled:
                 if spilled:
                     _child("spilled", tool).inc()
                     _child("stored", tool).inc(stored_bytes or 0)
-        otel = _opentelemetry(load)
+        otel = _recording(_opentelemetry(load))
         if otel:
             attrs = {"gen_ai.tool.name": tool, "s3spill.operation": op, "s3spill.spilled": spilled}
             otel["calls"].add(1, attrs)
@@ -132,14 +159,15 @@ def observe_events(events: Sequence[Any], *, load: bool = True) -> None:
     Why not :func:`observe_event` per event: a Prometheus ``inc`` takes a lock and checks
     its labels each time, so a batch is summed per label set first and each counter moves
     once per label set (what a scrape sees is the same). OpenTelemetry's histograms need
-    every value, so they still get one ``record`` per event. ``load`` as for :func:`observe_event`.
+    every value, so they still get one ``record`` per event (the call counter one ``add`` per
+    attribute set). ``load`` as for :func:`observe_event`.
     """
     if not events:
         return
     try:
         # One tuple and one lookup per event: [calls, shown, output, spilled, stored] per (op, tool).
         sums: dict[tuple[str, str], list[int]] = {}
-        otel = _opentelemetry(load)
+        otel = _recording(_opentelemetry(load))
         for e in events:
             key = (e.op, e.tool)
             row = sums.get(key)
@@ -152,16 +180,31 @@ def observe_events(events: Sequence[Any], *, load: bool = True) -> None:
                 if e.spilled:
                     row[3] += 1
                     row[4] += e.stored_bytes or 0
-            if otel:
-                attrs = {"gen_ai.tool.name": e.tool, "s3spill.operation": e.op, "s3spill.spilled": e.spilled}
-                otel["calls"].add(1, attrs)
-                otel["shown"].record(e.shown_bytes, attrs)
-                if e.op == "spill":
-                    otel["output"].record(e.raw_bytes, attrs)
+        if otel:
+            _record_otel(otel, events)
         if _prometheus(load):
             _move_counters(sums)
     except Exception as exc:  # noqa: BLE001 - metrics never fail a tool call
         log.warning("telemetry.failed", error=type(exc).__name__)
+
+
+def _record_otel(otel: dict[str, Any], events: Sequence[Any]) -> None:
+    """Each event's sizes into the histograms; the calls counter moved once per attribute set."""
+    calls: dict[tuple[str, str, bool], list[Any]] = {}
+    shown, output = otel["shown"].record, otel["output"].record
+    for e in events:
+        key = (e.op, e.tool, e.spilled)
+        seen = calls.get(key)
+        if seen is None:
+            seen = calls[key] = [0, {"gen_ai.tool.name": e.tool, "s3spill.operation": e.op,
+                                     "s3spill.spilled": e.spilled}]
+        seen[0] += 1
+        attrs = seen[1]
+        shown(e.shown_bytes, attrs)
+        if e.op == "spill":
+            output(e.raw_bytes, attrs)
+    for count, attrs in calls.values():
+        otel["calls"].add(count, attrs)
 
 
 def _move_counters(sums: dict[tuple[str, str], list[int]]) -> None:

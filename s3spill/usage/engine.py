@@ -11,11 +11,12 @@ is an :meth:`ObjectStore.get` of a byte range — its footer and the column chun
 needs, never whole. NDJSON parts are not read that way: DuckDB would call the Python
 filesystem from its threads, one GIL-bound read per object (24.5 s for 1,000,000 events
 in 1,000 parts); they are fetched by :func:`gather_parts` with ``ObjectStore.get`` in
-threads, only their fact lines when the shown text is not wanted, into one private local
-file that DuckDB parses natively once.
+threads, only their fact lines (or the zstd frame of them) when the shown text is not
+wanted, decompressed there, into one private local file that DuckDB parses natively once.
 
 Both are the ``usage`` extra (``pip install 's3spill[usage]'``); the core install never
-needs them (the writer side, :mod:`s3spill.usage.recorder`, is plain NDJSON).
+needs them (the writer side, :mod:`s3spill.usage.recorder`, is NDJSON and zstd, which the core
+install has for artifacts).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 from s3spill.errors import ConfigError, NotFound
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
-from s3spill.usage.source import UsageObject
+from s3spill.usage.source import UsageObject, part_lines
 
 log = get_logger("s3spill.usage")
 
@@ -161,10 +162,11 @@ def gather_parts(store: ObjectStore, parts: Sequence[UsageObject], out: Path, *,
     def fetch(obj: UsageObject) -> bytes:
         rng = None if shown or obj.facts is None else (0, obj.facts)
         try:
-            return store.get(obj.key, rng) if rng is None or rng[1] > 0 else b""
+            data = store.get(obj.key, rng) if rng is None or rng[1] > 0 else b""
         except NotFound:
             log.info("usage.part_gone", key=obj.key)
             return b""
+        return part_lines(data) if obj.zstd else data  # decompressed here, in the fetching thread
 
     written = 0
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -25,8 +25,8 @@ import orjson
 from s3spill.errors import SourceIdError
 from s3spill.keys import LiveId, SourceId, is_live_id
 
-__all__ = ["FACT_FIELDS", "SCHEMA_VERSION", "SHOWN_CAP", "EventMaker", "UsageEvent", "blocks_event",
-           "grep_event", "read_event", "spill_event", "utf8_len"]
+__all__ = ["FACT_FIELDS", "SCHEMA_VERSION", "SHOWN_CAP", "Event", "EventMaker", "SpillRow", "UsageEvent",
+           "blocks_event", "grep_event", "read_event", "spill_event", "spill_row", "utf8_len"]
 
 #: 2: a part holds the events' fact rows first, then ``{"id", "shown"}`` rows (1: ``shown`` inline).
 SCHEMA_VERSION = 2
@@ -161,6 +161,87 @@ def _locator(source_id: str) -> tuple[str | None, str | None, bool]:
     return name, name.split("-", 2)[2], live
 
 
+class SpillRow:
+    """A spill's event as its fact row itself: what :func:`spill_row` builds for the recorder.
+
+    Why not a :class:`UsageEvent`: one of these per tool call on the writer's thread, and
+    setting an event's 25 fields by keyword, then reading them all back into the fact dict,
+    was a third of the instructions of building and serialising an event (cachegrind, 500
+    spill results: 63 k against 43 k an event). The row carries what the recorder and the
+    metrics read (the same names as an event's) and ``fact``, the dict :meth:`UsageEvent.encode`
+    would write — the same keys in the same order, nulls left out (``tests/usage/test_parts.py``
+    checks every kind of result encodes to the same bytes as its event); :meth:`event` gives
+    the event back.
+    """
+
+    __slots__ = ("fact", "id", "raw_bytes", "session", "shown", "shown_bytes", "spilled", "stored_bytes",
+                 "tool")
+    op = "spill"
+
+    def __init__(self, fact: dict[str, Any], shown: str) -> None:
+        self.fact = fact
+        self.shown = shown
+        self.session: str = fact["session"]
+        self.tool: str = fact["tool"]
+        self.shown_bytes: int = fact["shown_bytes"]
+        self.raw_bytes: int = fact["raw_bytes"]
+        self.spilled: bool = fact["spilled"]
+        self.stored_bytes: int | None = fact.get("stored_bytes")
+        self.id: str = fact["id"]
+
+    @property
+    def day(self) -> str:
+        return str(self.fact["ts"][:10])
+
+    def encode(self) -> tuple[bytes, bytes | None]:
+        """As :meth:`UsageEvent.encode` (``TypeError`` for a text with a lone surrogate)."""
+        shown = orjson.dumps({"id": self.id, "shown": self.shown}, option=_NL) if self.shown else None
+        return orjson.dumps(self.fact, option=_NL), shown
+
+    def event(self) -> UsageEvent:
+        return UsageEvent(shown=self.shown, **self.fact)
+
+
+#: What a recorder queues and writes: an event, or a spill's row.
+Event = UsageEvent | SpillRow
+
+
+def spill_row(session: str, result: Any, *, stored_bytes: int | None, threshold: int | None,
+              at: float | None = None) -> SpillRow:
+    """:func:`spill_event` as a :class:`SpillRow` (what the recorder's writer builds per spill)."""
+    ref = result.artifact
+    eid, ts = _stamp(at)
+    text: str = result.context_text
+    # Keys in UsageEvent's declaration order, a None left out, as UsageEvent._fact_dict writes them.
+    fact: dict[str, Any] = {"session": session, "op": "spill", "tool": str(result.tool)[:200],
+                            "shown_chars": len(text), "shown_bytes": utf8_len(text),
+                            "shown_truncated": len(text) > SHOWN_CAP}
+    if ref is not None:
+        fact["artifact"] = ref.name
+        fact["source_id"] = ref.source_id
+    call_id = result.call_id
+    if call_id:
+        fact["call_id"] = str(call_id)[:200]
+    fact["spilled"] = bool(result.spilled)
+    fact["mode"] = str(result.mode)
+    fact["raw_bytes"] = int(result.total_bytes)
+    if stored_bytes is not None:
+        fact["stored_bytes"] = stored_bytes
+    if threshold is not None:
+        fact["threshold"] = threshold
+    if ref is not None and ref.line_count is not None:
+        fact["total_lines"] = ref.line_count
+    masked = result.masked
+    fact["masked"] = sum(masked.values()) if masked else 0
+    degraded = result.degraded_reason
+    if degraded is not None:
+        fact["degraded"] = degraded
+    fact["id"] = eid
+    fact["ts"] = ts
+    fact["v"] = SCHEMA_VERSION
+    return SpillRow(fact, text[:SHOWN_CAP])
+
+
 def spill_event(session: str, result: Any, *, stored_bytes: int | None, threshold: int | None,
                 at: float | None = None) -> UsageEvent:
     """The event of one :meth:`Spiller.externalize` (inline or spilled; ``result`` a SpillResult;
@@ -222,4 +303,4 @@ def grep_event(session: str, source_id: str, via: str, text: str, data: dict[str
 
 
 #: ``read_event`` or ``grep_event``: (session hash, source id, tool name, text, facts, *, at) -> event.
-EventMaker = Callable[..., UsageEvent | None]
+EventMaker = Callable[..., Event | None]

@@ -2,7 +2,7 @@
 
 Why batches: an object per tool call would cost a PUT per call and leave millions of tiny
 objects; a long-lived process (MCP server, proxy, ``ui``) queues events and a background
-thread writes one NDJSON object per session and day when :attr:`max_events` are queued or
+thread writes one zstd NDJSON object per session and day when :attr:`max_events` are queued or
 the oldest is :attr:`max_age` seconds old. A one-shot process (a hook, the CLI) writes its
 events one small object per call, at once (``batch=False``: no thread; the process is about to
 exit, and a write it does not wait for would be lost).
@@ -35,9 +35,11 @@ from s3spill.errors import AlreadyExists, NotFound, PreconditionFailed, S3SpillE
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 from s3spill.telemetry import observe_event, observe_events
-from s3spill.usage.events import EventMaker, UsageEvent
+from s3spill.usage.events import Event, EventMaker
+from s3spill.usage.parts import PART_LEVEL, compressor, part_body, zstd_part
 
-__all__ = ["UsageRecorder", "UsageSink", "close_all", "part_body", "record_answer", "usage_recorder"]
+__all__ = ["PART_LEVEL", "UsageRecorder", "UsageSink", "close_all", "part_body", "record_answer",
+           "usage_recorder", "zstd_part"]
 
 log = get_logger("s3spill.usage")
 
@@ -50,9 +52,9 @@ BUILD_EVERY = 1.0
 class UsageSink(Protocol):
     """All that the spill and read paths need: append one event, never raising."""
 
-    def record(self, event: UsageEvent | None) -> None: ...
+    def record(self, event: Event | None) -> None: ...
 
-    def defer(self, make: Callable[..., UsageEvent | None], *args: Any) -> None:
+    def defer(self, make: Callable[..., Event | None], *args: Any) -> None:
         """Append the event ``make(*args)`` builds, later and on another thread if the sink can."""
         ...
 
@@ -79,32 +81,12 @@ def record_answer(usage: UsageSink, make: EventMaker, session_id: str, source_id
 
 
 def _answer_event(make: EventMaker, shash: str, source_id: str, via: str, text: str,
-                  data: dict[str, Any], at: float) -> UsageEvent | None:
+                  data: dict[str, Any], at: float) -> Event | None:
     return make(shash, source_id, via, text, data, at=at)
 
 
-def part_body(events: list[UsageEvent]) -> tuple[bytes, int]:
-    """One part's NDJSON and the byte length of its leading fact lines.
-
-    Why the shown texts come last, one ``{"id", "shown"}`` row each: they are nearly all of
-    a part's bytes (a page the model read is kilobytes, its facts a few hundred bytes) and
-    ``stats`` needs none of them, so it reads only ``[0, facts)`` of each part — the length is
-    in the key, which a listing returns — and never parses the text. Readers that want the
-    text (the web view, compaction) join the rows back by id. Raises ``TypeError`` for an
-    event orjson cannot write (see :func:`_encoded`, which drops it instead).
-    """
-    facts, shown = [], []
-    for event in events:
-        fact, row = event.encode()
-        facts.append(fact)
-        if row is not None:
-            shown.append(row)
-    head = b"".join(facts)
-    return head + b"".join(shown), len(head)
-
-
 class UsageRecorder:
-    """Queue events for one store and write them as create-once NDJSON objects.
+    """Queue events for one store and write them as create-once zstd NDJSON objects.
 
     The bounds of a batch: a part is written once ``max_events`` are queued or its oldest
     event is ``max_age`` old, each noticed by the writer within ``build_every`` seconds (it
@@ -123,10 +105,10 @@ class UsageRecorder:
         self.max_queued = max_queued
         self.build_every = build_every
         #: Built events by (session hash, day), and how many (under ``_lock``).
-        self._parts: dict[tuple[str, str], list[UsageEvent]] = {}
+        self._parts: dict[tuple[str, str], list[Event]] = {}
         self._count = 0
         #: Events not built yet (:meth:`defer`): (maker, args), built by the writer every build_every s.
-        self._made: deque[tuple[Callable[..., UsageEvent | None], tuple[Any, ...]]] = deque()
+        self._made: deque[tuple[Callable[..., Event | None], tuple[Any, ...]]] = deque()
         self._oldest = 0.0
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
@@ -134,6 +116,7 @@ class UsageRecorder:
         self._thread: threading.Thread | None = None
         self._closed = False
         self._erased: set[str] = set()
+        self._zstd: Any = None  # the writer's compressor (made at the first write; under _write_lock)
         #: Counters (also exported as metrics): events written, objects written, lost, dropped.
         self.written = 0
         self.objects = 0
@@ -142,7 +125,7 @@ class UsageRecorder:
 
     # -- the caller's side: O(1), never raises -------------------------------------------
 
-    def record(self, event: UsageEvent | None) -> None:
+    def record(self, event: Event | None) -> None:
         if event is None:
             return
         observe_event(event.op, event.tool, event.raw_bytes, event.shown_bytes, event.spilled,
@@ -165,7 +148,7 @@ class UsageRecorder:
         if full:
             self._wake.set()
 
-    def _queue(self, event: UsageEvent) -> None:
+    def _queue(self, event: Event) -> None:
         """Add one built event (under ``_lock``)."""
         group = (event.session, event.day)
         part = self._parts.get(group)
@@ -176,7 +159,7 @@ class UsageRecorder:
             self._oldest = time.monotonic()
         self._count += 1
 
-    def defer(self, make: Callable[..., UsageEvent | None], *args: Any) -> None:
+    def defer(self, make: Callable[..., Event | None], *args: Any) -> None:
         """Queue ``make`` and its arguments; the writer thread builds the event (and counts it
         in the metrics).
 
@@ -237,7 +220,7 @@ class UsageRecorder:
         work costs at the flush (benchmarks/usage_bench.py overhead, measured both ways).
         """
         made = self._made
-        built: list[UsageEvent] = []
+        built: list[Event] = []
         for _ in range(len(made)):
             try:
                 make, args = made.popleft()  # a flush on another thread may be building too
@@ -304,20 +287,24 @@ class UsageRecorder:
                 written += self._write(shash, day, part)
             return written
 
-    def _write(self, shash: str, day: str, part: list[UsageEvent]) -> int:
+    def _write(self, shash: str, day: str, part: list[Event]) -> int:
+        """Write one part: zstd from a batching recorder; plain NDJSON (``-f<n>.ndjson``) from
+        a one-shot one, whose part is one event: compressing a few KB saves next to nothing
+        and would cost a hook or a CLI read zstandard's import (several ms) before it exits."""
         try:
-            body, facts = part_body(part)
+            body, facts = self._body(part)
         except TypeError:  # rare: find the events that cannot be written, write the rest
             part = self._encodable(part)
             if not part:
                 return 0
-            body, facts = part_body(part)
+            body, facts = self._body(part)
         events = len(part)
         try:
             for _ in range(3):
-                key = keys.usage_part_key(shash, day, facts=facts)
+                key = keys.usage_part_key(shash, day, facts=facts, zstd=self.batch)
                 try:
-                    put = self.store.put_if_absent(key, body, content_type="application/x-ndjson")
+                    put = self.store.put_if_absent(
+                        key, body, content_type="application/zstd" if self.batch else "application/x-ndjson")
                     break
                 except AlreadyExists:
                     continue
@@ -334,7 +321,14 @@ class UsageRecorder:
         self.objects += 1
         return events
 
-    def _encodable(self, events: list[UsageEvent]) -> list[UsageEvent]:
+    def _body(self, part: list[Event]) -> tuple[bytes, int]:
+        if not self.batch:
+            return part_body(part)
+        if self._zstd is None:
+            self._zstd = compressor()
+        return zstd_part(part, self._zstd)
+
+    def _encodable(self, events: list[Event]) -> list[Event]:
         """``events`` less any orjson cannot write (a shown text with a lone surrogate has no
         UTF-8 form): each is lost alone, not its whole part."""
         kept = []

@@ -18,9 +18,13 @@ import orjson
 from s3spill import keys
 from s3spill.store.base import ObjectInfo, ObjectStore
 
-__all__ = ["UsageObject", "part_events", "usage_objects"]
+__all__ = ["UsageObject", "part_events", "part_lines", "usage_objects"]
 
-_FACTS = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-f([0-9]{1,15})\.ndjson$")
+#: ``-f<n>.ndjson``: plain, ``n`` bytes of fact lines first; ``-z<n>.ndjson.zst``: ``n`` bytes of
+#: a zstd frame of them first (s3spill.usage.recorder.zstd_part).
+_FACTS = re.compile(
+    r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-(?:f([0-9]{1,15})\.ndjson|z([0-9]{1,15})\.ndjson\.zst)$")
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 @dataclass(frozen=True)
@@ -30,8 +34,11 @@ class UsageObject:
     day: str
     size: int
     compacted: bool
-    #: A part's leading fact lines, in bytes (named in its key); None: an older part, shown inline.
+    #: A part's leading fact lines (or zstd frame of them), in bytes (named in its key); None: an
+    #: older part, shown inline.
     facts: int | None = None
+    #: A zstd part (``.ndjson.zst``): its bytes decompress to the plain layout.
+    zstd: bool = False
 
     @classmethod
     def of(cls, info: ObjectInfo) -> UsageObject | None:
@@ -40,8 +47,9 @@ class UsageObject:
             return None
         *_, part, leaf = parsed.name.split("/")
         named = _FACTS.match(leaf)
-        facts = min(int(named[1]), info.size) if named else None
-        return cls(info.key, parsed.session_hash, part[3:], info.size, leaf.endswith(".parquet"), facts)
+        facts = min(int(named[1] or named[2]), info.size) if named else None
+        return cls(info.key, parsed.session_hash, part[3:], info.size, leaf.endswith(".parquet"), facts,
+                   leaf.endswith(".zst"))
 
 
 def usage_objects(store: ObjectStore, *, session_hash: str | None = None,
@@ -54,11 +62,23 @@ def usage_objects(store: ObjectStore, *, session_hash: str | None = None,
             yield found
 
 
+def part_lines(data: bytes) -> bytes:
+    """A part's NDJSON from its stored bytes (or a leading range of them): zstd frames
+    decompressed, all of them; a plain part as it is (its first byte is ``{``, never zstd's magic)."""
+    if not data.startswith(_ZSTD_MAGIC):
+        return data
+    import zstandard
+
+    out: bytes = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True).decompress(data)
+    return out
+
+
 def part_events(body: bytes) -> list[dict[str, Any]]:
-    """A part's events, each with its shown text (inline, or from the shown rows that follow)."""
+    """A part's events, each with its shown text (inline, or from the shown rows that follow);
+    ``body`` as stored, plain or zstd."""
     facts: list[dict[str, Any]] = []
     shown: dict[str, str] = {}
-    for line in body.splitlines():
+    for line in part_lines(body).splitlines():
         if not line.strip():
             continue
         row = orjson.loads(line)

@@ -146,10 +146,12 @@ def test_a_payload_that_is_not_json_fails_open_and_stores_nothing(small: None, t
                                                                   stream: bool) -> None:
     """Invalid anywhere, in its long string too, streamed or spooled: no answer (the harness
     keeps its result, as for a small payload; the spooled reading answered a bad string with
-    the Spiller's "could NOT be saved" and a partial preview) and no artifact committed."""
+    the Spiller's "could NOT be saved" and a partial preview), no artifact committed, and no
+    usage event for a spill the model never sees."""
     store = LocalStore(tmp_path / "store")
     assert _answer(doc, store, 4096, stream=stream) == b""
     assert _artifacts(tmp_path) == []
+    assert list(tmp_path.rglob("usage/*/*.ndjson")) == []
 
 
 def test_a_key_repeated_after_the_string_overturns_the_stream(small: None, tmp_path: Path) -> None:
@@ -195,3 +197,18 @@ def test_only_a_string_with_nothing_to_spill_before_it_streams(small: None, tmp_
     assert stream_tool(persisted, "LIVE", LONG, spill) is None
     assert stream_tool(payload, "LIVE", 2000 * 12, spill) is None  # may be under the hard cap
     spill.close()
+
+
+def test_a_payload_with_a_long_skeleton_is_not_paused(small: None, monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    """Past PREFIX_BYTES of skeleton before the long string the reading does not pause (each
+    try parses the skeleton so far): the payload is spooled and answered as before."""
+    doc = json.dumps({"session_id": "s-2", "hook_event_name": "PostToolUse", "tool_name": "Bash",
+                      "tool_input": {"files": [f"f{i}" for i in range(200)]},
+                      "tool_response": {"stdout": "STDOUT"}}).encode().replace(b'"STDOUT"', b'"' + FAR + b'"')
+    monkeypatch.setattr(hook_stream, "PREFIX_BYTES", 1000)
+    raw = read_payload(b"", Trickle(doc, 4096), pause=lambda p, s: streamed_field(p, s) is not None)
+    assert isinstance(raw, SpooledPayload) and not raw.paused
+    store = LocalStore(tmp_path / "store")
+    answer = harness_hooks.answer("claude-code", raw, lambda: store)
+    assert _normal(answer, store, "s-2")[1] == [FAR]

@@ -41,8 +41,6 @@ def test_every_pinned_read_prints_the_same_either_way(local: LocalStore, cli: Cl
     ids = write_artifacts(local)
     answered = set()
     for name, argv in READS:
-        if argv[0] != "read":
-            continue
         for extra in ((), ("--show-secrets",)):
             call = [argv[0], ids[name], *argv[1:], *extra]
             what = " ".join((name, *argv, *extra))
@@ -53,9 +51,13 @@ def test_every_pinned_read_prints_the_same_either_way(local: LocalStore, cli: Cl
             "log read --offset 1499 --limit 3 --max-chars 1200 --show-secrets",
             "log read --offset 1500 --char-offset 700 --limit 2 --max-chars 1500 --show-secrets",
             "log read --offset 1190 --limit 30 --show-secrets", "csv read --limit 20 --show-secrets",
-            "json read --show-secrets"} <= answered
+            "json read --show-secrets", "log grep status=500 --max-matches 5 --show-secrets",
+            "log grep no such thing --show-secrets", "log grep \\xff|bad --show-secrets",
+            "json grep AKIA --show-secrets", "empty grep x"} <= answered
     refused = {"log read --offset 1190 --limit 30", "binary read", "log read --offset 99999",
-               "log read --since 100000 --limit 5", "log read --offset 1190 --limit 30 --json"}
+               "log read --since 100000 --limit 5", "log read --offset 1190 --limit 30 --json",
+               "log grep (unclosed", "binary grep AKIA", "csv grep multi|key --max-matches 6",
+               "log grep AWS|aws_secret -i"}
     assert not refused & answered
     code, out, _ = cli("read", ids["log"], "--offset", "1190", "--limit", "30")
     assert code == 0 and "[redacted:" in out and AWS_KEY not in out
@@ -106,7 +108,9 @@ def test_a_damaged_artifact_is_refused_by_the_full_path(damage: str, local: Loca
     ["read", "ID", "--offset", "1_0"], ["read", "ID", "--limit", "0"], ["read", "ID", "--offset", "٣"],
     ["read", "ID", "--json"], ["read", "ID", "--since", "5"], ["read", "ID", "--path", ""],
     ["read", "ID", "--offset", "1", "--offset", "2"], ["--debug", "read", "ID"], ["read", "ID", "-h"],
-    ["read", "ID", "--show-secrets=1"], ["read", "ID", "--"], ["grep", "ID", "x"], ["ls"],
+    ["read", "ID", "--show-secrets=1"], ["read", "ID", "--"], ["grep", "ID"], ["grep", "ID", "-x"],
+    ["grep", "ID", "x", "--json"], ["grep", "ID", "x", "--context", "-1"], ["grep", "ID", "x", "-i=1"],
+    ["grep", "ID", "x", "--offset", "1"], ["read", "ID", "-i"], ["ls"],
     ["--store", "s3://bucket/x", "read", "ID"], ["--store=relative", "read", "ID"],
     ["--store", "file:///tmp/%41", "read", "ID"], ["read", " ID"], ["read", "ID", "--max-chars"],
 ])
@@ -179,14 +183,16 @@ def test_the_fast_read_records_the_usage_event_the_full_path_records(
 
 def test_the_keys_and_names_it_derives_are_the_librarys() -> None:
     """The session hash, the artifact key, the harness variables: spelled as keys and argtypes do."""
-    assert read_fast._SESSIONS == keys.SESSIONS
+    from s3spill.cli import fast_artifact
+
+    assert fast_artifact._SESSIONS == keys.SESSIONS
     assert read_fast._HARNESS_SESSION_VARIABLES == argtypes.HARNESS_SESSION_VARIABLES
     assert keys.session_hash("s") == hashlib.sha256(b"s3spill-session\0s").hexdigest()[:32]
-    assert read_fast._SMALL == 1024 * 1024
+    assert fast_artifact._SMALL == 1024 * 1024
 
     from s3spill.store import local_trailer
 
-    assert read_fast._MAGIC == local_trailer.MAGIC and local_trailer.TAIL.size == read_fast._TAIL
+    assert fast_artifact._MAGIC == local_trailer.MAGIC and local_trailer.TAIL.size == fast_artifact._TAIL
 
 
 @pytest.mark.parametrize("value", ["off", "OFF", "0", "false", "No", "on", "1", "yes", ""])
@@ -215,4 +221,41 @@ def test_a_fast_read_loads_no_argparse_dataclasses_orjson_or_store_layer(tmp_pat
         assert got["code"] == 0 and "two status=200" in got["printed"]
         assert not heavy & set(got["modules"]), heavy & set(got["modules"])
         assert ("s3spill.context.secrets.triggers" in got["modules"]) is not extra
+    grep = probe(["grep", sid, "two"], XDG_CONFIG_HOME=str(tmp_path / "none"))  # type: ignore[operator]
+    assert grep["code"] == 0 and "two status=200" in grep["printed"]
+    assert not (heavy - {"dataclasses"}) & set(grep["modules"]), heavy & set(grep["modules"])
     assert os.environ.get(FULL) is None
+
+
+@pytest.mark.parametrize("raw", [b'{"a": "\\u001b[31m"}', b'{"a": "\\ud83d\\ude00"}', b'{"a": "\\ud800"}',
+                                 b'{"a": "\\udc00"}', b'{"a": "\\\\ud800"}', b'{"a": 1.5}', b'{"a": NaN}',
+                                 b'{"a": 1, "a": 2}', b'{"a": 123456789012345678901}', b'{"a": "\xff"}',
+                                 b'{"a": [1, true, null, "caf\xc3\xa9"]}', b'{"a": 1} x', b"  {} ",
+                                 b'{"a": "\\u00e9\\t"}', b'\xef\xbb\xbf{"a": 1}'])
+def test_its_json_reads_what_orjson_reads_or_declines(raw: bytes) -> None:
+    """Where orjson refuses, the fast path declines; where it declines not, it reads orjson's value."""
+    import orjson
+
+    from s3spill.cli import fast_artifact
+
+    try:
+        expected = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        expected = None
+    try:
+        got = fast_artifact._loads(raw)
+    except Exception:
+        return
+    assert expected is not None and got == expected and type(got) is type(expected)
+
+
+def test_a_coloured_first_line_is_read_here(local: LocalStore, cli: CliCall, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """An index whose summary holds an escape (an ANSI colour) is read by the fast path, the same."""
+    from s3spill.artifacts.store import ArtifactStore
+
+    arts = ArtifactStore(local, session_id=SESSION)
+    sid = arts.write(SESSION, [b"\x1b[31mred\x1b[0m\nplain\n"], "t").source_id
+    argv = ["read", sid, "--show-secrets"]
+    assert _answered(argv, capsys)
+    assert cli(*argv) == _full(cli, monkeypatch, *argv)

@@ -98,6 +98,31 @@ def test_the_worker_masks_the_same_bytes_and_counts_as_this_process(
     assert not any(s.encode() in b"".join(out) for s in SECRETS)
 
 
+def test_a_buffer_the_caller_reuses_after_a_push_changes_nothing(
+        data: bytes, expected: tuple[bytes, dict[str, int]]) -> None:
+    """The chunks are kept until the worker answers: a bytearray refilled by its reader
+    after each push must not be what the unchanged bytes are rebuilt from."""
+    _ready_worker()
+    redactor, buf, out = maskworker.OffloadRedactor(), bytearray(), []
+    for start in range(0, len(data), MiB):
+        buf[:] = data[start:start + MiB]
+        out.append(redactor.push(buf))  # type: ignore[arg-type]
+        buf[:] = b"\0" * len(buf)
+    out.append(redactor.finish())
+    assert b"".join(out) == expected[0]
+
+
+def test_a_process_whose_streams_stay_under_the_start_size_never_starts_a_worker(
+        data: bytes, expected: tuple[bytes, dict[str, int]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's start costs more than masking a few MiB here: an `s3spill run` of a
+    6 MiB output masks it in its own thread, the same bytes, and starts no process."""
+    pool = maskworker._Pool()
+    monkeypatch.setattr(maskworker, "_POOL", pool)
+    redactor = maskworker.OffloadRedactor()
+    assert _mask(redactor, iter([data[i:i + MiB] for i in range(0, len(data), MiB)])) == expected[0]
+    assert pool.workers == [] and len(data) < maskworker.START_BYTES
+
+
 def test_a_small_stream_never_waits_for_a_worker() -> None:
     """Under a MiB the stream is masked here, chunk by chunk, as StreamRedactor does."""
     redactor = maskworker.OffloadRedactor()

@@ -111,3 +111,33 @@ def test_a_one_shot_spill_does_not_import_opentelemetry(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], env=env, capture_output=True,
                          text=True, timeout=60, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_a_meter_provider_installed_later_receives_the_next_batch() -> None:
+    """Batches counted before any meter provider exists record nothing (and fail nothing); a
+    provider installed the standard way afterwards gets every event of the next batch."""
+    code = ("from opentelemetry import metrics\n"
+            "from opentelemetry.sdk.metrics import MeterProvider\n"
+            "from opentelemetry.sdk.metrics.export import InMemoryMetricReader\n"
+            "from s3spill.telemetry.metrics import observe_events\n"
+            "from s3spill.usage.events import UsageEvent\n"
+            "def ev(i, op):\n"
+            "    return UsageEvent(session='0' * 32, op=op, tool='build', shown='x' * i, shown_chars=i,\n"
+            "                      shown_bytes=i, raw_bytes=100 + i, spilled=i % 2 == 0, id=str(i), ts='')\n"
+            "observe_events([ev(i, 'spill') for i in range(3)])\n"
+            "reader = InMemoryMetricReader()\n"
+            "metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))\n"
+            "observe_events([ev(i, 'spill') for i in range(1, 6)] + [ev(7, 'read')])\n"
+            "data = reader.get_metrics_data().resource_metrics\n"
+            "points = {m.name: list(m.data.data_points) for rm in data for sm in rm.scope_metrics\n"
+            "          for m in sm.metrics}\n"
+            "calls = sorted((p.attributes['s3spill.operation'], p.attributes['s3spill.spilled'], p.value)\n"
+            "               for p in points['s3spill.tool.calls'])\n"
+            "sizes = sorted((p.count, p.sum) for p in points['s3spill.tool.output.size'])\n"
+            "shown = sum(p.sum for p in points['s3spill.tool.shown.size'])\n"
+            "print(calls, sizes, shown)\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    assert out.strip() == ("[('read', False, 1), ('spill', False, 3), ('spill', True, 2)] "
+                           "[(2, 206), (3, 309)] 22")
