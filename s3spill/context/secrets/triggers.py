@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable
 
 from s3spill.context.secrets.anchors import no_anchor
 
-__all__ = ["BASE64_ALPHABET", "PREFILTERS", "PREFILTER_PARTS", "TRIGGERS", "may_hold_secret", "prefilter",
-           "prefilter_parts"]
+__all__ = ["BASE64_ALPHABET", "PREFILTERS", "PREFILTER_PARTS", "SIEVES", "TRIGGERS", "may_hold_secret",
+           "prefilter", "prefilter_parts", "sieve"]
 
 #: The characters of a base64 (or base64url) token, as a regex class body.
 BASE64_ALPHABET = "A-Za-z0-9+/=_-"
@@ -51,19 +51,20 @@ _DIGESTS = ("sha1-", "sha1_", "sha224-", "sha224_", "sha256-", "sha256_", "sha38
 
 def _cls(chars: Iterable[str]) -> str:
     """A character class of ``chars`` (base64 alphabet), written with ranges."""
-    wanted, out = set(chars), []
-    for lo, hi in (("A", "Z"), ("a", "z"), ("0", "9")):
-        run = [chr(c) for c in range(ord(lo), ord(hi) + 1)]
-        i = 0
-        while i < len(run):
-            if run[i] not in wanted:
-                i += 1
-                continue
-            j = i
-            while j + 1 < len(run) and run[j + 1] in wanted:
-                j += 1
-            out.append(run[i] if i == j else run[i] + run[j] if j == i + 1 else f"{run[i]}-{run[j]}")
-            i = j + 1
+    return _class_of(frozenset(chars))
+
+
+_RUNS = ("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz", "0123456789")
+
+
+@functools.cache
+def _class_of(wanted: frozenset[str]) -> str:
+    """:func:`_cls`, once per set: the module builds ~60 classes of ~15 sets at import, which a
+    fresh process (``s3spill read``, ``run``) pays for before its first masking question."""
+    out = []
+    for run in _RUNS:  # each run of consecutive wanted characters: one, two, or a range
+        for piece in "".join(c if c in wanted else " " for c in run).split():
+            out.append(piece if len(piece) <= 2 else f"{piece[0]}-{piece[-1]}")
     out += [c for c in "+/=_-" if c in wanted]  # ``-`` last: a literal there
     return out[0] if len(out) == 1 and len(out[0]) == 1 else "[" + "".join(out) + "]"
 
@@ -81,16 +82,26 @@ def _digest_free_starts(tail: int | None, shortest: int = 1) -> list[str]:
     each followed by enough characters for a value of ``tail`` characters (None: no
     tail); ``shortest``: only the starts past a digest's first ``shortest - 1`` characters.
     Such a value holds a letter past ``f`` already (``s``, ``m``)."""
+    out = []
+    for pre, head in _digest_free_heads():
+        if len(pre) >= shortest:
+            out.append(head if tail is None else f"{head}{_B64}{{{tail - len(pre) - 1}}}")
+    return out
+
+
+@functools.cache
+def _digest_free_heads() -> tuple[tuple[str, str], ...]:
+    """Each start of a digest the rule skips, and the pattern of that start followed by a
+    character that goes on to no digest (built once: three callers at import)."""
     def lit(text: str) -> str:
         return "".join(f"[{c.upper()}{c}]" if c.isalpha() else c for c in text)
 
     out = []
-    for pre in sorted({d[:i] for d in _DIGESTS for i in range(shortest, len(d))}):
+    for pre in sorted({d[:i] for d in _DIGESTS for i in range(1, len(d))}):
         bad = {c for d in _DIGESTS if d.startswith(pre) and len(d) > len(pre)
                for c in (d[len(pre)].lower(), d[len(pre)].upper())}
-        rest = "" if tail is None else f"{_B64}{{{tail - len(pre) - 1}}}"
-        out.append(f"{lit(pre)}{_cls(set(_B64_CHARS) - bad)}{rest}")
-    return out
+        out.append((pre, f"{lit(pre)}{_cls(set(_B64_CHARS) - bad)}"))
+    return tuple(out)
 
 
 def _past_f_value(length: int) -> list[str]:
@@ -197,6 +208,37 @@ PREFILTERS: dict[str, str] = {"high-entropy": "|".join(f"(?:{p})" for p in PREFI
                                "password": _KEYWORDS}
 
 
+def _entropy_sieve() -> str:
+    """The high-entropy trigger, looser again but tight on length, for :func:`may_hold_secret`.
+
+    Why beside the prefilter: the prefilter is loose on purpose (a letter past ``f`` and 12
+    more characters: cheap for Hyperscan over every byte), so a request log's
+    ``path=/api/v1/items/00000014`` on every line matches it, and :func:`may_hold_secret`
+    then compiled the exact union (~4 ms in a fresh process) to learn that it holds no
+    secret. This one keeps what the exact trigger says of the value's length and drops the
+    rest: an assignment and 23 characters of the base64 alphabet (20 after a name that
+    says secret), or a value of hex digits and ``_=-`` with hex letters of both cases
+    (:func:`_mixed_hex_value`: whichever case comes first). Every value the exact trigger
+    accepts is such a value (its shortest forms are 23 and 20 characters long, each of the
+    alphabet), so it matches wherever the exact trigger does (the tests generate matches
+    of it); it is a few counted classes, so it compiles in a fraction of the exact one.
+    """
+    start = r"[:=][ \t]*[\"'`]?"
+    mixed = r"[0-9=_-]*(?:[a-f][0-9a-f=_-]*[A-F]|[A-F][0-9A-F=_-]*[a-f])"
+    return (f"{start}(?:{_B64}{{23}}|{mixed})"
+            f"|{_SECRETISH}[A-Za-z0-9_.-]*[\"']?[ \t]*{start}{_B64}{{20}}")
+
+
+#: What :func:`may_hold_secret` asks before the exact union, per rule where it differs
+#: from the rule's prefilter: each matches wherever the rule's trigger does (tested).
+SIEVES: dict[str, str] = {"high-entropy": _entropy_sieve()}
+
+
+def sieve(kind: str) -> str:
+    """The pattern :func:`may_hold_secret`'s first pass looks for, for rule ``kind``."""
+    return SIEVES.get(kind) or prefilter(kind)
+
+
 def prefilter(kind: str) -> str:
     """The pattern the chunk pass looks for, for rule ``kind``."""
     return PREFILTERS.get(kind) or TRIGGERS[kind]
@@ -212,6 +254,7 @@ def prefilter_parts(pattern: str) -> tuple[str, ...]:
 
 @functools.cache
 def _union(exact: bool) -> Callable[[bytes], object]:
+    """The union of every rule's trigger (``exact``) or of the sieves (:func:`sieve`), compiled once."""
     import re2
 
     opts = re2.Options()
@@ -219,7 +262,7 @@ def _union(exact: bool) -> Callable[[bytes], object]:
     opts.never_capture = True
     opts.max_mem = 64 << 20  # the exact union's DFA is larger; short of memory RE2 runs slower
     search: Callable[[bytes], object] = re2.compile(
-        "|".join(f"(?:{TRIGGERS[k] if exact else prefilter(k)})" for k in TRIGGERS).encode(), opts).search
+        "|".join(f"(?:{TRIGGERS[k] if exact else sieve(k)})" for k in TRIGGERS).encode(), opts).search
     return search
 
 
@@ -230,11 +273,12 @@ def may_hold_secret(data: bytes) -> bool:
     detector's own prefilter relies on it, and tests/test_context_secrets.py checks it),
     and the detector has no rule without one (``SecretDetector.untriggered`` is empty).
 
-    Two passes: the loose union (:data:`PREFILTERS`, ~1 ms to compile) answers most texts
-    ("no"); a text it matches is asked the exact union (~7 ms to compile), because a "yes"
-    builds the detector, whose trigger engine costs far more in a fresh process (~0.7 s
-    for Hyperscan's database): a request log's ``path=/api/v1/items/00000014`` on every
-    line matches the loose entropy pattern, not the exact trigger.
+    Two passes: the sieves' union (:func:`sieve`: the prefilters, with the entropy rule's
+    tight on length; ~1 ms to compile) answers most texts ("no"); a text it matches is
+    asked the exact union (~4-7 ms to compile), because a "yes" builds the detector, whose
+    trigger engine costs far more in a fresh process (~0.7 s for Hyperscan's database). A
+    request log's ``path=/api/v1/items/00000014`` on every line (a 22-character value)
+    matches the loose entropy prefilter, not the sieve.
     """
     if no_anchor(data):  # no trigger's match can be in it (tests/context/secrets/test_anchors.py)
         return False

@@ -95,11 +95,17 @@ def test_a_name_whose_last_three_characters_start_with_a_digit_dot_or_dash_is_ma
     assert counts == {"high-entropy": 1} and "Jq4Z" not in masked
 
 
-def test_a_text_only_the_loose_pass_matches_holds_no_secret() -> None:
-    """``path=/api/v1/items/00000014`` matches the loose entropy pattern, no exact trigger: "no"."""
-    from s3spill.context.secrets.triggers import _union, may_hold_secret
+def test_a_text_only_the_loose_prefilter_matches_holds_no_secret() -> None:
+    """``path=/api/v1/items/00000014`` matches the loose entropy prefilter, neither the
+    sieve of ``may_hold_secret``'s first pass nor an exact trigger: "no"."""
+    from s3spill.context.secrets.triggers import PREFILTERS, _union, may_hold_secret
 
     line = b"0000000014 INFO  request handled path=/api/v1/items/00000014 status=200\n"
-    assert _union(False)(line) is not None and _union(True)(line) is None
+    import re2
+
+    opts = re2.Options()
+    opts.encoding = re2.Options.Encoding.LATIN1
+    assert re2.compile(PREFILTERS["high-entropy"].encode(), opts).search(line) is not None
+    assert _union(False)(line) is None and _union(True)(line) is None
     assert not may_hold_secret(line * 100)
     assert may_hold_secret(line + b"API_TOKEN=Jq4Zr8Xw2Nc6Vb0Mk3Lp7\n")
