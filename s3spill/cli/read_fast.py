@@ -5,8 +5,9 @@ full CLI (argparse, the store layer's dataclasses, orjson, the usage recorder) c
 plain Python program that opens the file, checks its SHA-256 and splits its lines (issue
 35). This module imports the standard library's ``os``, ``sys``, ``json``, ``hashlib`` and
 ``stat``, and of the package only what the answer needs: the page algorithm
-(:mod:`s3spill.artifacts.pagefill`) or the grep engine (:mod:`s3spill.artifacts.grep`, which
-does load ``dataclasses``), the index checks (:mod:`s3spill.artifacts.index_fields`), the
+(:mod:`s3spill.artifacts.pagefill`) or the grep engine (:mod:`s3spill.artifacts.grep`, its
+text rendered without the result's dataclasses: :func:`~s3spill.artifacts.grep.engine.grep_text`),
+the index checks (:mod:`s3spill.artifacts.index_fields`), the
 chunk checks (:mod:`s3spill.artifacts.chunks`), the secret triggers, and the usage writer
 (:mod:`.usage_fast`).
 
@@ -33,7 +34,7 @@ orjson might read differently: escapes, floats, huge integers, repeated keys); a
 at all before the answer is printed means the full path runs and says what is wrong in its
 own words (a grep that outran its time budget therefore runs again there, to the same
 refusal). A page is rendered by the same functions as :class:`~s3spill.artifacts.paging.Page`,
-a grep is the library's own engine and record; the usage event is the same
+a grep is the library's own engine and rendering; the usage event is the same
 (:mod:`.usage_fast`, after the answer is out).
 """
 
@@ -253,7 +254,7 @@ def _fetcher(index: Index, fh: Any, trailer: dict[str, Any], sid: str, *,
 def _grep(call: dict[str, Any]) -> tuple[str, dict[str, object]]:
     """The grep's text and its usage facts, as ``ArtifactReader.grep`` finds them (every chunk
     verified, then the full SHA-256); Unsure (or any error) if not sure."""
-    from s3spill.artifacts.grep.engine import grep_chunks
+    from s3spill.artifacts.grep.engine import grep_text
     from s3spill.artifacts.grep.pattern import compile_pattern
     from s3spill.context.read_limits import DEFAULT_MAX_MATCHES
 
@@ -268,10 +269,10 @@ def _grep(call: dict[str, Any]) -> tuple[str, dict[str, object]]:
             from s3spill.artifacts.views import viewed
 
             chunks = (data for _, data in viewed(((None, c) for c in chunks), _unchanged_by_masking))
-        result = grep_chunks(chunks, sid, compiled, context=call["context"] or 0,
-                             max_matches=DEFAULT_MAX_MATCHES if call["max_matches"] is None
-                             else call["max_matches"], expected_lines=index.line_count)
-    return result.render("cli"), {"total_matches": result.total_matches}
+        text, total = grep_text(chunks, sid, compiled, style="cli", context=call["context"] or 0,
+                                max_matches=DEFAULT_MAX_MATCHES if call["max_matches"] is None
+                                else call["max_matches"], expected_lines=index.line_count)
+    return text, {"total_matches": total}
 
 
 def _verified(index: Index, read: Callable[[int], bytes]) -> Iterator[bytes]:

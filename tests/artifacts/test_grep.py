@@ -218,3 +218,35 @@ def test_grep_sees_lines_with_invalid_utf8_as_read_shows_them(store: ObjectStore
     slashes = arts.grep(sid, r"back\\\\slash")  # shown doubled in an escaped line, so matched doubled
     assert [m.line_number for m in slashes.matches] == [4]
     assert arts.grep(sid, r"\\xff").matches[0].line.text == "\\xff"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.lists(
+        st.sampled_from([b"a", b"b", b" ", b"\n", b"\xc3\xa9", b"\xff", b"ab\n", b"\xe9", b"\n\xff\n",
+                         b"\\"]),
+        max_size=300
+    ).map(b"".join),
+    pattern=st.sampled_from(PATTERNS),
+    cuts=st.lists(st.integers(1, 40), max_size=10),
+    context=st.integers(0, 2),
+    max_matches=st.integers(1, 5),
+    long_line=st.sampled_from([64, 4 * 1024 * 1024]),
+)
+def test_the_text_without_records_is_the_results_rendering(
+    data: bytes, pattern: str, cuts: list[int], context: int, max_matches: int, long_line: int
+) -> None:
+    """``Grep.text`` (the CLI's fast grep: no dataclasses) prints what ``result().render`` prints,
+    for either surface, whatever the chunking, context, cap and windowed lines."""
+    compiled = compile_pattern(pattern)
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    engines = [Grep("artifact:t", compiled, context=context, max_matches=max_matches, long_line=long_line,
+                    overlap=8) for _ in range(3)]
+    pos = 0
+    for n in [*cuts, len(data)]:
+        for g in engines:
+            g.feed(data[pos : pos + n])
+        pos += n
+    result = engines[0].result(expected_lines=lines)
+    assert engines[1].text("cli", expected_lines=lines) == (result.render("cli"), result.total_matches)
+    assert engines[2].text("call", expected_lines=lines) == (result.render("call"), result.total_matches)

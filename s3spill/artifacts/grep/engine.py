@@ -14,16 +14,21 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
+from s3spill.artifacts.grep.found import Excerpt, Found, excerpt, footer_line, prefix, render_rows
 from s3spill.artifacts.grep.long_line import LongLine
 from s3spill.artifacts.grep.pattern import Pattern, block_pattern
-from s3spill.artifacts.grep.result import GrepLine, GrepMatch, GrepResult, excerpt, prefix
 from s3spill.artifacts.grep.shown import first_invalid, raw_position, text, units
 from s3spill.context.read_limits import DEFAULT_MAX_MATCHES as DEFAULT_MAX_MATCHES
 from s3spill.errors import IntegrityError, InvalidRequest
 from s3spill.textview import show_line
+
+TYPE_CHECKING = False  # not from typing, nor dataclasses (~8 ms): the CLI's fast grep runs this engine
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from s3spill.artifacts.grep.result import GrepResult
+    from s3spill.context.read_args import ArgStyle
 
 MAX_CONTEXT = 20
 LONG_LINE_BYTES = 4 * 1024 * 1024
@@ -32,13 +37,13 @@ OVERLAP_CHARS = 64 * 1024  # bytes, despite the name (kept for callers)
 TIME_BUDGET_SECONDS = 60.0
 
 
-@dataclass
 class _Open:
     """A kept match still collecting lines of after-context."""
 
-    match: GrepMatch
-    after: list[GrepLine]
-    want: int
+    __slots__ = ("after", "match", "want")
+
+    def __init__(self, match: Found, after: list[Excerpt], want: int) -> None:
+        self.match, self.after, self.want = match, after, want
 
 
 class Grep:
@@ -54,7 +59,7 @@ class Grep:
         self.source_id, self.pattern = source_id, pattern
         self.context, self.max_matches = context, max_matches
         self.long_line, self.overlap = long_line, overlap
-        self.matches: list[GrepMatch] = []
+        self.matches: list[Found] = []
         self.kept = 0
         self.total = 0
         self.inexact_lines = 0
@@ -100,6 +105,28 @@ class Grep:
             self.carry = b""
 
     def result(self, *, expected_lines: int | None = None) -> GrepResult:
+        from s3spill.artifacts.grep.result import GrepResult, grep_match
+
+        kept = self._end(expected_lines)
+        return GrepResult(
+            source_id=self.source_id, pattern=self.pattern.pattern, context=self.context,
+            max_matches=self.max_matches, matches=tuple(grep_match(m) for m in kept),
+            total_matches=self.total,
+            omitted=self.total - len(kept), exact=self.inexact_lines == 0,
+            lines_scanned=self.line_no, bytes_scanned=self.bytes,
+        )
+
+    def text(self, style: ArgStyle = "call", *, expected_lines: int | None = None) -> tuple[str, int]:
+        """What ``result(...).render(style)`` is, and the total count of matching lines, made
+        without the result's records (and their ``dataclasses`` import)."""
+        kept = self._end(expected_lines)
+        rows = render_rows(self.source_id, self.pattern.pattern, self.line_no, kept)
+        omitted, exact = self.total - len(kept), self.inexact_lines == 0
+        rows.append(footer_line(len(kept), self.total, omitted, exact, style))
+        return "\n".join(rows) + "\n", self.total
+
+    def _end(self, expected_lines: int | None) -> list[Found]:
+        """The last line searched, the line count checked; the kept matches in line order."""
         if self.long is not None:
             self.long.feed(b"", final=True)
             self._finish_long(None)
@@ -108,16 +135,11 @@ class Grep:
             self.carry = b""
         if expected_lines is not None and self.line_no != expected_lines:
             raise IntegrityError(f"{self.source_id}: line count disagrees with its index")
-        matches = [o.match.model_copy(update={"after": tuple(o.after)}) for o in self.open]
+        matches = [o.match.with_after(tuple(o.after)) for o in self.open]
         done = {m.line_number for m in matches}
         kept = [m for m in self.matches if m.line_number not in done] + matches
         kept.sort(key=lambda m: m.line_number)
-        return GrepResult(
-            source_id=self.source_id, pattern=self.pattern.pattern, context=self.context,
-            max_matches=self.max_matches, matches=tuple(kept), total_matches=self.total,
-            omitted=self.total - len(kept), exact=self.inexact_lines == 0,
-            lines_scanned=self.line_no, bytes_scanned=self.bytes,
-        )
+        return kept
 
     # -- per line ---------------------------------------------------------------------
 
@@ -211,8 +233,7 @@ class Grep:
             self.total += 1
             if self.kept < self.max_matches:
                 byte, col, line = long.found
-                self._keep(number, self.line_start + byte, col,
-                           line.model_copy(update={"number": number}))
+                self._keep(number, self.line_start + byte, col, line.numbered(number))
         elif long.windows > 1:
             self.inexact_lines += 1
         if self.context:
@@ -220,23 +241,22 @@ class Grep:
         self.line_start += long.fed + (1 if newline_at is not None else 0)
         self.line_no += 1
 
-    def _keep(self, number: int, byte: int, col: int, line: GrepLine) -> None:
+    def _keep(self, number: int, byte: int, col: int, line: Excerpt) -> None:
         self.kept += 1
         before = tuple(excerpt(n, t) for n, t in self.before)
-        match = GrepMatch(line_number=number, line_byte_offset=self.line_start, byte_offset=byte,
-                          char_offset=col, line=line, before=before)
+        match = Found(number, self.line_start, byte, col, line, before)
         if self.context:
             self.open.append(_Open(match, [], self.context))
         else:
             self.matches.append(match)
 
-    def _after(self, make: Callable[[], GrepLine]) -> None:
+    def _after(self, make: Callable[[], Excerpt]) -> None:
         line = make()
         still: list[_Open] = []
         for o in self.open:
             o.after.append(line)
             if len(o.after) >= o.want:
-                self.matches.append(o.match.model_copy(update={"after": tuple(o.after)}))
+                self.matches.append(o.match.with_after(tuple(o.after)))
             else:
                 still.append(o)
         self.open = still
@@ -249,3 +269,14 @@ def grep_chunks(chunks: Iterable[bytes], source_id: str, pattern: Pattern, *,
     for chunk in chunks:
         g.feed(chunk)
     return g.result(expected_lines=expected_lines)
+
+
+def grep_text(chunks: Iterable[bytes], source_id: str, pattern: Pattern, *, style: ArgStyle = "call",
+              context: int = 0, max_matches: int = DEFAULT_MAX_MATCHES,
+              expected_lines: int | None = None) -> tuple[str, int]:
+    """``grep_chunks(...).render(style)`` and the total count of matching lines, without the
+    result's records (:meth:`Grep.text`)."""
+    g = Grep(source_id, pattern, context=context, max_matches=max_matches)
+    for chunk in chunks:
+        g.feed(chunk)
+    return g.text(style, expected_lines=expected_lines)

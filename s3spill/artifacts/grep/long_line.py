@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import codecs
 
-from s3spill.artifacts.grep.pattern import Pattern
-from s3spill.artifacts.grep.result import EXCERPT_CHARS, EXCERPT_LEAD, GrepLine
+from s3spill.artifacts.grep.found import EXCERPT_CHARS, EXCERPT_LEAD, Excerpt
 from s3spill.artifacts.grep.shown import boundary, escape_bytes, first_invalid, raw_position, text, units
 from s3spill.textview import escape
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from s3spill.artifacts.grep.pattern import Pattern
 
 
 class LongLine:
@@ -28,7 +31,7 @@ class LongLine:
         self.tail_units = 0  # characters of the line before ``tail`` (tail starts on an edge)
         self.fed = 0  # bytes of the line seen so far
         self.head = ""  # the line's first characters, for excerpts and context
-        self.found: tuple[int, int, GrepLine] | None = None  # (byte off, char off, excerpt)
+        self.found: tuple[int, int, Excerpt] | None = None  # (byte off, char off, excerpt)
         self.overlap = overlap
         self.windows = 0
 
@@ -62,14 +65,13 @@ class LongLine:
             lo = max(0, len(before) - EXCERPT_LEAD)
             piece = (before[lo:] + text(window[span[0] : span[0] + 4 * EXCERPT_CHARS]))
             shown, escaped = escape(piece[:EXCERPT_CHARS])
-            self.found = (window_start + span[0], self.tail_units + len(before), GrepLine(
-                number=0, char_start=self.tail_units + lo, text=shown, escaped=escaped,
-                truncated=True))
+            self.found = (window_start + span[0], self.tail_units + len(before),
+                          Excerpt(0, self.tail_units + lo, shown, escaped, True))
             return
         cut = boundary(window, max(0, len(window) - 2 * self.overlap))
         self.tail_units += units(window[:cut])
         self.tail = window[cut:]
 
-    def excerpt(self, number: int) -> GrepLine:
+    def excerpt(self, number: int) -> Excerpt:
         shown, escaped = escape(self.head)
-        return GrepLine(number=number, char_start=0, text=shown, escaped=escaped, truncated=True)
+        return Excerpt(number, 0, shown, escaped, True)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from s3spill.artifacts.grep.shown import text
+from s3spill.artifacts.grep.found import EXCERPT_CHARS as EXCERPT_CHARS
+from s3spill.artifacts.grep.found import EXCERPT_LEAD as EXCERPT_LEAD
+from s3spill.artifacts.grep.found import Excerpt, Found, footer_line, render_rows
+from s3spill.artifacts.grep.found import excerpt as _excerpt
+from s3spill.artifacts.grep.found import prefix as prefix
 from s3spill.artifacts.plain import PlainRecord
-from s3spill.context.read_args import ArgStyle, spell_args
-from s3spill.textview import escape
-
-EXCERPT_CHARS = 240
-EXCERPT_LEAD = 60
+from s3spill.context.read_args import ArgStyle
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,54 +64,28 @@ class GrepResult(PlainRecord):
     def render(self, style: ArgStyle = "call") -> str:
         """The matches as text; ``style`` spells the footer's arguments for the reader's
         surface (``max_matches`` for a tool call, ``--max-matches`` for the CLI)."""
-        rows = [f"[{self.source_id} | grep {self.pattern!r} | {self.lines_scanned:,} lines]"]
-        shown: set[int] = set()
-        hits = {m.line_number: m.line for m in self.matches}
-        records = {m.line_number: m.record_number for m in self.matches if m.record_number}
-        last = 0
-        for m in self.matches:
-            group = [hits.get(ln.number, ln) for ln in (*m.before, m.line, *m.after)]
-            group = [ln for ln in group if ln.number not in shown]
-            if group and last and group[0].number > last + 1:
-                rows.append("--")
-            for ln in group:
-                mark = ":" if ln.number in hits else "-"
-                flag = "!" if ln.escaped else ""
-                lead = "…" if ln.char_start else ""
-                tail = "…" if ln.truncated and (ln.char_start or len(ln.text)) else ""
-                record = f"[record {records[ln.number]:,}] " if ln.number in records else ""
-                rows.append(f"{ln.number:>6}{mark}{flag}\t{record}{lead}{ln.text}{tail}")
-                shown.add(ln.number)
-                last = max(last, ln.number)
+        rows = render_rows(self.source_id, self.pattern, self.lines_scanned, self.matches)
         rows.append(self.footer(style))
         return "\n".join(rows) + "\n"
 
     def footer(self, style: ArgStyle = "call") -> str:
-        if not self.total_matches:
-            return "[no matching lines]" if self.exact else (
-                "[no matching lines found; lines over 4 MiB were searched in windows and a"
-                " very long match could be missed]")
-        n = len(self.matches)
-        if self.omitted == 0 and self.exact:
-            plural = "s" if n != 1 else ""
-            return f"[{n:,} matching line{plural}; read around one with {spell_args(style, offset='LINE-1')}]"
-        count = f"{self.omitted:,} more omitted" if self.exact else (
-            f"at least {self.omitted:,} more omitted (a lower bound: lines over 4 MiB were"
-            " searched in windows)")
-        return (f"[{n:,} of {self.total_matches:,}{'' if self.exact else '+'} matching lines"
-                f" shown; {count}; narrow the pattern or raise "
-                f"{'--max-matches' if style == 'cli' else 'max_matches'}]")
+        return footer_line(len(self.matches), self.total_matches, self.omitted, self.exact, style)
 
 
 def excerpt(number: int, line: str, col: int = 0) -> GrepLine:
     """The excerpt of ``line`` kept for a match at character ``col`` (or its start)."""
-    start = max(0, col - EXCERPT_LEAD) if len(line) > EXCERPT_CHARS else 0
-    piece = line[start : start + EXCERPT_CHARS]
-    shown, escaped = escape(piece)
-    return GrepLine(number=number, char_start=start, text=shown, escaped=escaped,
-                    truncated=start > 0 or start + len(piece) < len(line))
+    return grep_line(_excerpt(number, line, col))
 
 
-def prefix(raw: bytes) -> str:
-    """The first ``EXCERPT_CHARS + 1`` characters of a line, decoding only what that needs."""
-    return text(raw[: 4 * (EXCERPT_CHARS + 2)])[: EXCERPT_CHARS + 1]
+def grep_line(kept: Excerpt) -> GrepLine:
+    """The record of an excerpt the engine kept."""
+    return GrepLine(number=kept.number, char_start=kept.char_start, text=kept.text, escaped=kept.escaped,
+                    truncated=kept.truncated)
+
+
+def grep_match(kept: Found) -> GrepMatch:
+    """The record of a match the engine kept."""
+    return GrepMatch(line_number=kept.line_number, line_byte_offset=kept.line_byte_offset,
+                     byte_offset=kept.byte_offset, char_offset=kept.char_offset, line=grep_line(kept.line),
+                     before=tuple(grep_line(b) for b in kept.before),
+                     after=tuple(grep_line(a) for a in kept.after))
