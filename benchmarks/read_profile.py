@@ -57,8 +57,11 @@ from s3spill.context.secrets import triggers; lap("masking: import the trigger r
 from s3spill.context.secrets.anchors import no_anchor; found = not no_anchor(raw)
 lap("masking: anchor precheck")
 import re2; lap("masking: import RE2")
-first = triggers._union(False); lap("masking: compile the sieves' union")
+first = triggers._sieve_union(); lap("masking: compile the sieves' union")
 hit = first(raw) is not None; lap("masking: sieves' scan")
+if hit:
+    loose = triggers._union(False); lap("masking: compile the prefilters' union")
+    hit = loose(raw) is not None; lap("masking: prefilters' scan")
 if hit:
     exact = triggers._union(True); lap("masking: compile the exact union")
     hit = exact(raw) is not None; lap("masking: exact scan")

@@ -98,7 +98,7 @@ def test_a_name_whose_last_three_characters_start_with_a_digit_dot_or_dash_is_ma
 def test_a_text_only_the_loose_prefilter_matches_holds_no_secret() -> None:
     """``path=/api/v1/items/00000014`` matches the loose entropy prefilter, neither the
     sieve of ``may_hold_secret``'s first pass nor an exact trigger: "no"."""
-    from s3spill.context.secrets.triggers import PREFILTERS, _union, may_hold_secret
+    from s3spill.context.secrets.triggers import PREFILTERS, _sieve_union, _union, may_hold_secret
 
     line = b"0000000014 INFO  request handled path=/api/v1/items/00000014 status=200\n"
     import re2
@@ -106,6 +106,6 @@ def test_a_text_only_the_loose_prefilter_matches_holds_no_secret() -> None:
     opts = re2.Options()
     opts.encoding = re2.Options.Encoding.LATIN1
     assert re2.compile(PREFILTERS["high-entropy"].encode(), opts).search(line) is not None
-    assert _union(False)(line) is None and _union(True)(line) is None
+    assert _union(False)(line) is not None and _sieve_union()(line) is None and _union(True)(line) is None
     assert not may_hold_secret(line * 100)
     assert may_hold_secret(line + b"API_TOKEN=Jq4Zr8Xw2Nc6Vb0Mk3Lp7\n")
