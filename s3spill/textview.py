@@ -24,7 +24,6 @@ selectors, emoji modifiers and zero-width joiners.
 from __future__ import annotations
 
 import re
-import unicodedata
 
 _BAD = re.compile("[\udc80-\udcff]")
 _ESCAPE = re.compile(r"\\\\|\\x([89a-f][0-9a-f])")
@@ -98,17 +97,23 @@ def fit(text: str, budget: int) -> int:
     return len(text)
 
 
+#: Below U+0300 (the first combining mark) no character is combining or a mark: the Unicode
+#: database is not asked there, nor imported by a process that never cuts past such a one
+#: (``unicodedata`` is an extension module a page read or grep otherwise loads for nothing;
+#: tests/test_textview.py checks the range against the database).
+_FIRST_MARK = 0x300
+
+
 def _extends(ch: str) -> bool:
     """True for characters that attach to the one before them."""
     o = ord(ch)
-    return (
-        o == 0x200D
-        or 0xFE00 <= o <= 0xFE0F
-        or 0x1F3FB <= o <= 0x1F3FF
-        or 0xE0020 <= o <= 0xE007F
-        or unicodedata.combining(ch) != 0
-        or unicodedata.category(ch) in ("Mn", "Me", "Mc")
-    )
+    if o == 0x200D or 0xFE00 <= o <= 0xFE0F or 0x1F3FB <= o <= 0x1F3FF or 0xE0020 <= o <= 0xE007F:
+        return True
+    if o < _FIRST_MARK:
+        return False
+    import unicodedata
+
+    return unicodedata.combining(ch) != 0 or unicodedata.category(ch) in ("Mn", "Me", "Mc")
 
 
 def grapheme_cut(text: str, k: int) -> int:

@@ -213,8 +213,9 @@ def test_a_fast_read_loads_no_argparse_dataclasses_orjson_or_store_layer(tmp_pat
 
     sid = ArtifactStore(LocalStore(tmp_path / "store"), session_id="fast").write(
         "fast", [b"one\ntwo status=200\n" * 100], "t").source_id
-    heavy = {"argparse", "dataclasses", "inspect", "orjson", "typing", "s3spill.store.local", "s3spill.keys",
-             "s3spill.artifacts.index", "s3spill.artifacts.paging", "zstandard", "pydantic", "logging"}
+    heavy = {"argparse", "dataclasses", "inspect", "unicodedata", "orjson", "typing", "s3spill.store.local",
+             "s3spill.keys", "s3spill.artifacts.index", "s3spill.artifacts.paging", "zstandard", "pydantic",
+             "logging"}
     for extra in (["--show-secrets"], []):
         got = probe(["read", sid, *extra], XDG_CONFIG_HOME=str(tmp_path / "none"),  # type: ignore[operator]
                     S3SPILL_USAGE="off")
