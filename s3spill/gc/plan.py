@@ -42,7 +42,7 @@ from s3spill.gc.plan_rules import (
     session_of_key,
     snapshot_of,
 )
-from s3spill.gc.planfile import CleanupPlan, PlanEntry, PlanHeader, PlanWriter
+from s3spill.gc.planfile import CleanupPlan, PlanHeader, PlanLine, PlanWriter
 from s3spill.gc.shards import list_scope
 from s3spill.keys import parse_key
 from s3spill.leases.chain import paused_cyclic_gc
@@ -98,7 +98,8 @@ def plan_cleanup(
     streamed, so no total is known in advance).
     """
     require_conditional_writes(store, purpose="GC")
-    workers = (config or TransferConfig()).max_concurrency
+    # A local store's calls are system calls of microseconds: sessions are planned inline.
+    workers = (config or TransferConfig()).max_concurrency if store.overlapping_calls_help else 0
     scope = scope or CleanupScope()
     policy = policy or CleanupPolicy()
     now = now or datetime.now(UTC)
@@ -131,8 +132,11 @@ def _private_plan_file() -> Path:
 
 def _plan_in_order(store: ObjectStore, scope: CleanupScope, planner: Planner, workers: int,
                    progress: Callable[[int], None] | None) -> None:
-    """Sessions planned on ``workers`` threads with a bounded look-ahead, written in listing order."""
-    window: deque[Future[list[PlanEntry]] | list[PlanEntry]] = deque()
+    """Sessions planned on ``workers`` threads with a bounded look-ahead, written in listing order
+    (``workers`` 0: each planned and written on this thread as it is listed)."""
+    if workers == 0:
+        return _plan_inline(store, scope, planner, progress)
+    window: deque[Future[list[PlanLine]] | list[PlanLine]] = deque()
 
     planned_sessions = 0
 
@@ -161,6 +165,21 @@ def _plan_in_order(store: ObjectStore, scope: CleanupScope, planner: Planner, wo
                 if isinstance(pending, Future):
                     pending.cancel()
             raise
+
+
+def _plan_inline(store: ObjectStore, scope: CleanupScope, planner: Planner,
+                 progress: Callable[[int], None] | None) -> None:
+    done = 0
+    for item in _grouped(store, scope):
+        if isinstance(item, SessionGroup):
+            lines = planner.run_session(item)
+            done += 1
+        else:
+            lines = planner.run_loose(item)
+        for line in lines:
+            planner.write(line)
+        if progress and isinstance(item, SessionGroup):
+            progress(done)
 
 
 def plan_report(plan: CleanupPlan, duration: float = 0.0, requests: dict[str, int] | None = None,

@@ -113,6 +113,10 @@ class ObjectStore(abc.ABC):
 
     #: ``s3`` or ``local``; for messages and the doctor.
     kind: Literal["s3", "local"]
+    #: Whether calls made on several threads overlap usefully (they wait on a network). False
+    #: for a store whose calls are short local system calls: GC then plans its sessions on
+    #: the calling thread, where worker threads only added hand-offs and GIL switches.
+    overlapping_calls_help: ClassVar[bool] = True
 
     @property
     @abc.abstractmethod

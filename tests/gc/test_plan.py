@@ -132,3 +132,38 @@ def test_concurrent_planning_writes_the_same_plan(store: ObjectStore, tmp_path: 
     one, four = ([e.model_dump() for e in p.entries()] for p in plans)
     assert one == four
     assert plans[1].footer.counts == {"planned_delete": 7, "retained_limit": 11}
+
+
+def test_a_local_plan_made_inline_is_the_threaded_plan(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local store plans its sessions on the calling thread (its calls are system calls);
+    the plan is the one the worker threads write, entry for entry, the limit included."""
+    from s3spill.config import TransferConfig
+    from s3spill.gc import plan as plan_module
+    from s3spill.store.local import LocalStore
+
+    class Threaded(LocalStore):
+        overlapping_calls_help = True
+
+    inline = LocalStore(tmp_path / "store")
+    for i in range(6):
+        for j in range(3):
+            put_artifact(inline, f"inl-{i}", f"{i}/{j}".encode(), index=j != 1)
+    policy = CleanupPolicy(max_deletions=7)
+    now = later()
+    threads: list[int] = []
+    real_pool = plan_module.ThreadPoolExecutor
+
+    def counting_pool(*args: object, max_workers: int, **kwargs: object) -> object:
+        threads.append(max_workers)
+        return real_pool(*args, max_workers=max_workers, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(plan_module, "ThreadPoolExecutor", counting_pool)
+    seen: list[int] = []
+    mine = plan_cleanup(inline, policy=policy, out=tmp_path / "inline", now=now, progress=seen.append)
+    assert threads == [] and seen == list(range(1, 7))
+    theirs = plan_cleanup(Threaded(tmp_path / "store"), policy=policy, out=tmp_path / "threaded", now=now,
+                          config=TransferConfig(max_concurrency=4))
+    assert threads == [4]
+    assert [e.model_dump() for e in mine.entries()] == [e.model_dump() for e in theirs.entries()]
+    assert mine.footer.counts == theirs.footer.counts and mine.footer.counts["planned_delete"] == 7
