@@ -89,6 +89,7 @@ __all__ = [
 
 LAYOUT_VERSION = "v1"
 SESSIONS = f"{LAYOUT_VERSION}/sessions"
+_SESSIONS_DIR = "sessions"
 OWNER = f"{LAYOUT_VERSION}/owner"
 GC_PLANS = f"{LAYOUT_VERSION}/gc/plans"
 GC_LOCKS = f"{LAYOUT_VERSION}/gc/locks"
@@ -307,7 +308,7 @@ class ParsedKey:
 def parse_key(key: str) -> ParsedKey:
     """Classify a key found by listing; anything off-layout is ``unknown`` (GC leaves it)."""
     parts = key.split("/")
-    if len(parts) >= 5 and f"{parts[0]}/{parts[1]}" == SESSIONS and _HEX32.match(parts[2]):
+    if len(parts) >= 5 and parts[1] == _SESSIONS_DIR and parts[0] == LAYOUT_VERSION and _HEX32.match(parts[2]):
         return _session_key(parts)
     return _store_key(key, parts)
 

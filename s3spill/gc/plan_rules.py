@@ -55,8 +55,8 @@ def _name_time(name: str) -> datetime:
     stamp = name[:16]
     if len(stamp) != 16 or stamp[8] != "T" or stamp[15] != "Z" or not (stamp[:8] + stamp[9:15]).isdigit():
         raise ValueError(f"no creation stamp in {name[:40]!r}")
-    return datetime(int(stamp[:4]), int(stamp[4:6]), int(stamp[6:8]), int(stamp[9:11]),
-                    int(stamp[11:13]), int(stamp[13:15]), tzinfo=UTC)
+    # ISO 8601's basic form, which fromisoformat reads since 3.11 (one call, not six int()s)
+    return datetime.fromisoformat(stamp)
 
 
 #: Live output is never GC's to delete: its writer deletes segments once they are an
