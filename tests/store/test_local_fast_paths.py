@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from s3spill.errors import IntegrityError
 from s3spill.gc.plan_rules import _name_time
+from s3spill.keys import ParsedKey, artifact_key, index_key, parse_key, session_hash
 from s3spill.store import local_trailer
 from s3spill.store.base import ObjectInfo
 from s3spill.store.local import LocalStore
@@ -103,3 +104,14 @@ def test_an_empty_object_reads_back_in_a_batch(tmp_path: Path) -> None:
     store.put_if_absent("a/empty", b"")
     store.put_if_absent("a/full", b"x" * 70000)
     assert store.get_many(["a/empty", "a/full"]) == {"a/empty": b"", "a/full": b"x" * 70000}
+
+
+def test_a_parsed_key_of_is_the_constructor() -> None:
+    """The listing's artifact and sidecar keys parse to what the constructor builds."""
+    shash = session_hash("s")
+    name = "20261202T131012Z-0123456789ab-bash"
+    assert parse_key(artifact_key(shash, name)) == ParsedKey("artifact", shash, name)
+    assert parse_key(index_key(shash, name)) == ParsedKey("index", shash, name)
+    assert repr(ParsedKey.of("index", shash, name)) == repr(ParsedKey("index", shash, name))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ParsedKey.of("index", shash, name).kind = "artifact"  # type: ignore[misc]
