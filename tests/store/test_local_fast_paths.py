@@ -115,3 +115,29 @@ def test_a_parsed_key_of_is_the_constructor() -> None:
     assert repr(ParsedKey.of("index", shash, name)) == repr(ParsedKey("index", shash, name))
     with pytest.raises(dataclasses.FrozenInstanceError):
         ParsedKey.of("index", shash, name).kind = "artifact"  # type: ignore[misc]
+
+
+def test_walk_keys_lists_in_key_order_with_prefix_and_start(tmp_path: Path) -> None:
+    """The one-generator walk lists what S3 would: every key with the prefix, after
+    ``start_after``, in byte order (``a/x`` before ``a0``), whatever the nesting."""
+    import random
+
+    from s3spill.store.local_paths import walk_keys
+
+    rng = random.Random(7)
+    for _ in range(300):
+        path = tmp_path.joinpath(*(rng.choice("ab0-") + rng.choice("ab0") for _ in range(rng.randint(1, 4))))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                path.write_text("x")
+        except (FileExistsError, NotADirectoryError):
+            pass  # an object where a directory would go: the layout cannot hold both
+    (tmp_path / "empty").mkdir()
+    every = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert list(walk_keys(tmp_path, "", "", None)) == every
+    starts = [None, "", *rng.sample(every, 20), *(k[:rng.randint(0, len(k))] for k in rng.sample(every, 20))]
+    for prefix in ["", "a", "ab/", "b0/a", "zz", *(k[:3] for k in every[:15])]:
+        for start in starts:
+            expected = [k for k in every if k.startswith(prefix) and (start is None or k > start)]
+            assert list(walk_keys(tmp_path, "", prefix, start)) == expected, (prefix, start)
