@@ -27,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+from s3spill import failpoints
 from s3spill.config import TransferConfig
 from s3spill.gc.fence import read_session_facts
 from s3spill.gc.models import (
@@ -51,6 +52,9 @@ from s3spill.store.base import ObjectInfo, ObjectStore
 from s3spill.store.conditional_writes import require_conditional_writes
 
 log = get_logger("s3spill.gc")
+
+FP_PLAN_AFTER_SESSION = failpoints.declare(
+    "gc.plan_after_session", "a session's plan lines written (not durable); the plan has no footer yet")
 
 def _grouped(store: ObjectStore, scope: CleanupScope) -> Iterator[SessionGroup | ObjectInfo]:
     """Yield session groups (contiguous in the key-ordered listing) and session-less objects.
@@ -92,8 +96,10 @@ def plan_cleanup(
     ``out`` is the plan file (default: a private temporary file). ``now`` is injectable
     so tests and the demo can age objects without sleeping. Sessions are planned on
     ``config.max_concurrency`` threads (their HEADs and journal reads overlap) with a
-    bounded look-ahead; entries are written in listing order, so the plan is the same
-    whatever the concurrency, and ``max_deletions`` is enforced in that order.
+    bounded look-ahead, or on this thread for a store whose calls are local system calls
+    (:attr:`~s3spill.store.base.ObjectStore.overlapping_calls_help`: the local store);
+    entries are written in listing order, so the plan is the same whatever the concurrency,
+    and ``max_deletions`` is enforced in that order.
     ``progress`` is called with the number of sessions planned so far (listing is
     streamed, so no total is known in advance).
     """
@@ -147,6 +153,7 @@ def _plan_in_order(store: ObjectStore, scope: CleanupScope, planner: Planner, wo
             for entry in head.result() if isinstance(head, Future) else head:
                 planner.write(entry)
             if isinstance(head, Future):
+                failpoints.failpoint(FP_PLAN_AFTER_SESSION)
                 planned_sessions += 1
                 if progress:
                     progress(planned_sessions)
@@ -178,8 +185,10 @@ def _plan_inline(store: ObjectStore, scope: CleanupScope, planner: Planner,
             lines = planner.run_loose(item)
         for line in lines:
             planner.write(line)
-        if progress and isinstance(item, SessionGroup):
-            progress(done)
+        if isinstance(item, SessionGroup):
+            failpoints.failpoint(FP_PLAN_AFTER_SESSION)
+            if progress:
+                progress(done)
 
 
 def plan_report(plan: CleanupPlan, duration: float = 0.0, requests: dict[str, int] | None = None,
