@@ -89,7 +89,6 @@ __all__ = [
 
 LAYOUT_VERSION = "v1"
 SESSIONS = f"{LAYOUT_VERSION}/sessions"
-_SESSIONS_DIR = "sessions"
 OWNER = f"{LAYOUT_VERSION}/owner"
 GC_PLANS = f"{LAYOUT_VERSION}/gc/plans"
 GC_LOCKS = f"{LAYOUT_VERSION}/gc/locks"
@@ -306,9 +305,7 @@ class ParsedKey:
 
     @classmethod
     def of(cls, kind: str, session_hash: str | None, name: str | None) -> ParsedKey:
-        """``ParsedKey(kind, session_hash, name)`` for a listing's every key (GC's plan): the
-        frozen dataclass's ``__init__`` costs 2.5 µs here, a third of the parse; this fills
-        the instance's dictionary at once (equal to the constructor's, as a test checks)."""
+        """The constructor's instance, filled at once (its ``__init__``: 2.5 µs, a setattr a field)."""
         parsed = object.__new__(cls)
         parsed.__dict__.update(kind=kind, session_hash=session_hash, name=name)
         return parsed
@@ -317,8 +314,7 @@ class ParsedKey:
 def parse_key(key: str) -> ParsedKey:
     """Classify a key found by listing; anything off-layout is ``unknown`` (GC leaves it)."""
     parts = key.split("/")
-    if (len(parts) >= 5 and parts[1] == _SESSIONS_DIR and parts[0] == LAYOUT_VERSION
-            and _HEX32.match(parts[2])):
+    if len(parts) >= 5 and parts[1] == "sessions" and parts[0] == LAYOUT_VERSION and _HEX32.match(parts[2]):
         return _session_key(parts)
     return _store_key(key, parts)
 
