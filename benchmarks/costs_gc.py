@@ -88,8 +88,9 @@ PLAIN = """
 import json, sys, time
 sys.path.insert(0, {root!r})
 from benchmarks.plain import gc_apply, gc_plan
+later = time.time() + 3 * 86400  # the clock ours gets: every artifact past the 24 h TTL
 w, c = time.perf_counter(), time.process_time()
-planned = gc_plan({store!r}, {plan!r})
+planned = gc_plan({store!r}, {plan!r}, later)
 pw, pc = time.perf_counter() - w, time.process_time() - c
 w, c = time.perf_counter(), time.process_time()
 deleted = gc_apply({store!r}, {plan!r})

@@ -47,8 +47,8 @@ PLAN_STEPS = [
     ("journal fold per session (manifest + segments, verified)", "gc.fence", "JournalLedger.facts"),
     ("history evidence per session (owner slots, segments)", "gc.plan_rules", "read_history_evidence"),
     ("commit records, one batch per session (content digest)", "store.local", "LocalStore.get_many"),
-    ("plan entries and snapshots (pydantic)", "gc.plan_rules", "Planner._emit"),
-    ("snapshots of objects (pydantic)", "gc.plan_rules", "snapshot_of"),
+    ("plan entries (PlanLine: checked plain values)", "gc.plan_rules", "Planner._emit"),
+    ("snapshots of objects (checked plain values)", "gc.plan_rules", "_snap"),
     ("plan lines (JSON + running SHA-256)", "gc.planfile", "PlanWriter.add"),
     ("plan file closed (footer, fsync)", "gc.planfile", "PlanWriter.close"),
 ]

@@ -9,7 +9,8 @@ FILE OFFSET LIMIT``) or is called in process (``read_page``).
   UTF-8, split lines, print the page.
 * ``grep``: the same, then ``re.search`` per line, the first N matching lines printed.
 * ``gc-plan``: walk the store's session directories, read one manifest per session (the
-  references it lists), and write one JSONL line per artifact that is not referenced.
+  references it lists), and write one JSONL line per artifact that is not referenced and
+  older than the TTL (its mtime, from a ``stat``: the information it needs to decide).
 * ``gc-apply``: take an exclusive file lock, replay the plan, unlink each listed file.
 """
 
@@ -21,6 +22,7 @@ import json
 import os
 import re
 import sys
+import time
 
 
 def read_page(path: str, offset: int, limit: int, sha256: str | None = None) -> str:
@@ -47,9 +49,11 @@ def grep(path: str, pattern: str, max_matches: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def gc_plan(root: str, out: str) -> int:
-    """One line per unreferenced artifact body (and its sidecar) under ``root``'s sessions."""
+def gc_plan(root: str, out: str, now: float | None = None, ttl: float = 86400.0) -> int:
+    """One line per unreferenced artifact body (and its sidecar) under ``root``'s sessions,
+    older than ``ttl`` seconds at ``now`` (default: the clock)."""
     sessions = os.path.join(root, "objects", "v1", "sessions")
+    now = time.time() if now is None else now
     planned = 0
     with open(out, "w") as plan:
         for session in os.scandir(sessions):
@@ -63,7 +67,8 @@ def gc_plan(root: str, out: str) -> int:
             for entry in os.scandir(artifacts):
                 if entry.name.endswith(".idx") or entry.name in referenced:
                     continue
-                entry.stat()  # its age, as any GC must know it
+                if now - entry.stat().st_mtime < ttl:  # its age, as any GC must judge it
+                    continue
                 plan.write(json.dumps({"path": entry.path, "sidecar": entry.path + ".idx"}) + "\n")
                 planned += 1
     return planned
@@ -89,7 +94,7 @@ def main(argv: list[str]) -> None:
     elif job == "grep":
         sys.stdout.write(grep(rest[0], rest[1], int(rest[2])))
     elif job == "gc-plan":
-        print(gc_plan(rest[0], rest[1]))
+        print(gc_plan(rest[0], rest[1], float(rest[2]) if len(rest) > 2 else None))
     elif job == "gc-apply":
         print(gc_apply(rest[0], rest[1]))
     else:

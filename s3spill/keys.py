@@ -303,11 +303,18 @@ class ParsedKey:
     session_hash: str | None = None
     name: str | None = None
 
+    @classmethod
+    def of(cls, kind: str, session_hash: str | None, name: str | None) -> ParsedKey:
+        """The constructor's instance, filled at once (its ``__init__``: 2.5 µs, a setattr a field)."""
+        parsed = object.__new__(cls)
+        parsed.__dict__.update(kind=kind, session_hash=session_hash, name=name)
+        return parsed
+
 
 def parse_key(key: str) -> ParsedKey:
     """Classify a key found by listing; anything off-layout is ``unknown`` (GC leaves it)."""
     parts = key.split("/")
-    if len(parts) >= 5 and f"{parts[0]}/{parts[1]}" == SESSIONS and _HEX32.match(parts[2]):
+    if len(parts) >= 5 and parts[1] == "sessions" and parts[0] == LAYOUT_VERSION and _HEX32.match(parts[2]):
         return _session_key(parts)
     return _store_key(key, parts)
 
@@ -319,9 +326,9 @@ def _session_key(parts: list[str]) -> ParsedKey:
         leaf = area[1]
         if area[0] == "artifacts":
             if leaf.endswith(INDEX_SUFFIX) and _NAME.match(leaf[: -len(INDEX_SUFFIX)]):
-                return ParsedKey("index", shash, leaf[: -len(INDEX_SUFFIX)])
+                return ParsedKey.of("index", shash, leaf[: -len(INDEX_SUFFIX)])
             if _NAME.match(leaf):
-                return ParsedKey("artifact", shash, leaf)
+                return ParsedKey.of("artifact", shash, leaf)
         if area[0] == "journal" and leaf in ("manifest.json", "usage.json"):
             return ParsedKey("manifest" if leaf == "manifest.json" else "usage", shash)
     if (len(area) == 3 and area[:2] == ["journal", "segments"]

@@ -113,27 +113,32 @@ class JournalLedger:
         return str(SourceId(self.shash, name, sha256[:16]))
 
     def facts(self) -> SessionFacts:
-        view = self.journal.view()
+        fold, manifest = self.journal.folded()
         now = self.clock()
         claims: dict[str, list[ClaimFact]] = {}
         expired: dict[str, list[ClaimFact]] = {}
-        for tx in view.transactions:
-            sid = SourceId.parse(tx.claim.source_id)
+        live = fold.live
+        for txid in sorted(live):  # the order of the journal's view (JournalView.transactions)
+            tx = live[txid]
+            claim = tx.claim
+            name = SourceId.parse(claim.source_id).name
             pending = tx.state == "PREPARED"
-            fact = ClaimFact(sid.name, tx.claim.sha256, "pending" if pending else "committed",
-                             tx.claim.retain_until)
-            until = tx.claim.retain_until
+            until = claim.retain_until
+            fact = ClaimFact(name, claim.sha256, "pending" if pending else "committed", until)
             target = claims if pending or until is None or until > now else expired
-            target.setdefault(sid.name, []).append(fact)
+            target.setdefault(name, []).append(fact)
         condemned = {}
-        for c in view.condemned:
-            name = SourceId.parse(c.source_id).name
+        for source_id, c in sorted(fold.artifacts.items()):
+            if c.state != "CONDEMNED":
+                continue
+            name = SourceId.parse(source_id).name
             condemned[name] = CondemnFact(name=name, sha256=c.sha256, run_id=c.plan_id, etag=c.etag,
                                           size=c.size, version_id=c.version_id)
             self._sha[name] = c.sha256
-        return SessionFacts(claims=claims, expired_claims=expired, last_active=view.last_active,
-                            condemned=condemned, exists=view.exists, next_sequence=view.next_sequence,
-                            known_transactions=view.known_transaction_ids)
+        return SessionFacts(claims=claims, expired_claims=expired,
+                            last_active=manifest.last_active if manifest is not None else None,
+                            condemned=condemned, exists=manifest is not None,
+                            next_sequence=fold.next_sequence, known_transactions=frozenset(fold.txs))
 
     def _chunks(self, items: Sequence[CondemnFact], takeover: dict[str, str]) -> list[list[CondemnFact]]:
         chunks: list[list[CondemnFact]] = [[]]

@@ -27,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+from s3spill import failpoints
 from s3spill.config import TransferConfig
 from s3spill.gc.fence import read_session_facts
 from s3spill.gc.models import (
@@ -42,7 +43,7 @@ from s3spill.gc.plan_rules import (
     session_of_key,
     snapshot_of,
 )
-from s3spill.gc.planfile import CleanupPlan, PlanEntry, PlanHeader, PlanWriter
+from s3spill.gc.planfile import CleanupPlan, PlanHeader, PlanLine, PlanWriter
 from s3spill.gc.shards import list_scope
 from s3spill.keys import parse_key
 from s3spill.leases.chain import paused_cyclic_gc
@@ -51,6 +52,9 @@ from s3spill.store.base import ObjectInfo, ObjectStore
 from s3spill.store.conditional_writes import require_conditional_writes
 
 log = get_logger("s3spill.gc")
+
+FP_PLAN_AFTER_SESSION = failpoints.declare(
+    "gc.plan_after_session", "a session's plan lines written (not durable); the plan has no footer yet")
 
 def _grouped(store: ObjectStore, scope: CleanupScope) -> Iterator[SessionGroup | ObjectInfo]:
     """Yield session groups (contiguous in the key-ordered listing) and session-less objects.
@@ -92,13 +96,16 @@ def plan_cleanup(
     ``out`` is the plan file (default: a private temporary file). ``now`` is injectable
     so tests and the demo can age objects without sleeping. Sessions are planned on
     ``config.max_concurrency`` threads (their HEADs and journal reads overlap) with a
-    bounded look-ahead; entries are written in listing order, so the plan is the same
-    whatever the concurrency, and ``max_deletions`` is enforced in that order.
+    bounded look-ahead, or on this thread for a store whose calls are local system calls
+    (:attr:`~s3spill.store.base.ObjectStore.overlapping_calls_help`: the local store);
+    entries are written in listing order, so the plan is the same whatever the concurrency,
+    and ``max_deletions`` is enforced in that order.
     ``progress`` is called with the number of sessions planned so far (listing is
     streamed, so no total is known in advance).
     """
     require_conditional_writes(store, purpose="GC")
-    workers = (config or TransferConfig()).max_concurrency
+    # A local store's calls are system calls of microseconds: sessions are planned inline.
+    workers = (config or TransferConfig()).max_concurrency if store.overlapping_calls_help else 0
     scope = scope or CleanupScope()
     policy = policy or CleanupPolicy()
     now = now or datetime.now(UTC)
@@ -131,8 +138,11 @@ def _private_plan_file() -> Path:
 
 def _plan_in_order(store: ObjectStore, scope: CleanupScope, planner: Planner, workers: int,
                    progress: Callable[[int], None] | None) -> None:
-    """Sessions planned on ``workers`` threads with a bounded look-ahead, written in listing order."""
-    window: deque[Future[list[PlanEntry]] | list[PlanEntry]] = deque()
+    """Sessions planned on ``workers`` threads with a bounded look-ahead, written in listing order
+    (``workers`` 0: each planned and written on this thread as it is listed)."""
+    if workers == 0:
+        return _plan_inline(store, scope, planner, progress)
+    window: deque[Future[list[PlanLine]] | list[PlanLine]] = deque()
 
     planned_sessions = 0
 
@@ -143,6 +153,7 @@ def _plan_in_order(store: ObjectStore, scope: CleanupScope, planner: Planner, wo
             for entry in head.result() if isinstance(head, Future) else head:
                 planner.write(entry)
             if isinstance(head, Future):
+                failpoints.failpoint(FP_PLAN_AFTER_SESSION)
                 planned_sessions += 1
                 if progress:
                     progress(planned_sessions)
@@ -161,6 +172,23 @@ def _plan_in_order(store: ObjectStore, scope: CleanupScope, planner: Planner, wo
                 if isinstance(pending, Future):
                     pending.cancel()
             raise
+
+
+def _plan_inline(store: ObjectStore, scope: CleanupScope, planner: Planner,
+                 progress: Callable[[int], None] | None) -> None:
+    done = 0
+    for item in _grouped(store, scope):
+        if isinstance(item, SessionGroup):
+            lines = planner.run_session(item)
+            done += 1
+        else:
+            lines = planner.run_loose(item)
+        for line in lines:
+            planner.write(line)
+        if isinstance(item, SessionGroup):
+            failpoints.failpoint(FP_PLAN_AFTER_SESSION)
+            if progress:
+                progress(done)
 
 
 def plan_report(plan: CleanupPlan, duration: float = 0.0, requests: dict[str, int] | None = None,

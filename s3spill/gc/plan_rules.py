@@ -13,7 +13,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
+from typing import Any
 
 from s3spill.errors import NotFound, S3SpillError, SessionErased
 from s3spill.gc.fence import NO_MANIFEST_REASON, SessionFacts, journal_doubts
@@ -24,7 +25,7 @@ from s3spill.gc.models import (
     ObjectSnapshot,
     PlanStatus,
 )
-from s3spill.gc.planfile import PlanEntry, PlanWriter
+from s3spill.gc.planfile import PlanLine, PlanWriter, snapshot_json
 from s3spill.gc.usage_logs import plan_usage_log
 from s3spill.keys import OWNER, SESSIONS, ParsedKey, parse_key
 from s3spill.leases.evidence import read_history_evidence
@@ -54,8 +55,8 @@ def _name_time(name: str) -> datetime:
     stamp = name[:16]
     if len(stamp) != 16 or stamp[8] != "T" or stamp[15] != "Z" or not (stamp[:8] + stamp[9:15]).isdigit():
         raise ValueError(f"no creation stamp in {name[:40]!r}")
-    return datetime(int(stamp[:4]), int(stamp[4:6]), int(stamp[6:8]), int(stamp[9:11]),
-                    int(stamp[11:13]), int(stamp[13:15]), tzinfo=UTC)
+    # ISO 8601's basic form, which fromisoformat reads since 3.11 (one call, not six int()s)
+    return datetime.fromisoformat(stamp)
 
 
 #: Live output is never GC's to delete: its writer deletes segments once they are an
@@ -73,11 +74,13 @@ def object_created(name: str, info: ObjectInfo) -> datetime:
 
 
 def snapshot_of(info: ObjectInfo) -> ObjectSnapshot:
-    return ObjectSnapshot(
-        key=info.key, etag=info.etag, version_id=info.version_id, size=info.size,
-        last_modified=info.last_modified, sha256=info.sha256,
-        committed=info.sha256 is not None and defers_digest(info),
-    )
+    return ObjectSnapshot.model_validate(_snap(info))
+
+
+def _snap(info: ObjectInfo) -> dict[str, Any]:
+    """:func:`snapshot_of` as the plan line stores it (:func:`~s3spill.gc.planfile.snapshot_json`)."""
+    return snapshot_json(info.key, info.etag, info.version_id, info.size, info.last_modified, info.sha256,
+                         info.sha256 is not None and defers_digest(info))
 
 
 def session_of_key(key: str) -> str | None:
@@ -144,28 +147,26 @@ class Planner:
 
     # -- running: sessions on worker threads, writing in listing order on the caller's ---
 
-    def run_session(self, group: SessionGroup) -> list[PlanEntry]:
+    def run_session(self, group: SessionGroup) -> list[PlanLine]:
         self._local.out = []
         with self._lock:
             self.sessions += 1
         self.session(group)
-        out: list[PlanEntry] = self._local.out
+        out: list[PlanLine] = self._local.out
         return out
 
-    def run_loose(self, info: ObjectInfo) -> list[PlanEntry]:
+    def run_loose(self, info: ObjectInfo) -> list[PlanLine]:
         self._local.out = []
         self.loose(info)
-        out: list[PlanEntry] = self._local.out
+        out: list[PlanLine] = self._local.out
         return out
 
-    def write(self, entry: PlanEntry) -> None:
+    def write(self, entry: PlanLine) -> None:
         """Enforce ``max_deletions`` in plan order (workers only pre-check it), then write."""
         limit = self.policy.max_deletions
         if entry.status == "planned_delete":
             if limit is not None and self.planned >= limit:
-                entry = entry.model_copy(update={
-                    "status": "retained_limit", "snapshot": None,
-                    "reason": f"max_deletions={limit} reached"})
+                entry = entry.limited(f"max_deletions={limit} reached")
             else:
                 self.planned += 1
         self.writer.add(entry)
@@ -177,14 +178,14 @@ class Planner:
     # -- helpers ---------------------------------------------------------------------
 
     def _emit(self, status: PlanStatus, kind: ObjectKind, info: ObjectInfo | None, *, shash: str | None,
-              name: str | None = None, reason: str = "", snapshot: ObjectSnapshot | None = None,
-              index: ObjectSnapshot | None = None, size: int | None = None) -> None:
-        self._local.out.append(PlanEntry(
-            status=status, object_kind=kind, session_hash=shash, name=name,
-            key=info.key if info else None,
-            size=size if size is not None else (info.size if info else 0),
-            reason=reason, snapshot=snapshot, index_snapshot=index,
-        ))
+              name: str | None = None, reason: str = "",
+              snapshot: ObjectSnapshot | dict[str, Any] | None = None,
+              index: dict[str, Any] | None = None, size: int | None = None) -> None:
+        if isinstance(snapshot, ObjectSnapshot):
+            snapshot = snapshot.model_dump()
+        self._local.out.append(PlanLine(
+            status, kind, shash, name, info.key if info else None,
+            size if size is not None else (info.size if info else 0), reason, snapshot, index))
 
     def _head(self, key: str) -> ObjectInfo | None:
         with self._lock:
@@ -259,7 +260,7 @@ class Planner:
         return self._head(info.key)
 
     def held(self, kind: ObjectKind, info: ObjectInfo, created: datetime, facts: SessionFacts, *,
-             shash: str, name: str, size: int | None = None, index: ObjectSnapshot | None = None) -> bool:
+             shash: str, name: str, size: int | None = None, index: dict[str, Any] | None = None) -> bool:
         """Record why an unclaimed object stays — too young, or the run's deletion limit reached —
         and say so (True); False when nothing holds it back."""
         why = self._recent(created, facts, name)
@@ -373,7 +374,7 @@ class Planner:
             else:
                 self._emit("planned_erase", kind, info, shash=shash, name=name,
                            reason="in a purged session: erasable, whatever it is",
-                           snapshot=snapshot_of(info))
+                           snapshot=_snap(info))
         log.info("gc.plan.sealed_session", session_hash=shash, erasable=len(everything) - 1)
 
     def _retain_all(self, group: SessionGroup, status: PlanStatus, reason: str) -> None:
@@ -381,7 +382,7 @@ class Planner:
         for name, info in sorted(group.artifacts.items()):
             index = group.indexes.get(name)
             self._emit(status, "artifact", info, shash=shash, name=name, reason=reason,
-                       index=snapshot_of(index) if index else None,
+                       index=_snap(index) if index else None,
                        size=info.size + (index.size if index else 0))
         for name, info in sorted(group.indexes.items()):
             if name not in group.artifacts:
@@ -394,7 +395,7 @@ class Planner:
                   records: dict[str, bytes | None] | None = None) -> None:
         claims = facts.claims.get(name, [])
         size = info.size + (index.size if index else 0)
-        idx = snapshot_of(index) if index else None
+        idx = _snap(index) if index else None
         if name in published:
             self._emit("retained_referenced", "artifact", info, shash=shash, name=name, size=size,
                        index=idx, reason="an owner slot holds a published reference to it")
@@ -428,7 +429,7 @@ class Planner:
                        reason="no SHA-256 metadata: not written by s3spill's artifact store")
             return
         self._emit("planned_delete", "artifact", head, shash=shash, name=name, size=size,
-                   reason="unclaimed and older than orphan_ttl", snapshot=snapshot_of(head),
+                   reason="unclaimed and older than orphan_ttl", snapshot=_snap(head),
                    index=idx)
 
     def _orphan_index(self, shash: str, name: str, info: ObjectInfo, facts: SessionFacts,
@@ -440,4 +441,4 @@ class Planner:
         if self.held("index", info, info.last_modified, facts, shash=shash, name=name):
             return
         self._emit("planned_delete", "index", info, shash=shash, name=name,
-                   reason="sidecar without its artifact, older than orphan_ttl", snapshot=snapshot_of(info))
+                   reason="sidecar without its artifact, older than orphan_ttl", snapshot=_snap(info))

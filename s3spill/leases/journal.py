@@ -168,6 +168,13 @@ class LeaseJournal:
             known_transaction_ids=frozenset(fold.txs),
         )
 
+    def folded(self) -> tuple[JournalFold, JournalManifest | None]:
+        """The verified fold and the manifest it was read from (``None``: no journal yet):
+        what :meth:`view` is built from, for a reader (GC) that needs the live transactions
+        and condemnations as the fold keeps them, not as views."""
+        fold = self.refresh()
+        return fold, self._chain.manifest
+
     def transaction(self, transaction_id: str) -> TxView | None:
         """The folded state of one transaction (terminal ones included), verified."""
         tx = self.refresh().txs.get(transaction_id)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import mmap
 import os
 import queue
@@ -228,9 +229,17 @@ class OffloadRedactor:
         self._worker: _Worker | None = None
         self._epoch = 0
         self._release: weakref.finalize[Any, Any] | None = None
-        #: The unmasked bytes the worker holds back (its carry): mirrored, to rebuild the
-        #: bytes an answer says are unchanged, and to go on here if it fails.
-        self._carry = b""
+        #: The pieces the worker answered for and this side has not given back yet, in
+        #: order (the first may be the carry handed over): the first :attr:`_final` bytes of
+        #: them are final, with the masks the worker made there (offset from the first
+        #: piece, masked bytes); the rest is the worker's carry, kept to go on here if it fails.
+        #: A piece is given back whole once final, as the object it was when nothing in it
+        #: was masked: the store then gets the chunks it was fed, not a copy of each cut at
+        #: a line's end (a copy here, and one more in the index builder's re-chunking).
+        self._held: deque[bytes] = deque()
+        self._held_bytes = 0
+        self._final = 0
+        self._masks: list[tuple[int, bytes]] = []
         self._last = StreamState()
         self._sent: deque[bytes] = deque()  # chunks sent, not answered yet
         self._batch: list[bytes] = []
@@ -248,7 +257,8 @@ class OffloadRedactor:
         return self._local.counts if self._local is not None else Counter(self._last.counts)
 
     def push(self, chunk: bytes) -> bytes:
-        """As :meth:`StreamRedactor.push` (the bytes come a chunk later when offloaded)."""
+        """As :meth:`StreamRedactor.push` (when offloaded, the bytes come up to two chunks
+        later, in the pieces they were sent in)."""
         if type(chunk) is not bytes:  # kept until answered: a caller's buffer may be reused
             chunk = bytes(chunk)
         self._seen += len(chunk)
@@ -303,7 +313,10 @@ class OffloadRedactor:
             self._worker = None
             return False
         self._release = weakref.finalize(self, _POOL.give_back, worker)
-        self._carry, self._last, self._local = state.carry, state, None
+        self._last, self._local = state, None
+        if state.carry:
+            self._held.append(state.carry)
+            self._held_bytes = len(state.carry)
         return True
 
     def _send_batch(self) -> bytes:
@@ -330,13 +343,13 @@ class OffloadRedactor:
         return b"".join(out)
 
     def _answered(self, *, final: bool = False) -> bytes:
-        """The bytes the worker made final for the oldest chunk sent (``final``: for the
-        stream's end); masked here instead when it cannot answer."""
+        """The pieces the worker's answer for the oldest chunk sent (``final``: for the
+        stream's end) made final; masked here instead when it cannot answer."""
         assert self._worker is not None
         chunk = b"" if final else self._sent[0]
         try:
             state, size, masked = unpack_state(self._worker.answer(self._epoch, TIMEOUT))
-            raw_len = len(self._carry) + len(chunk)
+            raw_len = self._held_bytes - self._final + len(chunk)  # its carry and the chunk
             if not (0 <= size <= raw_len and (masked is None or len(masked) == size)
                     and (not final or size == raw_len)):
                 raise ValueError("an answer that does not fit the chunk")
@@ -344,16 +357,42 @@ class OffloadRedactor:
             return self._fall_back() + (self._local.finish() if final and self._local else b"")
         if not final:
             self._sent.popleft()
-        carry = self._carry
-        if masked is not None:
-            out = masked
-        elif size <= len(carry):
-            out = carry[:size]
-        else:
-            out = b"".join((carry, memoryview(chunk)[: size - len(carry)]))
-        self._carry = carry[size:] + chunk if size < len(carry) else chunk[size - len(carry):]
-        self._last = StreamState(self._carry, state.carry_masked, state.in_key, state.key_lines, state.counts)
-        return out
+            if chunk:
+                self._held.append(chunk)
+                self._held_bytes += len(chunk)
+        if masked is not None and size:
+            self._masks.append((self._final, masked))
+        self._final += size
+        self._last = StreamState(b"", state.carry_masked, state.in_key, state.key_lines, state.counts)
+        return self._give_back()
+
+    def _give_back(self) -> bytes:
+        """The held pieces that are final now, whole, masked."""
+        out: list[bytes] = []
+        held = self._held
+        while held and len(held[0]) <= self._final:
+            piece = held.popleft()
+            size = len(piece)
+            self._held_bytes -= size
+            self._final -= size
+            if self._masks:
+                piece = self._masked(piece)
+            out.append(piece)
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    def _masked(self, piece: bytes) -> bytes:
+        """``piece`` (the first held one, all of it final) with the worker's masks in it;
+        the masks past it kept for the next pieces."""
+        size, buf, rest = len(piece), None, []
+        for start, masked in self._masks:
+            end = start + len(masked)
+            if start < size:
+                buf = buf if buf is not None else bytearray(piece)
+                buf[start:min(end, size)] = masked[:min(end, size) - start]
+            if end > size:
+                rest.append((max(start - size, 0), masked[max(size - start, 0):]))
+        self._masks = rest
+        return piece if buf is None else bytes(buf)
 
     def _fall_back(self) -> bytes:
         """The worker is gone: mask here, from its last answered state, what it held."""
@@ -362,8 +401,20 @@ class OffloadRedactor:
             worker.stop()
         if self._release is not None:
             self._release.detach()
-        self._local = StreamRedactor.resume(self._last)
-        out = b"".join(self._local.push(c) for c in self._sent)
+        # What the worker made final, masked; its carry and the chunks it did not answer
+        # are masked here, from its last answered state.
+        raw = b"".join(self._held)
+        done = raw[:self._final]
+        if self._masks:
+            buf = bytearray(done)
+            for start, masked in self._masks:
+                buf[start:start + len(masked)] = masked
+            done = bytes(buf)
+        carry = raw[self._final:]
+        self._held.clear()
+        self._held_bytes, self._final, self._masks = 0, 0, []
+        self._local = StreamRedactor.resume(dataclasses.replace(self._last, carry=carry))
+        out = b"".join([done, *(self._local.push(c) for c in self._sent)])
         self._sent.clear()
         return out
 

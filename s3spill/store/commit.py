@@ -17,7 +17,6 @@ content digest (``sha256=None``): callers that need one refuse or retain, never 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 import orjson
 
@@ -83,7 +82,7 @@ def content_info(store: ObjectStore, info: ObjectInfo) -> ObjectInfo:
     try:
         raw = store.get(info.key + SIDECAR_SUFFIX)
     except NotFound:
-        return replace(info, sha256=None)
+        return info.with_sha256(None)
     return content_info_of(info, raw)
 
 
@@ -91,12 +90,12 @@ def content_info_of(info: ObjectInfo, raw: bytes | None) -> ObjectInfo:
     """:func:`content_info` of a body that defers its digest, its record already read
     (``None``: it has none)."""
     if raw is None:
-        return replace(info, sha256=None)
+        return info.with_sha256(None)
     try:
         record = orjson.loads(raw)
     except ValueError:
-        return replace(info, sha256=None)
+        return info.with_sha256(None)
     sha = record.get("sha256") if isinstance(record, dict) else None
     if not isinstance(sha, str) or not _HEX64.match(sha) or record.get("body_etag") != info.etag:
-        return replace(info, sha256=None)
-    return replace(info, sha256=sha)
+        return info.with_sha256(None)
+    return info.with_sha256(sha)

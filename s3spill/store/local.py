@@ -44,7 +44,7 @@ import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Literal
+from typing import IO, TYPE_CHECKING, ClassVar, Literal
 from urllib.parse import unquote, urlparse
 
 from s3spill.errors import (
@@ -91,6 +91,7 @@ class LocalStore(ObjectStore):
     """Objects as files under one root directory."""
 
     kind: Literal["s3", "local"] = "local"
+    overlapping_calls_help: ClassVar[bool] = False
 
     def __init__(self, root: str | os.PathLike[str], config: TransferConfig | None = None, *,
                  create: bool = True) -> None:

@@ -86,12 +86,16 @@ def _open_at(directory: int, key: str) -> int:
 
 
 def _read_all(fd: int, size: int) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        piece = os.read(fd, max(size, 65536))
-        if not piece:
-            return b"".join(parts)
-        parts.append(piece)
+    """The whole file, ``size`` the length ``fstat`` gave: one ``read`` when it comes back short
+    with exactly that many bytes (a regular file at its end); else read on to an empty one."""
+    want = max(size + 1, 65536)
+    first = os.read(fd, want)
+    if len(first) == size and size < want:
+        return first
+    parts = [first]
+    while parts[-1]:
+        parts.append(os.read(fd, want))
+    return b"".join(parts)
 
 
 def get_many(store: LocalStore, keys: Sequence[str]) -> dict[str, bytes]:

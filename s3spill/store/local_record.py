@@ -100,8 +100,7 @@ def decode(key: str, value: bytes, file: os.stat_result) -> ObjectInfo | None:
     flags, raw_etag, size, micros, meta = unpacked
     if flags & _COMMIT:
         meta[META_COMMIT] = COMMIT_SIDECAR
-    return ObjectInfo(key=key, size=size, etag=f'"{raw_etag.hex()}"',
-                      last_modified=_EPOCH + micros * _US, metadata=meta)
+    return ObjectInfo.of(key, size, f'"{raw_etag.hex()}"', _EPOCH + micros * _US, None, None, meta)
 
 
 def read(path: str | os.PathLike[str], key: str) -> ObjectInfo | None:

@@ -39,8 +39,12 @@ def parse(raw: bytes, room: int, key: str) -> dict[str, object]:
     """The trailer's JSON, checked field by field; ``room``: the bytes before it (the body's at most)."""
     try:
         trailer = orjson.loads(raw)  # a ValueError on anything but UTF-8 JSON, as json's
-        fields_ok = isinstance(trailer, dict) and all(
-            isinstance(trailer.get(name), kind) for name, kind in _FIELDS.items())
+        get = trailer.get if isinstance(trailer, dict) else None
+        # _FIELDS, spelled out: a generator over it was a third of a small object's read
+        fields_ok = get is not None and (
+            isinstance(get("etag"), str) and isinstance(get("size"), int)
+            and isinstance(get("sha256"), (str, type(None))) and isinstance(get("last_modified"), str)
+            and isinstance(get("metadata"), dict))
         if fields_ok:
             datetime.fromisoformat(trailer["last_modified"])
     except ValueError:  # JSONDecodeError, UnicodeDecodeError, a bad timestamp

@@ -132,3 +132,92 @@ def test_concurrent_planning_writes_the_same_plan(store: ObjectStore, tmp_path: 
     one, four = ([e.model_dump() for e in p.entries()] for p in plans)
     assert one == four
     assert plans[1].footer.counts == {"planned_delete": 7, "retained_limit": 11}
+
+
+def test_a_local_plan_made_inline_is_the_threaded_plan(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local store plans its sessions on the calling thread (its calls are system calls);
+    the plan is the one the worker threads write, entry for entry, the limit included."""
+    from s3spill.config import TransferConfig
+    from s3spill.gc import plan as plan_module
+    from s3spill.store.local import LocalStore
+
+    class Threaded(LocalStore):
+        overlapping_calls_help = True
+
+    inline = LocalStore(tmp_path / "store")
+    for i in range(6):
+        for j in range(3):
+            put_artifact(inline, f"inl-{i}", f"{i}/{j}".encode(), index=j != 1)
+    policy = CleanupPolicy(max_deletions=7)
+    now = later()
+    threads: list[int] = []
+    real_pool = plan_module.ThreadPoolExecutor
+
+    def counting_pool(*args: object, max_workers: int, **kwargs: object) -> object:
+        threads.append(max_workers)
+        return real_pool(*args, max_workers=max_workers, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(plan_module, "ThreadPoolExecutor", counting_pool)
+    seen: list[int] = []
+    mine = plan_cleanup(inline, policy=policy, out=tmp_path / "inline", now=now, progress=seen.append)
+    assert threads == [] and seen == list(range(1, 7))
+    theirs = plan_cleanup(Threaded(tmp_path / "store"), policy=policy, out=tmp_path / "threaded", now=now,
+                          config=TransferConfig(max_concurrency=4))
+    assert threads == [4]
+    assert [e.model_dump() for e in mine.entries()] == [e.model_dump() for e in theirs.entries()]
+    assert mine.footer.counts == theirs.footer.counts and mine.footer.counts["planned_delete"] == 7
+
+
+def _listing(store: ObjectStore) -> dict[str, tuple[str, int]]:
+    return {i.key: (i.etag, i.size) for i in store.list("") if not i.key.startswith("s3spill-doctor/")}
+
+
+def test_a_plan_that_fails_between_sessions_leaves_a_refused_file(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planned inline, a failure after the second session's lines (failpoint ``raise@2``)
+    reaches the caller; the file has no footer and is refused whole; nothing was written to
+    the store; the next plan is complete."""
+    from s3spill import failpoints
+    from s3spill.store.local import LocalStore
+
+    store = LocalStore(tmp_path / "store")
+    for i in range(4):
+        put_artifact(store, f"fp-{i}", b"x")
+    before = _listing(store)
+    monkeypatch.setenv(failpoints.ENV_VAR, "gc.plan_after_session=raise@2")
+    with pytest.raises(failpoints.FailpointTriggered):
+        plan_cleanup(store, out=tmp_path / "cut.jsonl", now=later())
+    monkeypatch.delenv(failpoints.ENV_VAR)
+    assert (tmp_path / "cut.jsonl").read_bytes().count(b"\n") > 1  # two sessions' lines were written
+    with pytest.raises(CleanupRefused, match="incomplete"):
+        CleanupPlan.open(tmp_path / "cut.jsonl")
+    assert _listing(store) == before
+    assert plan_cleanup(store, out=tmp_path / "whole.jsonl", now=later()).footer.counts["planned_delete"] == 4
+
+
+def test_a_plan_killed_between_sessions_leaves_a_refused_file(tmp_path: Path) -> None:
+    """SIGKILLed after a session's lines (no ``finally``, no flush): whatever reached the
+    file is refused whole, and the store is as it was."""
+    import subprocess
+    import sys
+
+    from s3spill import failpoints
+    from s3spill.store.local import LocalStore
+    from s3spill.testing import child_env
+
+    store = LocalStore(tmp_path / "store")
+    for i in range(4):
+        put_artifact(store, f"kill-{i}", b"y" * 10000)
+    before = _listing(store)
+    code = ("import sys; from datetime import UTC, datetime, timedelta; from pathlib import Path; "
+            "from s3spill.gc.plan import plan_cleanup; from s3spill.store.local import LocalStore; "
+            "plan_cleanup(LocalStore(Path(sys.argv[1])), out=Path(sys.argv[2]), "
+            "now=datetime.now(UTC) + timedelta(days=3))")
+    killed = subprocess.run([sys.executable, "-c", code, str(tmp_path / "store"), str(tmp_path / "k.jsonl")],
+                            capture_output=True, text=True, timeout=120,
+                            env=child_env({failpoints.ENV_VAR: "gc.plan_after_session=kill@3"}))
+    assert killed.returncode == -9, killed.stderr
+    with pytest.raises(CleanupRefused):
+        CleanupPlan.open(tmp_path / "k.jsonl")
+    assert _listing(store) == before

@@ -189,3 +189,52 @@ def test_an_at_rest_spill_stores_what_in_process_masking_stores(
     assert result.spilled and result.artifact is not None and result.masked_at_rest
     assert result.artifact.sha256 == hashlib.sha256(expected[0]).hexdigest()
     assert result.masked == expected[1]
+
+
+def test_chunks_the_worker_masked_nothing_in_come_back_as_they_were_pushed() -> None:
+    """Offloaded, a chunk is given back whole once the worker made all of it final: the
+    very bytes pushed when nothing in it was masked (no copy cut at a line's end, which
+    the store's index builder would copy again to cut its own chunks)."""
+    _ready_worker()
+    clean = build_log(8 * MiB)
+    chunks = [clean[i:i + MiB] for i in range(0, len(clean), MiB)]
+    redactor = maskworker.OffloadRedactor()
+    out = [redactor.push(chunk) for chunk in chunks]
+    assert redactor.offloaded
+    out.append(redactor.finish())
+    assert b"".join(out) == clean and not redactor.counts
+    assert out[:2] == [b"", b""]  # one chunk in flight, one answered but not all final
+    given = [piece for piece in out[2:-1] if piece]
+    assert len(given) >= len(chunks) - 3
+    assert all(piece is chunk for piece, chunk in zip(given, chunks, strict=False))
+
+
+def _straddling(at: int, line: bytes, within: int) -> bytes:
+    """Clean log with ``line`` placed so that offset ``at`` falls ``within`` bytes into it."""
+    clean = build_log(at + 3 * MiB)
+    start = clean.rfind(b"\n", 0, at - within) + 1
+    return clean[:start] + b"x" * (at - within - start) + line + b"\n" + clean[at - within + len(line) + 1:]
+
+
+def test_a_secret_cut_by_the_seam_of_two_pieces_is_masked_in_both() -> None:
+    """The worker's mask of a line that ends in the next chunk covers the end of the piece
+    before it too; each piece comes back with its part of the mask (and its own length),
+    also when the worker dies with such a mask held (the rest masked here)."""
+    secret = SECRETS[2]
+    line = f"aws_secret_access_key = {secret}".encode()
+    data = _straddling(2 * MiB, line, len(line) - 20)  # the seam 20 characters before its end
+    data = data[:3 * MiB] + _straddling(MiB, line, len(line) - 9)[:MiB] + data[3 * MiB:]
+    expected = _mask(StreamRedactor(), iter([data]))
+    assert secret.encode() in data and secret.encode() not in expected
+    chunks = [data[i:i + MiB] for i in range(0, len(data), MiB)]
+    for kill_after in (None, 2, 3):
+        worker = _ready_worker()
+        redactor, out = maskworker.OffloadRedactor(), []
+        for n, chunk in enumerate(chunks):
+            out.append(redactor.push(chunk))
+            if n == kill_after:
+                os.kill(worker.proc.pid, signal.SIGKILL)
+        out.append(redactor.finish())
+        assert b"".join(out) == expected, kill_after
+        assert all(len(piece) == MiB for piece in out[2:-1] if piece) or kill_after is not None
+        assert not any(secret[i:i + 8].encode() in b"".join(out) for i in range(len(secret) - 8))

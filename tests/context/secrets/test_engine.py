@@ -182,3 +182,20 @@ def test_base64_values_are_triggered_wherever_the_entropy_rule_flags_them(start:
     every = [(f.start, f.end, f.kind) for f in _detector("re2").scan_line(data, every_rule=True)]
     for engine in ("hyperscan", "re2"):
         assert _findings(_detector(engine), data) == every, engine
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["ab", "abc", "x.api_token", "SESSION_TOKEN", "k-1", "é_key", "12"]),
+       st.sampled_from(["", '"', "'"]), st.sampled_from(["", " ", "\t", "  \t ", "\t\t"]),
+       st.sampled_from([":", "="]), st.sampled_from(["", " ", "\t "]), st.sampled_from(["", '"', "'", "`"]),
+       st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-", min_size=18,
+               max_size=48))
+def test_every_spelling_between_a_name_and_its_value_reaches_the_entropy_rule(
+        name: str, quote: str, spaces: str, op: str, after: str, opening: str, value: str) -> None:
+    """The entropy prefilter sees a name's last three characters, or the quote or space
+    right before the ``:`` or ``=``, in place of the trigger's name, optional quote and
+    spaces: no spelling of those is lost (both passes find what every rule finds)."""
+    data = f"{name}{quote}{spaces}{op}{after}{opening}{value}".encode()
+    every = [(f.start, f.end, f.kind) for f in _detector("re2").scan_line(data, every_rule=True)]
+    for engine in ("hyperscan", "re2"):
+        assert _findings(_detector(engine), data) == every, engine
