@@ -76,6 +76,16 @@ def test_long_lines_are_searched_in_bounded_windows() -> None:
     assert "lower bound" in result.render()
 
 
+#: Where a generated output is cut into the chunks it is stored in.
+CUTS = st.lists(st.integers(1, 40), max_size=10)
+
+
+def _outputs(*extra: bytes) -> st.SearchStrategy[bytes]:
+    """Outputs of up to 300 pieces: ASCII, newlines, UTF-8 and stray bytes, and ``extra``."""
+    pieces = [b"a", b"b", b" ", b"\n", b"\xc3\xa9", b"\xff", b"ab\n", b"\xe9", b"\n\xff\n", *extra]
+    return st.lists(st.sampled_from(pieces), max_size=300).map(b"".join)
+
+
 PATTERNS = ["a", "^a", "a$", r"\s", "[^a]b", "a.b", r"\Ab", r"b\Z", r"b\z", "x*", "é|b", "^$", r"^\s*$",
             "a|^$", r"\bb", "(?i)A", "(?s)a.b", ".", "^.$", r"\\xff", r"\\xe9b", "xe"]
 
@@ -100,12 +110,9 @@ def _naive_search(compiled: Pattern, raw: bytes) -> int | None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    data=st.lists(
-        st.sampled_from([b"a", b"b", b" ", b"\n", b"\xc3\xa9", b"\xff", b"ab\n", b"\xe9", b"\n\xff\n"]),
-        max_size=300
-    ).map(b"".join),
+    data=_outputs(),
     pattern=st.sampled_from(PATTERNS),
-    cuts=st.lists(st.integers(1, 40), max_size=10),
+    cuts=CUTS,
     context=st.integers(0, 2),
     max_matches=st.integers(1, 5),
 )
@@ -222,13 +229,9 @@ def test_grep_sees_lines_with_invalid_utf8_as_read_shows_them(store: ObjectStore
 
 @settings(max_examples=150, deadline=None)
 @given(
-    data=st.lists(
-        st.sampled_from([b"a", b"b", b" ", b"\n", b"\xc3\xa9", b"\xff", b"ab\n", b"\xe9", b"\n\xff\n",
-                         b"\\"]),
-        max_size=300
-    ).map(b"".join),
+    data=_outputs(b"\\"),
     pattern=st.sampled_from(PATTERNS),
-    cuts=st.lists(st.integers(1, 40), max_size=10),
+    cuts=CUTS,
     context=st.integers(0, 2),
     max_matches=st.integers(1, 5),
     long_line=st.sampled_from([64, 4 * 1024 * 1024]),
