@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Iterable
 
 from s3spill.context.secrets.anchors import no_anchor
+
+TYPE_CHECKING = False  # not from typing: a page read imports this module (issue 35)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
 
 __all__ = ["BASE64_ALPHABET", "PREFILTERS", "PREFILTER_PARTS", "SIEVES", "TRIGGERS", "may_hold_secret",
            "prefilter", "prefilter_parts", "sieve"]
@@ -273,14 +276,12 @@ def _sieve_union() -> Callable[[bytes], object]:
 
 
 def _compiled(pattern: str) -> Callable[[bytes], object]:
-    import re2
+    """``pattern`` as LATIN-1 bytes (``[\x80-\xff]`` is any non-ASCII byte), with RE2's binding
+    alone when the package is not loaded yet (:mod:`.re2_light`: a page read's process)."""
+    from s3spill.context.secrets.re2_light import searcher
 
-    opts = re2.Options()
-    opts.encoding = re2.Options.Encoding.LATIN1  # bytes: ``[\x80-\xff]`` is any non-ASCII byte
-    opts.never_capture = True
-    opts.max_mem = 64 << 20  # the exact union's DFA is larger; short of memory RE2 runs slower
-    search: Callable[[bytes], object] = re2.compile(pattern.encode(), opts).search
-    return search
+    # max_mem: the exact union's DFA is larger; short of memory RE2 runs slower
+    return searcher(pattern.encode(), max_mem=64 << 20)
 
 
 def may_hold_secret(data: bytes) -> bool:
