@@ -6,7 +6,7 @@ import (``dataclasses`` pulls in ``inspect``) was a third of what such a process
 over the interpreter's start (issue 35). Both build every page with :func:`fill` and
 render it with :func:`header`, :func:`row` and :func:`footer`, so the fast path and the
 library print the same bytes by construction. This module imports only the standard
-library's ``codecs`` and ``bisect``, and :mod:`s3spill.textview` and :mod:`s3spill.errors`.
+library's ``codecs``, and :mod:`s3spill.textview` and :mod:`s3spill.errors`.
 
 A line of a page is a tuple ``(number, char_start, text, escaped, complete, newline)``:
 the fields of :class:`~s3spill.artifacts.paging.PageLine`, in its order.
@@ -15,7 +15,6 @@ the fields of :class:`~s3spill.artifacts.paging.PageLine`, in its order.
 from __future__ import annotations
 
 import codecs
-from bisect import bisect_left, bisect_right
 
 from s3spill.context.read_args import spell_args
 from s3spill.context.read_limits import DEFAULT_LIMIT, DEFAULT_MAX_CHARS
@@ -241,6 +240,19 @@ class _ChunkCache:
         return self._got[k]
 
 
+def _bisect(table: tuple[int, ...], x: int, *, right: bool) -> int:
+    """:func:`bisect.bisect_left` (``right``: ``bisect_right``) of a sorted table: one or two
+    searches a page, where ``bisect`` and its C module are ~1 ms of a fresh read's imports."""
+    lo, hi = 0, len(table)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if table[mid] < x or (right and table[mid] == x):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 def _nth_newline(data: bytes, n: int) -> int:
     """Position of the ``n``-th (1-based) newline in ``data`` (the last one, or -1, if it has
     fewer). Counted a block at a time in C, then found in the block that holds it: no list
@@ -272,7 +284,7 @@ def _locate(index: PageIndex, chunk: _ChunkCache, offset: int, char_offset: int,
     u0 = 0
     j = 0
     if offset > 0:
-        j = bisect_left(nb, offset) - 1  # chunk holding the offset-th newline
+        j = _bisect(nb, offset, right=False) - 1  # chunk holding the offset-th newline
         spans = nb[j + 1] == offset  # ...and it is that chunk's last newline
         if char_offset and spans:
             s0, u0 = None, ub[j] + index.chunk_lastline_units[j]
@@ -289,7 +301,7 @@ def _locate(index: PageIndex, chunk: _ChunkCache, offset: int, char_offset: int,
                             f" of {source_id}")
     if u >= ub[-1]:
         raise beyond
-    t = bisect_right(ub, u) - 1
+    t = _bisect(ub, u, right=True) - 1
     data = chunk(t)
     carry = index.chunk_carry[t]
     decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")

@@ -144,8 +144,9 @@ def _dumps(value: dict[str, Any]) -> bytes:
     """orjson's compact bytes for a dict of str, int, bool and None (tests compare the two)."""
     import json
 
-    try:
-        return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    ascii_only = all(type(v) is not str or (v.isascii() and "\x7f" not in v) for v in value.values())
+    try:  # for such values both spellings are one: json's ASCII encoder is the faster (~0.7 ms a page)
+        return (json.dumps(value, ensure_ascii=ascii_only, separators=(",", ":"), allow_nan=False)
                 + "\n").encode("utf-8")
     except UnicodeEncodeError:
         raise _FullWay from None  # a lone surrogate: orjson refuses it, the recorder loses the event
@@ -212,7 +213,6 @@ def _temporary(root: str, body: bytes) -> tuple[str, dict[str, Any], int]:
     import fcntl
     import hashlib
     import json
-    import struct
 
     tmp = f"{root}/tmp/{os.urandom(12).hex()}.part"  # noqa: S108 - the store's own tmp/, 0700
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -228,12 +228,12 @@ def _temporary(root: str, body: bytes) -> tuple[str, dict[str, Any], int]:
         raw = json.dumps(trailer, sort_keys=True).encode()
         with os.fdopen(fd, "wb", closefd=False) as fh:
             fh.write(body)
-            fh.write(raw + struct.pack(">Q8s", len(raw), _MAGIC))
+            fh.write(raw + len(raw).to_bytes(8, "big") + _MAGIC)  # local_trailer's ">Q8s"
             fh.flush()
             file = os.fstat(fd)
             micros = _micros(now)
-            record = struct.pack(">B16sQQqq", _RECORD_VERSION, bytes.fromhex(trailer["etag"][1:-1]),
-                                 len(body), file.st_size, file.st_mtime_ns, micros)
+            record = _record(bytes.fromhex(trailer["etag"][1:-1]), len(body), file.st_size, file.st_mtime_ns,
+                             micros)
             try:
                 os.setxattr(fd, _XATTR, record)
             except OSError as exc:
@@ -244,6 +244,14 @@ def _temporary(root: str, body: bytes) -> tuple[str, dict[str, Any], int]:
         _discard(tmp, fd)
         raise
     return tmp, trailer, fd
+
+
+def _record(etag: bytes, size: int, file_size: int, mtime_ns: int, micros: int) -> bytes:
+    """local_record's ``struct.pack(">B16sQQqq", ...)``, without ``struct`` (~0.8 ms of imports)."""
+    if len(etag) != 16:
+        raise _FullWay  # never: the etag is 32 hex digits
+    return (bytes((_RECORD_VERSION,)) + etag + size.to_bytes(8, "big") + file_size.to_bytes(8, "big")
+            + mtime_ns.to_bytes(8, "big", signed=True) + micros.to_bytes(8, "big", signed=True))
 
 
 def _discard(tmp: str, fd: int) -> None:

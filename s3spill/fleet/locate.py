@@ -14,7 +14,10 @@ that sets nothing, or nothing but other keys, the proxy's own limits (``[proxy]`
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+
+TYPE_CHECKING = False  # not from typing, nor collections.abc at run time: a page read imports this
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
 
 __all__ = ["LIMIT_KEYS", "NOT_POLICY_VARIABLES", "PROJECT_FILE", "operator_file", "policy_floor",
            "project_file", "store_needs_no_policy"]
@@ -73,7 +76,7 @@ def _size(value: object) -> int:
 
 def _limits(doc: Mapping[str, object], where: tuple[str, ...] = ()) -> Iterator[int]:
     for key, value in doc.items():
-        if isinstance(value, Mapping):
+        if isinstance(value, dict):  # tomllib's tables
             if (*where, key) not in PROXY_ONLY:
                 yield from _limits(value, (*where, key))
         elif key in LIMIT_KEYS:
@@ -107,7 +110,7 @@ def policy_floor(environ: Mapping[str, str] | None = None, config: str | None = 
             return 0
         found += [*_limits(doc), 1 << 62]  # 1 << 62: a file exists, with no lower limit in it
         project = doc.get("project")
-        flag = project.get("allow_file") if isinstance(project, Mapping) else None
+        flag = project.get("allow_file") if isinstance(project, dict) else None
         if flag is not None and not isinstance(flag, bool):
             return 0
         allows = allows or bool(flag)

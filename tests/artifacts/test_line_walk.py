@@ -24,3 +24,14 @@ def test_nth_newline_matches_a_split(parts: list[bytes], n: int, block: int) -> 
         assert paging._nth_newline(data, n) == _by_split(data, n)
     finally:
         paging._COUNT_BLOCK = old
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=50), max_size=40), st.integers(min_value=-2, max_value=52))
+def test_its_bisect_is_the_standard_librarys(values: list[int], x: int) -> None:
+    """The page's own binary search over a sorted table, repeats included, left and right."""
+    import bisect
+
+    table = tuple(sorted(values))
+    assert paging._bisect(table, x, right=False) == bisect.bisect_left(table, x)
+    assert paging._bisect(table, x, right=True) == bisect.bisect_right(table, x)

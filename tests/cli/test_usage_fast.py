@@ -21,6 +21,7 @@ from s3spill.usage.recorder import part_body
 SID = "artifact:" + keys.session_hash("s") + ":20261202T061458Z-a44e5b345012-bench:7309f216cfd8210b"
 TEXTS = ["[page]\n     1\tplain ascii\n[EOF]\n", "caf\u00e9 \u4e2d\u6587 \U0001f600 tab\there\n",
          "".join(map(chr, range(32))) + '"quoted" back\\slash \x7f \u2028\n', "",
+         "".join(map(chr, range(32))) + '"ascii" back\\slash ~ only\n', 'ascii with a \x7f delete\n',
          "x" * (events.SHOWN_CAP + 5)]
 
 
@@ -82,6 +83,16 @@ def test_an_erased_session_and_a_text_with_no_utf8_form_go_the_recorders_way(tmp
     store.put_if_absent(keys.erasure_key(keys.session_hash("s")), b"{}")
     usage_fast.record_read(str(store.root), "s", SID, "read", "fine", {})
     assert not list(store.list(keys.usage_prefix(keys.session_hash("s"))))
+
+
+@pytest.mark.parametrize("values", [(b"\x00" * 16, 0, 0, 0, 0),
+                                    (b"\xff" * 16, 2**64 - 1, 2**64 - 1, -2**63, 2**63 - 1),
+                                    (bytes(range(16)), 290, 2422, 1764689658123456789, -1)])
+def test_its_listing_record_is_local_records_layout(values: tuple[bytes, int, int, int, int]) -> None:
+    """The record's bytes, built without ``struct``, are ``struct.pack(">B16sQQqq", ...)``'s."""
+    import struct
+
+    assert usage_fast._record(*values) == struct.pack(">B16sQQqq", local_record._VERSION, *values)
 
 
 def test_its_constants_are_the_librarys() -> None:
