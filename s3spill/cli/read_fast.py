@@ -186,13 +186,18 @@ def _page(call: dict[str, Any]) -> tuple[str, dict[str, object]]:
 
     sid = call["source_id"]
     body, trailer, index = open_artifact(call["root"], call["session"], sid)
+    where = {"offset": call["offset"] or 0, "char_offset": call["char_offset"] or 0,
+             "limit": DEFAULT_LIMIT if call["limit"] is None else call["limit"],
+             "max_chars": DEFAULT_MAX_CHARS if call["max_chars"] is None else call["max_chars"]}
     with body:
-        fetch = _fetcher(index, body, trailer, sid, masked=not call["show_secrets"])
-        lines, eof, nxt, _, _ = pagefill.fill(
-            index, fetch, sid, offset=call["offset"] or 0,
-            limit=DEFAULT_LIMIT if call["limit"] is None else call["limit"],
-            char_offset=call["char_offset"] or 0,
-            max_chars=DEFAULT_MAX_CHARS if call["max_chars"] is None else call["max_chars"])
+        chunk = _cached(chunk_reader(index, body, trailer, sid))
+        masked = not call["show_secrets"]
+        filled = pagefill.fill(index, chunk, sid, **where) if not masked or not where["char_offset"] else None
+        if masked and filled is not None and not _page_unmasked(index, chunk, filled[3], filled[4]):
+            filled = None
+        if filled is None:  # the chunks' windows, each unchanged by masking, or Unsure
+            filled = pagefill.fill(index, _masked_chunks(index, chunk), sid, **where)
+        lines, eof, nxt, _, _ = filled
     span = (lines[0][0], lines[-1][0]) if lines else None
     rows = [pagefill.header(sid, span, index.line_count, call["char_offset"] or 0, index.size_bytes)]
     rows += [pagefill.row(number, escaped, shown) for number, _, shown, escaped, _, _ in lines]
@@ -218,12 +223,8 @@ def _unchanged_by_masking(data: bytes, before: bytes = b"", after: bytes = b"", 
     return data
 
 
-def _fetcher(index: Index, fh: Any, trailer: dict[str, Any], sid: str, *,
-             masked: bool) -> Callable[[int], bytes]:
-    """``fetch(k)`` for a page: chunk ``k`` verified and, ``masked``, as the reader's view shows it
-    (masked in its context: :data:`~s3spill.artifacts.views.CONTEXT_BYTES` of stored text on
-    each side, as ``ArtifactReader._fetch_chunk`` gives it)."""
-    read = chunk_reader(index, fh, trailer, sid)
+def _cached(read: Callable[[int], bytes]) -> Callable[[int], bytes]:
+    """``read`` (chunk ``k``, verified) with each chunk read once."""
     raw: dict[int, bytes] = {}
 
     def chunk(k: int) -> bytes:
@@ -231,22 +232,69 @@ def _fetcher(index: Index, fh: Any, trailer: dict[str, Any], sid: str, *,
             raw[k] = read(k)
         return raw[k]
 
-    if not masked:
-        return chunk
+    return chunk
+
+
+def _context(index: Index, chunk: Callable[[int], bytes], k: int) -> tuple[bytes, bytes]:
+    """The stored text the reader's view sees on each side of chunk ``k``
+    (:data:`~s3spill.artifacts.views.CONTEXT_BYTES`, as ``ArtifactReader._fetch_chunk`` gives it)."""
     from s3spill.artifacts.views import CONTEXT_BYTES
 
+    before, j = b"", k
+    while j > 0 and len(before) < CONTEXT_BYTES:
+        j -= 1
+        before = chunk(j)[-CONTEXT_BYTES:] + before
+    after, j = b"", k
+    while j + 1 < index.chunk_count and len(after) < CONTEXT_BYTES:
+        j += 1
+        after += chunk(j)[:CONTEXT_BYTES]
+    return before[-CONTEXT_BYTES:], after[:CONTEXT_BYTES]
+
+
+def _masked_chunks(index: Index, chunk: Callable[[int], bytes]) -> Callable[[int], bytes]:
+    """``fetch(k)``: chunk ``k`` as the reader's view shows it (masked in its context), which is
+    the stored chunk when no trigger matches its window; Unsure otherwise."""
+
     def shown(k: int) -> bytes:
-        before, j = b"", k
-        while j > 0 and len(before) < CONTEXT_BYTES:
-            j -= 1
-            before = chunk(j)[-CONTEXT_BYTES:] + before
-        after, j = b"", k
-        while j + 1 < index.chunk_count and len(after) < CONTEXT_BYTES:
-            j += 1
-            after += chunk(j)[:CONTEXT_BYTES]
-        return _unchanged_by_masking(chunk(k), before[-CONTEXT_BYTES:], after[:CONTEXT_BYTES])
+        return _unchanged_by_masking(chunk(k), *_context(index, chunk, k))
 
     return shown
+
+
+def _page_unmasked(index: Index, chunk: Callable[[int], bytes], start: int, covered: int) -> bool:
+    """Does the reader's view show the bytes a page filled from stored chunks used as they are?
+
+    The page covers ``covered`` bytes from ``start`` (a line start: no ``char_offset``), in
+    one chunk ``k``; the fill also read the line after them (whether it fits) and counted
+    newlines before them, which masking never moves (it keeps every byte's place, and masks
+    no newline). Masking works line by line, on the lines of chunk ``k``'s window: a line
+    changes only where a rule flags it, and a rule flags a line only where its trigger
+    matches inside that line (what the detector's own shortcut relies on) — except in a
+    private key block, which spans lines from a BEGIN line to an END line (a window that
+    starts inside one is masked up to its END). So when no private-key marker is anywhere in
+    the window and no trigger matches inside the page's lines and the next one, the view
+    leaves them as stored, wherever else in the chunk a secret is: only those lines (the
+    page's ~1/6 of a 1 MiB chunk) are searched. False when that cannot be said this way.
+    """
+    c = index.chunk_size
+    k = start // c
+    if covered <= 0 or (start + covered - 1) // c != k:
+        return False  # an empty page, or one that crosses chunks: the chunks' windows decide
+    data = chunk(k)
+    end = data.find(b"\n", start + covered - k * c)  # the end of the next line (or of a cut one)
+    if end < 0:
+        if k + 1 < index.chunk_count:
+            return False  # that line goes on in the next chunk
+        end = len(data)
+    before, after = _context(index, chunk, k)
+    from s3spill.context.secrets.re2_light import searcher
+    from s3spill.context.secrets.triggers import TRIGGERS, may_hold_secret
+
+    window = before + data + after
+    if searcher(TRIGGERS["private-key"].encode(), max_mem=8 << 20)(window) is not None:
+        return False  # a key block may reach into the page from anywhere in the window
+    first = window.rfind(b"\n", 0, len(before) + start - k * c) + 1  # the page's first line
+    return not may_hold_secret(window[first:len(before) + end])
 
 
 # -- grep -----------------------------------------------------------------------------------
