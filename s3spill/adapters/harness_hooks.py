@@ -183,7 +183,8 @@ class HookSpiller:
         log.info("hooks.spilled", tool=tool, bytes=out.total_bytes, spilled=out.spilled)
         return out.context_text
 
-    def stream(self, pieces: Iterator[str], tool: str, call_id: CallId) -> SpillResult | None:
+    def stream(self, pieces: Iterator[str] | Iterator[bytes], tool: str,
+               call_id: CallId) -> SpillResult | None:
         """A huge payload's string spilled from its ``pieces``; None when they stopped with an
         error: the payload is not what it seemed, nothing was committed, and no usage event is
         recorded for an answer the model will never see (the hook fails open)."""
@@ -196,7 +197,7 @@ class HookSpiller:
         return out
 
 
-def _noting(pieces: Iterator[str], failed: list[BaseException]) -> Iterator[str]:
+def _noting(pieces: Iterator[str] | Iterator[bytes], failed: list[BaseException]) -> Iterator[str | bytes]:
     """``pieces``, an exception from them noted in ``failed`` (the Spiller keeps it to itself)."""
     try:
         yield from pieces

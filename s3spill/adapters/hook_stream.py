@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any
 
-from s3spill.spill.json_live import LiveString
+from s3spill.spill.json_live import LiveString, read_into
 from s3spill.spill.json_spool import LONG_BYTES, PIECE, LongString, Spool, _string_end
 
 __all__ = ["LONG_BYTES", "SPOOL_BYTES", "LiveString", "LongString", "SpooledPayload", "Streamed",
@@ -220,6 +220,18 @@ class _Rest:
                 self.at = 0
             return piece
         return self.stream.read(n)
+
+    def readinto(self, view: memoryview) -> int:
+        """:meth:`read` into ``view`` (stdin's ``readinto``: no copy of its bytes)."""
+        if self.at < len(self.head):
+            k = min(len(view), len(self.head) - self.at)
+            view[:k] = memoryview(self.head)[self.at:self.at + k]
+            self.at += k
+            if self.at >= len(self.head):
+                self.head = b""
+                self.at = 0
+            return k
+        return read_into(self.stream, view)
 
 
 def streamed_field(payload: dict[str, Any], placeholder: str) -> tuple[str, ...] | None:

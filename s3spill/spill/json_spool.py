@@ -115,7 +115,7 @@ class LongString:
             yield os.pread(fd, min(self.piece, self.end - offset), offset)
 
 
-def decode_piece(buf: bytearray) -> str:
+def decode_piece(buf: bytearray | memoryview) -> str:
     """``json.loads(buf)`` of a quoted piece of a string body, by orjson when it can (about half
     the time): it refuses what ``json.loads`` of bytes may still take (lone surrogates, escaped
     or as bytes, which that reads with ``surrogatepass``), and then ``json.loads`` decides, so
@@ -125,7 +125,7 @@ def decode_piece(buf: bytearray) -> str:
     try:
         text = orjson.loads(buf)
     except orjson.JSONDecodeError:
-        text = json.loads(buf)
+        text = json.loads(bytes(buf) if isinstance(buf, memoryview) else buf)
     if not isinstance(text, str):
         raise ValueError("not a JSON string")
     return text
@@ -176,24 +176,26 @@ def _cut(buf: bytearray, lo: int, hi: int) -> int:
     return m
 
 
-def _masked_end(buf: bytes, i: int) -> tuple[int, bool]:
+def _masked_end(buf: bytes | bytearray, i: int, end: int | None = None) -> tuple[int, bool]:
     """:func:`_string_end` the uniform way: escaped backslashes, then escaped quotes, masked
     (same length), so the first quote left closes the string."""
-    masked = buf[i:].replace(b"\\\\", b"__").replace(b'\\"', b"__")
+    end = len(buf) if end is None else end
+    masked = buf[i:end].replace(b"\\\\", b"__").replace(b'\\"', b"__")
     q = masked.find(b'"')
     if q >= 0:
         return i + q, True
-    return len(buf) - (1 if masked.endswith(b"\\") else 0), False
+    return end - (1 if masked.endswith(b"\\") else 0), False
 
 
-def _string_end(buf: bytes, i: int) -> tuple[int, bool]:
-    """(where the string body from ``i`` ends in ``buf``, whether its closing quote is there).
+def _string_end(buf: bytes | bytearray, i: int, end: int | None = None) -> tuple[int, bool]:
+    """(where the string body from ``i`` ends in ``buf[:end]``, whether its closing quote is there).
 
     Without a closing quote the end leaves out a backslash that may start an escape, for
     the next piece. ``find`` for each quote, checking the backslashes before it; a piece with
     many escaped quotes is handed to :func:`_masked_end`.
     """
-    q = buf.find(b'"', i)
+    end = len(buf) if end is None else end
+    q = buf.find(b'"', i, end)
     for _ in range(64):
         if q < 0:
             break
@@ -202,10 +204,10 @@ def _string_end(buf: bytes, i: int) -> tuple[int, bool]:
             k -= 1
         if (q - 1 - k) % 2 == 0:
             return q, True
-        q = buf.find(b'"', q + 1)
+        q = buf.find(b'"', q + 1, end)
     else:
-        return _masked_end(buf, i)
-    return _masked_end(buf, i) if buf.endswith(b"\\") else (len(buf), False)
+        return _masked_end(buf, i, end)
+    return _masked_end(buf, i, end) if buf.endswith(b"\\", i, end) else (end, False)
 
 
 class Scanner:

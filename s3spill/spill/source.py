@@ -21,6 +21,10 @@ Output = Union[str, bytes, bytearray, memoryview, IO[bytes], IO[str], Iterable[b
 
 
 def _slices(data: bytes | bytearray | memoryview, size: int) -> Iterator[bytes]:
+    if type(data) is bytes and len(data) <= size:  # immutable and small enough: as it is, no copy
+        if data:
+            yield data
+        return
     view = memoryview(data).cast("B")
     for start in range(0, len(view), size):
         yield bytes(view[start : start + size])

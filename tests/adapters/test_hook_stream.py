@@ -59,9 +59,13 @@ def test_streamed_strings_decode_as_json_loads_does(small_limits: None, text: st
 @given(body=st.lists(st.sampled_from([b"a", b"\\", b'"', b"\\u00e9", b"\xc3\xa9"]), max_size=400))
 def test_the_closing_quote_is_found_as_the_uniform_masking_finds_it(body: list[bytes]) -> None:
     """The quick search (quote by quote, backslashes before each) and its fallback for many
-    escaped quotes (masking) agree on every body, including a trailing lone backslash."""
+    escaped quotes (masking) agree on every body, including a trailing lone backslash, and
+    so do both when told where the body ends in a longer buffer (what follows is not read)."""
     buf = b"".join(body)
     assert json_spool._string_end(buf, 0) == json_spool._masked_end(buf, 0)
+    longer = bytearray(buf + b'\\"x"')
+    assert json_spool._string_end(longer, 0, len(buf)) == json_spool._string_end(buf, 0)
+    assert json_spool._masked_end(longer, 0, len(buf)) == json_spool._masked_end(buf, 0)
 
 
 #: Starts the hook and reports its peak RSS. Why a launcher: a child's ``ru_maxrss`` starts at

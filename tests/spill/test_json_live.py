@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3spill.spill.json_live import LiveString
+from s3spill.context.utf8 import to_bytes
+from s3spill.spill.json_live import LiveString, utf8_chunks
 from s3spill.spill.json_spool import Spool
 
 #: Pieces of a hook's string body: every JSON escape, surrogate pairs, lone surrogates (high,
@@ -35,15 +37,24 @@ class Trickle(io.RawIOBase):
         return piece
 
 
+class TrickleInto(Trickle):
+    """The same stream with ``readinto`` (as stdin's), handing out at most ``most`` bytes a call."""
+
+    def readinto(self, view: Any) -> int:
+        piece = self.read(len(view))
+        view[:len(piece)] = piece
+        return len(piece)
+
+
 def _doc(raw: bytes, after: bytes) -> bytes:
     return (b'{"hook_event_name": "PostToolUse", "tool_response": {"a": "x", "stdout": "' + raw
             + b'", "stderr": "' + after + b'"}, "tool_use_id": "toolu_1"}')
 
 
-def _paused(doc: bytes, cut: int, piece: int) -> tuple[Spool, Trickle]:
+def _paused(doc: bytes, cut: int, piece: int, into: bool = False) -> tuple[Spool, Trickle]:
     """A spool of ``doc`` fed ``cut`` bytes at a time, paused at its first long string."""
     spool = Spool(long_bytes=40, piece=piece, on_long=lambda skeleton: skeleton.endswith(b'"stdout": '))
-    stream = Trickle(doc, cut)
+    stream = (TrickleInto if into else Trickle)(doc, cut)
     while not spool.paused:
         got = stream.read(cut)
         assert got, "never paused"
@@ -52,13 +63,15 @@ def _paused(doc: bytes, cut: int, piece: int) -> tuple[Spool, Trickle]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(body=BODY, after=BODY, cut=st.integers(1, 70), piece=st.integers(7, 50), read=st.integers(1, 90))
+@given(body=BODY, after=BODY, cut=st.integers(1, 70), piece=st.integers(7, 50), read=st.integers(1, 90),
+       into=st.booleans())
 def test_a_string_taken_over_is_decoded_in_the_spooled_string_s_pieces(
-        body: list[bytes], after: list[bytes], cut: int, piece: int, read: int) -> None:
-    """Read from a stream in any pieces (every escape, pair and character cut somewhere), the
-    string taken over gives exactly the pieces the spooled one gives, the document's rest is
-    spooled as before (a later long string in the file), the skeleton holds the string's
-    placeholder where it was, and the document is not given whole with a hole in it."""
+        body: list[bytes], after: list[bytes], cut: int, piece: int, read: int, into: bool) -> None:
+    """Read from a stream in any pieces, by ``read`` or ``readinto`` (every escape, pair and
+    character cut somewhere), the string taken over gives exactly the pieces the spooled one
+    gives, the document's rest is spooled as before (a later long string in the file), the
+    skeleton holds the string's placeholder where it was, and the document is not given
+    whole with a hole in it."""
     raw = b"y" * 120 + b"".join(body)  # long past the piece it turns long in: the scan pauses
     later = b"z" * 41 + b"".join(after)
     doc = _doc(raw, later)
@@ -68,7 +81,7 @@ def test_a_string_taken_over_is_decoded_in_the_spooled_string_s_pieces(
     assert whole.scanned is not None
     want = [list(long.pieces()) for long in whole.longs().values()]
 
-    spool, stream = _paused(doc, cut, piece)
+    spool, stream = _paused(doc, cut, piece, into)
     stream.most = read
     checked: list[bool] = []
     live = LiveString(spool, stream, "LIVE", lambda: checked.append(True), piece=piece, read=read)
@@ -82,6 +95,39 @@ def test_a_string_taken_over_is_decoded_in_the_spooled_string_s_pieces(
     if spool.holes:  # the body read from the stream is not in the file
         with pytest.raises(ValueError, match="taken over"):
             spool.raw()
+
+
+@settings(max_examples=150, deadline=None)
+@given(body=BODY, cut=st.integers(1, 70), piece=st.integers(7, 50), read=st.integers(1, 90),
+       size=st.integers(1, 120), into=st.booleans())
+def test_the_chunks_are_the_utf8_of_the_pieces_cut_to_the_chunk_size(
+        body: list[bytes], cut: int, piece: int, read: int, size: int, into: bool) -> None:
+    """The chunks of a string taken over join to the UTF-8 the spooled string's pieces are
+    stored as (lone surrogates as to_bytes writes them), every one of them but the last has
+    exactly the chunk size, and the document is finished as its pieces finish it."""
+    raw = b"y" * 120 + b"".join(body)
+    doc = _doc(raw, b"")
+    whole = Spool(long_bytes=40, piece=piece)
+    whole.feed(doc)
+    whole.finish()
+    want = b"".join(to_bytes(text) for text in next(iter(whole.longs().values())).pieces())
+    spool, stream = _paused(doc, cut, piece, into)
+    stream.most = read
+    checked: list[bool] = []
+    live = LiveString(spool, stream, "LIVE", lambda: checked.append(True), piece=piece, read=read)
+    got = list(live.chunks(size))
+    assert b"".join(got) == want and all(len(chunk) == size for chunk in got[:-1])
+    assert 0 < len(got[-1]) <= size and live.complete and checked == [True]
+
+
+def test_utf8_chunks_cut_any_texts_to_the_size() -> None:
+    """Texts shorter and longer than the chunk size, empty ones and a lone surrogate come out
+    as their UTF-8 in chunks of exactly the size but the last; no text, no chunk."""
+    texts = ["ab", "", "c" * 9, "\udce9\u20ac", "de"]
+    got = list(utf8_chunks(iter(texts), 4))
+    assert b"".join(got) == b"".join(to_bytes(text) for text in texts)
+    assert [len(chunk) for chunk in got] == [4, 4, 4, 4, 1]
+    assert list(utf8_chunks(iter([]), 4)) == [] and list(utf8_chunks(iter([""]), 4)) == []
 
 
 def test_a_document_that_ends_inside_the_string_stops_its_pieces() -> None:
