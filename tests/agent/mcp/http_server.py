@@ -13,8 +13,11 @@ from pathlib import Path
 
 @contextmanager
 def serving(args: list[str], env: dict[str, str], log: Path, host: str, port: int,
-            timeout: float = 30) -> Iterator[str]:
+            timeout: float = 120) -> Iterator[str]:
     """Run ``s3spill mcp --http host:port ARGS`` until the block ends; yields its MCP URL.
+
+    The wait is long because a loaded 2-core box (a land batch beside benchmarks, load ~12)
+    once took over 30 s to bring the server up; a server that exits early still fails at once.
 
     Its output goes to ``log``, whose text is the failure message when it exits early or
     never listens; on the way out it gets SIGTERM, then SIGKILL after 10 s.

@@ -34,7 +34,7 @@ def test_foreign_host_or_origin_is_refused_on_127_0_0_2(tmp_path: Path) -> None:
     host, port = "127.0.0.2", free_port()
     env = child_env({"S3SPILL_STORE": (tmp_path / "store").as_uri(), "S3SPILL_SESSION": "s"})
     log = tmp_path / "server.log"
-    with serving([], env, log, host, port, timeout=60):
+    with serving([], env, log, host, port):
         assert _post(host, port, {"Host": f"evil.example:{port}"}) == 421
         assert _post(host, port, {"Host": f"{host}:{port}", "Origin": "http://evil.example"}) == 403
         assert _post(host, port, {"Host": f"{host}:{port}"}) == 200
