@@ -65,6 +65,7 @@ from s3spill.log import get_logger
 from s3spill.proxy.results import ResultSpiller
 from s3spill.proxy.settings import ProxySettings
 from s3spill.spill.job import CallId
+from s3spill.spill.json_live import utf8_chunks
 from s3spill.spill.result import SpillResult
 from s3spill.spill.spiller import Spiller
 from s3spill.store.base import ObjectStore
@@ -177,7 +178,7 @@ class HookSpiller:
             return value.text
         if self.policy.never_spills(tool) or value.min_chars <= self.policy.hard_cap_chars:
             return self.value(value.text(), tool, call_id)
-        out = self.stream(value.pieces(), tool, call_id)
+        out = self.stream(utf8_chunks(value.pieces(), value.piece), tool, call_id)  # as streamed
         if out is None:  # not JSON after all: fail open, as for a small payload
             raise ValueError("a string of the payload is not JSON")
         log.info("hooks.spilled", tool=tool, bytes=out.total_bytes, spilled=out.spilled)

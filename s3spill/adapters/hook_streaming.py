@@ -108,7 +108,7 @@ def answer_streaming(harness: Harness, raw: SpooledPayload, session: str | None,
                 raise _Overturned
 
         streamed = raw.stream(verify)
-        out = spill.stream(streamed.live.chunks(), tool, lambda: call_id[0])
+        out = spill.stream(streamed.live.chunks(raw.piece), tool, lambda: call_id[0])
         live = streamed.live
         if out is not None and live.complete:
             log.info("hooks.spilled", tool=tool, bytes=out.total_bytes, spilled=out.spilled, streamed=True)

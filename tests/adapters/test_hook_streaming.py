@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from s3spill.adapters import harness_hooks, hook_stream
@@ -81,6 +81,8 @@ def _normal(out: bytes, store: LocalStore, session: str) -> tuple[str, list[byte
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(body=[b"\xed\xa0\x80", b"\xe2\x82\xac", b"a", b"\\\\\\\\u"], second=None, before=False, whole=False,
+         call="after", big_input=False, piece=7, read=1)  # the kind detected from a prefix of another length
 @given(body=BODY, second=st.one_of(st.none(), BODY), before=st.booleans(), whole=st.booleans(),
        call=st.sampled_from(["after", "before", None]), big_input=st.booleans(), piece=st.integers(7, 300),
        read=st.integers(1, 5000))
