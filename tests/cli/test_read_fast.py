@@ -215,7 +215,7 @@ def test_a_fast_read_loads_no_argparse_dataclasses_orjson_or_store_layer(tmp_pat
         "fast", [b"one\ntwo status=200\n" * 100], "t").source_id
     heavy = {"argparse", "dataclasses", "inspect", "unicodedata", "orjson", "typing", "s3spill.store.local",
              "s3spill.keys", "s3spill.artifacts.index", "s3spill.artifacts.paging", "zstandard", "pydantic",
-             "logging"}
+             "logging", "re2"}  # re2: RE2's binding alone (context.secrets.re2_light)
     for extra in (["--show-secrets"], []):
         got = probe(["read", sid, *extra], XDG_CONFIG_HOME=str(tmp_path / "none"),  # type: ignore[operator]
                     S3SPILL_USAGE="off")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from types import ModuleType
 
-__all__ = ["searcher"]
+__all__ = ["binding", "searcher"]
 
 _NAME = "re2._re2"
 
@@ -64,6 +64,16 @@ def searcher(pattern: bytes, *, max_mem: int) -> Callable[[bytes], object]:
         return None if span == none else span
 
     return first
+
+
+def binding() -> ModuleType:
+    """RE2's C++ binding (``re2._re2``): loaded alone, or the package's when it is loaded."""
+    found = _binding()
+    if found is None:
+        import re2
+
+        found = re2._re2
+    return found
 
 
 def _binding() -> ModuleType | None:
