@@ -83,6 +83,17 @@ def _binding() -> ModuleType | None:
     found = sys.modules.get(_NAME)
     if found is not None:
         return found
+    try:  # the lock ``import`` itself takes for this name: two threads never load the binding twice
+        from importlib._bootstrap import _ModuleLockManager  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    with _ModuleLockManager(_NAME):  # (pybind11 refuses a second load: "RE2 is already registered")
+        if "re2" in sys.modules or _NAME in sys.modules:
+            return sys.modules.get(_NAME) if "re2" not in sys.modules else None
+        return _load()
+
+
+def _load() -> ModuleType | None:
     from importlib.machinery import ExtensionFileLoader, PathFinder
     from importlib.util import module_from_spec
 
