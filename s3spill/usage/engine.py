@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from s3spill.errors import ConfigError, NotFound
+from s3spill.errors import ConfigError, IntegrityError, NotFound
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectStore
 from s3spill.usage.source import UsageObject, part_lines
@@ -157,7 +157,9 @@ def gather_parts(store: ObjectStore, parts: Sequence[UsageObject], out: Path, *,
     """Fetch ``parts`` (their fact lines only, unless ``shown``) into ``out``; returns bytes written.
 
     A part gone meanwhile (compacted or collected after the listing) is skipped: its events
-    are in the day file that replaced it, or were deleted with their session.
+    are in the day file that replaced it, or were deleted with their session. A damaged part
+    (cut mid-write, or bytes that no longer match their SHA-256) is skipped with a warning
+    naming it: its events cannot be read, and the others' still count.
     """
     def fetch(obj: UsageObject) -> bytes:
         rng = None if shown or obj.facts is None else (0, obj.facts)
@@ -165,6 +167,9 @@ def gather_parts(store: ObjectStore, parts: Sequence[UsageObject], out: Path, *,
             data = store.get(obj.key, rng) if rng is None or rng[1] > 0 else b""
         except NotFound:
             log.info("usage.part_gone", key=obj.key)
+            return b""
+        except IntegrityError as exc:
+            log.warning("usage.part_damaged", key=obj.key, error=str(exc)[:200])
             return b""
         return part_lines(data) if obj.zstd else data  # decompressed here, in the fetching thread
 

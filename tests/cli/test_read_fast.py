@@ -215,7 +215,7 @@ def test_a_fast_read_loads_no_argparse_dataclasses_orjson_or_store_layer(tmp_pat
         "fast", [b"one\ntwo status=200\n" * 100], "t").source_id
     heavy = {"argparse", "dataclasses", "inspect", "unicodedata", "orjson", "typing", "s3spill.store.local",
              "s3spill.keys", "s3spill.artifacts.index", "s3spill.artifacts.paging", "zstandard", "pydantic",
-             "logging"}
+             "logging", "re2"}  # re2: RE2's binding alone (context.secrets.re2_light)
     for extra in (["--show-secrets"], []):
         got = probe(["read", sid, *extra], XDG_CONFIG_HOME=str(tmp_path / "none"),  # type: ignore[operator]
                     S3SPILL_USAGE="off")
@@ -260,3 +260,28 @@ def test_a_coloured_first_line_is_read_here(local: LocalStore, cli: CliCall, mon
     argv = ["read", sid, "--show-secrets"]
     assert _answered(argv, capsys)
     assert cli(*argv) == _full(cli, monkeypatch, *argv)
+
+
+@pytest.mark.parametrize("chunk_size", [4096, 1 << 20])
+def test_a_grep_whose_whole_digest_disagrees_is_left_to_the_full_path(
+        chunk_size: int, local: LocalStore, cli: CliCall, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every chunk matches its own digest, the index's whole-text digest does not (one chunk or
+    many): the fast grep prints nothing and the full path refuses it."""
+    from s3spill.artifacts.store import ArtifactStore
+    from s3spill.config import TransferConfig
+
+    data = b"".join(b"%05d status=200 ok\n" % i for i in range(2000))
+    arts = ArtifactStore(local, TransferConfig(index_chunk_size=chunk_size), session_id=SESSION)
+    sid = keys.SourceId.parse(arts.write(SESSION, [data], "t").source_id)
+    argv = ["grep", str(sid), "status"]
+    assert _answered(argv, capsys)
+    key = keys.artifact_key(sid.session_hash, sid.name) + ".idx"
+    index = json.loads(local.get(key))
+    assert (len(index["chunk_sha256"]) == 1) is (chunk_size > len(data))
+    digest = index["sha256"]
+    index["sha256"] = digest[:40] + ("0" if digest[40] != "0" else "1") + digest[41:]
+    Path(local.root, "objects", key).unlink()
+    local.put_if_absent(key, json.dumps(index, separators=(",", ":")).encode())
+    assert not _answered(argv, capsys)
+    code, out, err = cli(*argv)
+    assert code != 0 and out == "" and err.startswith("s3spill: ")

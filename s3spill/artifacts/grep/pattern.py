@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import re
 
-import re2
-
+from s3spill.context.secrets.re2_light import binding
 from s3spill.errors import InvalidRequest
 
 TYPE_CHECKING = False  # not from typing (~2 ms): the CLI's fast grep compiles with this module
@@ -32,39 +31,40 @@ class Pattern:
     def __init__(self, pattern: str, *, ignore_case: bool = False, multiline: bool = False) -> None:
         self.pattern = pattern
         self.ignore_case = ignore_case
-        options = re2.Options()
-        options.max_mem = MAX_PROGRAM_BYTES
-        options.log_errors = False
-        options.case_sensitive = not ignore_case
-        options.never_capture = True  # only the whole match's start is used
         # Python's \Z is RE2's \z; other escapes mean the same in both.
         source = re.sub(r"(?<!\\)((?:\\\\)*)\\Z", r"\1\\z", pattern)
-        try:
-            self._regex: Any = re2.compile(f"(?m){source}" if multiline else source, options)
-        except re2.error as exc:
-            why = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(
-                exc.args[0], bytes) else str(exc)
+        self._source = f"(?m){source}" if multiline else source
+        # RE2's binding, as google-re2's ``re2.compile`` builds the expression (UTF-8, these
+        # options, the rest at their defaults), without the package's ``__init__`` in a
+        # process that has not loaded it (:mod:`s3spill.context.secrets.re2_light`: a CLI
+        # grep); and its Match, not the wrapper's search, which builds a match object per
+        # call (two extension calls and a generator) where grep calls it per candidate line.
+        re2 = binding()
+        self._match: Any = re2.RE2(self._source.encode("utf-8"), self._options(re2.RE2.Options()))
+        if not self._match.ok():
+            why = self._match.error()
+            why = why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)
             raise InvalidRequest(f"invalid regular expression {pattern[:80]!r}: {why} (RE2 syntax: "
-                                 "no backreferences or lookarounds)") from None
+                                 "no backreferences or lookarounds)")
+        self._anchor: Any = re2.RE2.Anchor.UNANCHORED
 
-        # The wrapper's search builds a match object per call (two extension calls and a
-        # generator); grep calls it once per candidate line, so go to RE2's Match directly
-        # when this version of google-re2 exposes it (it does since 1.0), else the wrapper.
-        self._match: Any = getattr(self._regex, "_regexp", None)
-        self._anchor: Any = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
-        if not callable(getattr(self._match, "Match", None)) or self._anchor is None:
-            self._match = None
+    def _options(self, options: Any) -> Any:
+        options.max_mem = MAX_PROGRAM_BYTES
+        options.log_errors = False
+        options.case_sensitive = not self.ignore_case
+        options.never_capture = True  # only the whole match's start is used
+        return options
 
     def search(self, data: bytes, pos: int = 0) -> tuple[int, int] | None:
         """Byte span of the leftmost match at or after ``pos``."""
-        if self._match is not None:
-            start, end = self._match.Match(self._anchor, data, pos, len(data))[0]
-            return None if start < 0 else (start, end)
-        return self.search_portable(data, pos)
+        start, end = self._match.Match(self._anchor, data, pos, len(data))[0]
+        return None if start < 0 else (start, end)
 
     def search_portable(self, data: bytes, pos: int = 0) -> tuple[int, int] | None:
-        """The same through google-re2's public API (the fallback, and the tests' reference)."""
-        m = self._regex.search(data, pos)
+        """The same through google-re2's public API (the tests' reference)."""
+        import re2
+
+        m = re2.compile(self._source, self._options(re2.Options())).search(data, pos)
         return None if m is None else (m.start(), m.end())
 
     def for_blocks(self) -> Pattern:

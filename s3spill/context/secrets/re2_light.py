@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from types import ModuleType
 
-__all__ = ["searcher"]
+__all__ = ["binding", "searcher"]
 
 _NAME = "re2._re2"
 
@@ -66,6 +66,16 @@ def searcher(pattern: bytes, *, max_mem: int) -> Callable[[bytes], object]:
     return first
 
 
+def binding() -> ModuleType:
+    """RE2's C++ binding (``re2._re2``): loaded alone, or the package's when it is loaded."""
+    found = _binding()
+    if found is None:
+        import re2
+
+        found = re2._re2
+    return found
+
+
 def _binding() -> ModuleType | None:
     """``re2._re2`` (loaded alone when nothing loaded it yet), or None: use the package."""
     if "re2" in sys.modules or sys.implementation.name != "cpython":
@@ -73,6 +83,17 @@ def _binding() -> ModuleType | None:
     found = sys.modules.get(_NAME)
     if found is not None:
         return found
+    try:  # the lock ``import`` itself takes for this name: two threads never load the binding twice
+        from importlib._bootstrap import _ModuleLockManager  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    with _ModuleLockManager(_NAME):  # (pybind11 refuses a second load: "RE2 is already registered")
+        if "re2" in sys.modules or _NAME in sys.modules:
+            return sys.modules.get(_NAME) if "re2" not in sys.modules else None
+        return _load()
+
+
+def _load() -> ModuleType | None:
     from importlib.machinery import ExtensionFileLoader, PathFinder
     from importlib.util import module_from_spec
 

@@ -47,3 +47,32 @@ def test_the_binding_alone_finds_what_the_package_finds() -> None:
     assert any(span is not None for row in out["alone"] for span in row)
     assert any(span is None for row in out["alone"] for span in row)
     assert not out["package_loaded"] and out["same_error"] and out["one_binding"]
+
+
+#: In a fresh process: eight threads compile and search at once, one of them importing re2.
+THREADS = r"""
+import sys, threading
+from s3spill.context.secrets.re2_light import searcher
+start, errors = threading.Barrier(8), []
+def work(i):
+    start.wait()
+    try:
+        if i == 0:
+            import re2
+        assert searcher(b"a+b", max_mem=8 << 20)(b"xaab") == (1, 4)
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(errors)
+"""
+
+
+def test_threads_that_load_it_at_once_load_one_binding() -> None:
+    """Loading the binding alone takes the import lock of its name, so threads racing each other
+    or ``import re2`` never load it twice (pybind11 refuses that: "RE2 is already registered")."""
+    for _ in range(5):
+        out = subprocess.run([sys.executable, "-c", THREADS], capture_output=True, text=True, check=True,
+                             timeout=60).stdout
+        assert out.strip() == "[]"
