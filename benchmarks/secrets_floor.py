@@ -36,7 +36,6 @@ import mmap
 import os
 import re
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
+from benchmarks.secrets_profile import _best  # noqa: E402  (best of N, in this thread's CPU time)
 from s3spill.context.secrets import StreamRedactor, triggers  # noqa: E402
 from s3spill.context.secrets.detector import SecretDetector  # noqa: E402
 from s3spill.context.secrets.engine import _collect  # noqa: E402
@@ -75,15 +75,6 @@ LITERALS: list[tuple[str, bool]] = [
     *((s, True) for s in _product(["secret"], ["", "_", "-"], ["", "access"], ["", "_", "-"], ["key"])),
     *((s, True) for s in ("passwd", "password", "secret", "contrase")),
 ]
-
-
-def _best(run: Callable[[], object], reps: int) -> float:
-    best = float("inf")
-    for _ in range(reps):
-        started = time.thread_time()
-        run()
-        best = min(best, time.thread_time() - started)
-    return best
 
 
 def _database(patterns: Sequence[tuple[bytes, int]]) -> tuple[Any, Any]:

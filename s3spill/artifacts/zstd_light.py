@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 import sys
 
+from s3spill.extension_alone import load_alone
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
@@ -35,29 +37,12 @@ def backend() -> ModuleType:
     found = sys.modules.get("zstandard") or sys.modules.get(_NAME)
     if found is None and sys.implementation.name == "cpython" and os.environ.get(
             "PYTHON_ZSTANDARD_IMPORT_POLICY", "default").strip() in ("default", "cext"):
-        found = _backend_alone()
+        found = load_alone("zstandard", _NAME)
     if found is not None:
         return found
     import zstandard
 
     return zstandard
-
-
-def _backend_alone() -> ModuleType | None:
-    """``zstandard.backend_c`` loaded as ``from .backend_c import *`` loads it, without the package."""
-    from importlib.machinery import ExtensionFileLoader, PathFinder
-    from importlib.util import module_from_spec
-
-    package = PathFinder.find_spec("zstandard")
-    if package is None or not package.submodule_search_locations:
-        return None
-    spec = PathFinder.find_spec(_NAME, list(package.submodule_search_locations))
-    if spec is None or not isinstance(spec.loader, ExtensionFileLoader):
-        return None
-    module = module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules[_NAME] = module
-    return module
 
 
 def decompress(frame: bytes, max_output_size: int) -> bytes:

@@ -87,3 +87,14 @@ def run_sh(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[bytes]]:
                               env=cli_env(tmp_path, **env), capture_output=True, timeout=60)
 
     return run
+
+
+#: Set, it sends a read past the fast CLI path to the full one (any log level does).
+FULL = "S3SPILL_LOG_LEVEL"
+
+
+def full_path(cli: CliCall, monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[int, str, str]:
+    """``cli(*argv)`` answered by the full path, to compare the fast path's answer with."""
+    with monkeypatch.context() as m:
+        m.setenv(FULL, "WARNING")
+        return cli(*argv)

@@ -12,11 +12,8 @@ import pytest
 from s3spill import keys
 from s3spill.cli import argtypes, read_fast
 from s3spill.store.local import LocalStore
-from tests.cli.conftest import CliCall
+from tests.cli.conftest import FULL, CliCall, full_path
 from tests.cli.read_outputs import AWS_KEY, READS, SESSION, write_artifacts
-
-#: A variable that sets nothing the read uses: with it set, the fast read declines.
-FULL = "S3SPILL_LOG_LEVEL"
 
 
 def _answered(argv: list[str], capsys: pytest.CaptureFixture[str]) -> bool:
@@ -24,12 +21,6 @@ def _answered(argv: list[str], capsys: pytest.CaptureFixture[str]) -> bool:
     code = read_fast.fast_read(argv)
     capsys.readouterr()
     return code is not None
-
-
-def _full(cli: CliCall, monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[int, str, str]:
-    with monkeypatch.context() as m:
-        m.setenv(FULL, "WARNING")
-        return cli(*argv)
 
 
 def test_every_pinned_read_prints_the_same_either_way(local: LocalStore, cli: CliCall,
@@ -44,7 +35,7 @@ def test_every_pinned_read_prints_the_same_either_way(local: LocalStore, cli: Cl
         for extra in ((), ("--show-secrets",)):
             call = [argv[0], ids[name], *argv[1:], *extra]
             what = " ".join((name, *argv, *extra))
-            assert cli(*call) == _full(cli, monkeypatch, *call), what
+            assert cli(*call) == full_path(cli, monkeypatch, *call), what
             if _answered(call, capsys):
                 answered.add(what)
     assert {"log read --offset 2995 --limit 20", "log read --offset 2995 --limit 20 --show-secrets",
@@ -99,7 +90,7 @@ def test_a_damaged_artifact_is_refused_by_the_full_path(damage: str, local: Loca
         sessions.symlink_to(sessions.with_name("moved"))
     assert not _answered(argv, capsys)
     code, out, err = cli(*argv)
-    assert (code, out, err) == _full(cli, monkeypatch, *argv)
+    assert (code, out, err) == full_path(cli, monkeypatch, *argv)
     assert code != 0 and out == "" and err.startswith("s3spill: ")
 
 
@@ -152,7 +143,7 @@ def test_flags_before_and_after_the_command_and_a_plain_path_read_the_same(
                  ["read", ids["log"], f"--store=file://localhost{root}", "--limit", "7", "--session=s"],
                  ["--session", SESSION, "read", "--limit", "7", ids["log"], "--store", root + "/"]):
         assert _answered(argv, capsys), argv
-        assert cli(*argv) == _full(cli, monkeypatch, *argv)
+        assert cli(*argv) == full_path(cli, monkeypatch, *argv)
         assert cli(*argv)[1].startswith(f"[{ids['log']} | lines 1-7 of 3,002 |")
 
 
@@ -173,7 +164,7 @@ def test_the_fast_read_records_the_usage_event_the_full_path_records(
 
     assert cli(*argv)[0] == 0
     fast = events()
-    assert _full(cli, monkeypatch, *argv)[0] == 0
+    assert full_path(cli, monkeypatch, *argv)[0] == 0
     both = events()
     assert len(fast) == 2 and fast[0]["op"] == "read" and fast[0]["first_line"] == 2996
     assert sorted(map(str, both)) == sorted(map(str, fast + fast))
@@ -259,7 +250,7 @@ def test_a_coloured_first_line_is_read_here(local: LocalStore, cli: CliCall, mon
     sid = arts.write(SESSION, [b"\x1b[31mred\x1b[0m\nplain\n"], "t").source_id
     argv = ["read", sid, "--show-secrets"]
     assert _answered(argv, capsys)
-    assert cli(*argv) == _full(cli, monkeypatch, *argv)
+    assert cli(*argv) == full_path(cli, monkeypatch, *argv)
 
 
 @pytest.mark.parametrize("chunk_size", [4096, 1 << 20])

@@ -14,12 +14,10 @@ from s3spill.artifacts.store import ArtifactStore
 from s3spill.cli import fast_artifact, read_fast
 from s3spill.config import TransferConfig
 from s3spill.store.local import LocalStore
-from tests.cli.conftest import CliCall
+from tests.cli.conftest import CliCall, full_path
 from tests.context.secrets.conftest import KINDS
 
 SESSION = "s"
-#: A variable that sets nothing the read uses: with it set, the fast read declines (the full path).
-FULL = "S3SPILL_LOG_LEVEL"
 FILLER = ["{i:05d} INFO request handled path=/api/v1/items/{i:08d} status=200 took_ms={i}",
           "{i:05d} caf\u00e9 \u00fcber \u4e2d\u6587 \U0001f600 step={i} ok",
           "{i:05d} plain words, no assignment",
@@ -46,12 +44,6 @@ def _store(local: LocalStore, data: bytes, chunk: int) -> str:
     return arts.write(SESSION, [data], "bench").source_id
 
 
-def _full(cli: CliCall, monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[int, str, str]:
-    with monkeypatch.context() as m:
-        m.setenv(FULL, "WARNING")
-        return cli(*argv)
-
-
 def test_every_answered_masked_page_is_the_full_paths(local: LocalStore, cli: CliCall,
                                                        monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,7 +65,7 @@ def test_every_answered_masked_page_is_the_full_paths(local: LocalStore, cli: Cl
                 argv += ["--max-chars", str(rng.choice([700, 1000, 1500]))]
             code = read_fast.fast_read(argv)
             fast = capsys.readouterr().out
-            full = _full(cli, monkeypatch, *argv)
+            full = full_path(cli, monkeypatch, *argv)
             assert full[0] == 0 and all(k.secret.split("\n")[0] not in full[1] for k in KINDS), (case, argv)
             if code is None:
                 continue

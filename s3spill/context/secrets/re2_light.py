@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import sys
 
+from s3spill.extension_alone import load_alone
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -83,27 +85,4 @@ def _binding() -> ModuleType | None:
     found = sys.modules.get(_NAME)
     if found is not None:
         return found
-    try:  # the lock ``import`` itself takes for this name: two threads never load the binding twice
-        from importlib._bootstrap import _ModuleLockManager  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    with _ModuleLockManager(_NAME):  # (pybind11 refuses a second load: "RE2 is already registered")
-        if "re2" in sys.modules or _NAME in sys.modules:
-            return sys.modules.get(_NAME) if "re2" not in sys.modules else None
-        return _load()
-
-
-def _load() -> ModuleType | None:
-    from importlib.machinery import ExtensionFileLoader, PathFinder
-    from importlib.util import module_from_spec
-
-    package = PathFinder.find_spec("re2")
-    if package is None or not package.submodule_search_locations:
-        return None
-    spec = PathFinder.find_spec(_NAME, list(package.submodule_search_locations))
-    if spec is None or not isinstance(spec.loader, ExtensionFileLoader):
-        return None
-    module = module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules[_NAME] = module
-    return module
+    return load_alone("re2", _NAME)

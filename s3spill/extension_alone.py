@@ -1,0 +1,52 @@
+"""A package's C extension loaded without the package's ``__init__``, as its own import loads it.
+
+Why: a page read is a process of its own (issue 35), and two packages it needs spend most
+of their import time in ``__init__`` code a read never uses: zstandard chooses a backend
+and re-exports it (:mod:`s3spill.artifacts.zstd_light`), re2 builds ``re``-like wrappers
+(:mod:`s3spill.context.secrets.re2_light`). Both callers need only the extension, loaded
+under its own name in ``sys.modules`` so that a later ``import`` of the package reuses it.
+
+The load holds the import system's own lock for that name, so two threads (the proxy spills
+on several) or a thread and a plain ``import`` never load the extension twice: pybind11
+refuses a second load ("type ... is already registered").
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+
+__all__ = ["load_alone"]
+
+
+def load_alone(package: str, name: str) -> ModuleType | None:
+    """``name`` (a C extension inside ``package``) loaded alone, or the one loaded already;
+    None when ``package`` itself is imported or the extension cannot be found: import it."""
+    try:  # the lock ``import`` itself takes for this name
+        from importlib._bootstrap import _ModuleLockManager  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    with _ModuleLockManager(name):
+        if package in sys.modules:
+            return None
+        found = sys.modules.get(name)
+        return found if found is not None else _load(package, name)
+
+
+def _load(package: str, name: str) -> ModuleType | None:
+    from importlib.machinery import ExtensionFileLoader, PathFinder
+    from importlib.util import module_from_spec
+
+    spec = PathFinder.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    found = PathFinder.find_spec(name, list(spec.submodule_search_locations))
+    if found is None or not isinstance(found.loader, ExtensionFileLoader):
+        return None
+    module = module_from_spec(found)
+    found.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
