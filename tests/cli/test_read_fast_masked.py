@@ -117,3 +117,11 @@ def test_the_key_block_markers_are_the_private_key_trigger() -> None:
     for pattern in (masking._BEGIN, masking._END):
         assert all(any(m in alt for m in markers) for alt in pattern.pattern.decode().split("|"))
     assert fast_artifact.Unsure is read_fast.Unsure
+
+
+def test_the_key_block_trigger_is_plain_literals_as_the_fast_read_looks_for_them() -> None:
+    """The fast read looks for the key-block trigger's alternatives as literals: each must be one."""
+    from s3spill.context.secrets.triggers import TRIGGERS
+
+    markers = TRIGGERS["private-key"].split("|")
+    assert markers and all(m and not set(m) & set(r"\.^$*+?{}[]()") for m in markers)
