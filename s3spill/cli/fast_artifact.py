@@ -36,10 +36,10 @@ class Unsure(Exception):
 
 def open_artifact(root: str, session: str, sid: str) -> tuple[Any, dict[str, Any], Index]:
     """The open body file of ``sid``, its trailer and its checked index (the caller closes the file)."""
-    import hashlib
+    from s3spill.stdlib_light import sha256
 
     shash, name = _source(sid)
-    if hashlib.sha256(b"s3spill-session\0" + session.encode("utf-8")).hexdigest()[:32] != shash:
+    if sha256(b"s3spill-session\0" + session.encode("utf-8")).hexdigest()[:32] != shash:
         raise Unsure  # another session's id: the full path says whose
     objects = _store_objects(root)
     key = f"{_SESSIONS}/{shash}/artifacts/{name}"
@@ -99,7 +99,7 @@ def _loads(raw: bytes) -> Any:
     """JSON as orjson reads it, or Unsure: UTF-8 only, and nothing two parsers might read apart
     (a surrogate escape, which orjson refuses alone; a float, an integer past 64 bits, NaN, a
     repeated key). Other escapes (``\\u001b`` of a coloured first line) read the same in both."""
-    import json
+    from s3spill.stdlib_light import loads
 
     text = raw.decode("utf-8")
     if "\\u" in text:
@@ -122,7 +122,7 @@ def _loads(raw: bytes) -> Any:
             raise Unsure
         return out
 
-    return json.loads(text, parse_float=refuse, parse_int=integer, parse_constant=refuse,
+    return loads(text, parse_float=refuse, parse_int=integer, parse_constant=refuse,
                       object_pairs_hook=unique)
 
 
@@ -158,7 +158,7 @@ def _trailer_at_end(fh: Any) -> dict[str, Any]:
 
 def _whole_object(objects: str, key: str) -> bytes:
     """A small object's body, its trailer and SHA-256 checked (as ``LocalStore.get``)."""
-    import hashlib
+    from s3spill.stdlib_light import sha256
 
     with _open(objects, key) as fh:
         data: bytes = fh.read(_SMALL + 1)
@@ -171,7 +171,7 @@ def _whole_object(objects: str, key: str) -> bytes:
     trailer = _trailer(data[start:-_TAIL], start)
     body = data[:trailer["size"]]
     if len(body) != trailer["size"] or trailer["sha256"] is None or (
-            hashlib.sha256(body).hexdigest() != trailer["sha256"]):
+            sha256(body).hexdigest() != trailer["sha256"]):
         raise Unsure
     return body
 
