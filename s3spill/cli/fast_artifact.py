@@ -23,6 +23,8 @@ __all__ = ["Index", "Unsure", "chunk_reader", "open_artifact"]
 
 _SESSIONS = "v1/sessions"  # keys.SESSIONS (a test checks the keys this path derives)
 _HEX = frozenset("0123456789abcdef")
+_DIGITS = frozenset("0123456789")
+_NAME = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 #: The local store's object file: ... body, trailer JSON, its length (8 bytes) and magic.
 _MAGIC = b"S3SPOBJ1"
 _TAIL = 16
@@ -54,14 +56,20 @@ def open_artifact(root: str, session: str, sid: str) -> tuple[Any, dict[str, Any
 
 def _source(sid: str) -> tuple[str, str]:
     """(session hash, name) of a source id in its exact canonical form (anything else: the full path)."""
-    import re
-
     parts = sid.split(":")
     if len(parts) != 4 or parts[0] != "artifact" or not (
             len(parts[1]) == 32 and set(parts[1]) <= _HEX and len(parts[3]) == 16 and set(parts[3]) <= _HEX
-            and re.fullmatch(r"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-[a-z0-9_-]{1,24}", parts[2])):
+            and _artifact_name(parts[2])):
         raise Unsure
     return parts[1], parts[2]
+
+
+def _artifact_name(name: str) -> bool:
+    """Does ``name`` fully match ``[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-[a-z0-9_-]{1,24}`` (an artifact's
+    name as ``keys`` makes it)? Checked by position, not by a regular expression's compile (~0.25 ms)."""
+    return (31 <= len(name) <= 54 and set(name[:8]) <= _DIGITS and name[8] == "T"
+            and set(name[9:15]) <= _DIGITS and name[15:17] == "Z-" and set(name[17:29]) <= _HEX
+            and name[29] == "-" and set(name[30:]) <= _NAME)
 
 
 def _store_objects(root: str) -> str:

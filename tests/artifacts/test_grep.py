@@ -253,3 +253,30 @@ def test_the_text_without_records_is_the_results_rendering(
     result = engines[0].result(expected_lines=lines)
     assert engines[1].text("cli", expected_lines=lines) == (result.render("cli"), result.total_matches)
     assert engines[2].text("call", expected_lines=lines) == (result.render("call"), result.total_matches)
+
+
+_PATTERN_CHARS = st.text(alphabet=st.sampled_from(list("(?<=!aiLmsuxU-)\\AZzb.*[]ERO")), max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_PATTERN_CHARS)
+def test_a_patterns_line_sensitive_markers_are_the_regular_expressions(source: str) -> None:
+    """block_pattern's literal markers say what ``\\(\\?[<=!aiLmsuxU-]|\\\\[AZz]`` said, and the
+    ``\\Z`` rewrite is skipped only where it would change nothing."""
+    import re
+
+    from s3spill.artifacts.grep import pattern
+
+    regex = re.compile(r"\(\?[<=!aiLmsuxU-]|\\[AZz]")
+    assert any(m in source for m in pattern._LINE_SENSITIVE) == bool(regex.search(source))
+    rewritten = re.sub(r"(?<!\\)((?:\\\\)*)\\Z", r"\1\\z", source)
+    assert "\\Z" in source or rewritten == source
+
+
+def test_a_pattern_refused_says_so_in_the_librarys_error() -> None:
+    """The errors module loads only to refuse; the refusal is still InvalidRequest."""
+    for bad in ("", "x" * 1001, "a(?=b)", "\ud800"):
+        with pytest.raises(InvalidRequest):
+            compile_pattern(bad)
+    with pytest.raises(InvalidRequest):
+        Grep("artifact:x", compile_pattern("a"), context=-1)

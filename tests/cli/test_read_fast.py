@@ -301,3 +301,22 @@ def test_a_grep_whose_whole_digest_disagrees_is_left_to_the_full_path(
     assert not _answered(argv, capsys)
     code, out, err = cli(*argv)
     assert code != 0 and out == "" and err.startswith("s3spill: ")
+
+
+_NAME = "20261202T061458Z-a44e5b345012-"
+
+
+@pytest.mark.parametrize("name", [
+    _NAME + "bench", _NAME + "b", _NAME + "a" * 24, _NAME, _NAME + "a" * 25,
+    "2026120xT061458Z-a44e5b345012-x", "20261202T061458Z-A44e5b345012-bench",
+    "20261202t061458Z-a44e5b345012-bench", "\u0662" + _NAME[1:] + "bench",
+    _NAME + "Bench", _NAME + "be.ch", "20261202T061458Za44e5b345012-bench", _NAME + "bench\n",
+    "20261202T061458Z-a44e5b34501-bench", _NAME + "under_score-dash09"])
+def test_an_artifact_name_is_checked_as_the_regular_expression_checks_it(name: str) -> None:
+    """The positional check of a source id's name accepts exactly what its regular expression matched."""
+    import re
+
+    from s3spill.cli import fast_artifact
+
+    expected = re.fullmatch(r"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-[a-z0-9_-]{1,24}", name) is not None
+    assert fast_artifact._artifact_name(name) is expected
