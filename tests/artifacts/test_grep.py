@@ -280,3 +280,19 @@ def test_a_pattern_refused_says_so_in_the_librarys_error() -> None:
             compile_pattern(bad)
     with pytest.raises(InvalidRequest):
         Grep("artifact:x", compile_pattern("a"), context=-1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40) | st.text(max_size=20).map(lambda t: t.encode("utf-8", "surrogatepass")),
+       st.integers(0, 5))
+def test_first_invalid_byte_is_the_decoders_with_or_without_the_ascii_shortcut(raw: bytes, pos: int) -> None:
+    """An ASCII text has none; any other text: the strict decoder's first error at or after ``pos``."""
+    from s3spill.artifacts.grep.shown import first_invalid
+
+    pos = min(pos, len(raw))
+    try:
+        raw[pos:].decode("utf-8")
+        expected = None
+    except UnicodeDecodeError as exc:
+        expected = pos + exc.start
+    assert first_invalid(raw, pos) == expected
