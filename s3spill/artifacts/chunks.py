@@ -8,7 +8,7 @@ count against the index's tables. Standard library only (and the zstd backend, l
 
 from __future__ import annotations
 
-import hashlib
+from s3spill.stdlib_light import sha256 as _sha256
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def check_chunk(data: bytes, k: int, raw_range: tuple[int, int], sha256: str, ne
     """Return ``data`` if it is exactly chunk ``k`` (bytes ``raw_range``, the index's digest and
     newline count); raise :class:`IntegrityError` otherwise."""
     start, end = raw_range
-    if len(data) != end - start or hashlib.sha256(data).hexdigest() != sha256:
+    if len(data) != end - start or _sha256(data).hexdigest() != sha256:
         raise _damaged(f"{source}: chunk {k} (bytes {start}-{end}) does not match its index")
     if data.count(b"\n") != newlines:
         raise _damaged(f"{source}: chunk {k} disagrees with its index's line table")

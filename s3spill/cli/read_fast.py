@@ -3,8 +3,9 @@
 Why a path of its own: a model's every page read or search is a process of its own, and the
 full CLI (argparse, the store layer's dataclasses, orjson, the usage recorder) cost 2-3x a
 plain Python program that opens the file, checks its SHA-256 and splits its lines (issue
-35). This module imports the standard library's ``os``, ``sys``, ``json``, ``hashlib`` and
-``stat``, and of the package only what the answer needs: the page algorithm
+35). This module imports the standard library's ``os``, ``sys`` and ``stat`` (JSON and
+SHA-256 from their C halves, :mod:`s3spill.stdlib_light`), and of the package only what the
+answer needs: the page algorithm
 (:mod:`s3spill.artifacts.pagefill`) or the grep engine (:mod:`s3spill.artifacts.grep`, its
 text rendered without the result's dataclasses: :func:`~s3spill.artifacts.grep.engine.grep_text`),
 the index checks (:mod:`s3spill.artifacts.index_fields`), the
@@ -327,14 +328,14 @@ def _verified(index: Index, read: Callable[[int], bytes]) -> Iterator[bytes]:
     """Every chunk in order, each verified; Unsure at the end unless the full SHA-256 matches
     (as ``ArtifactReader._iter_verified``: nothing is printed before it is checked). A one-chunk
     artifact's text is its chunk, whose SHA-256 the chunk's check computed: it is not hashed twice."""
-    import hashlib
+    from s3spill.stdlib_light import sha256
 
     if index.chunk_count == 1:  # the one chunk is the whole text, and its SHA-256 was checked
         yield read(0)
         if index.chunk_sha256[0] != index.sha256:
             raise Unsure
         return
-    full = hashlib.sha256()
+    full = sha256()
     for k in range(index.chunk_count):
         data = read(k)
         full.update(data)

@@ -142,11 +142,11 @@ def _stamp(at: float) -> tuple[str, str]:
 
 def _dumps(value: dict[str, Any]) -> bytes:
     """orjson's compact bytes for a dict of str, int, bool and None (tests compare the two)."""
-    import json
+    from s3spill.stdlib_light import dumps
 
     ascii_only = all(type(v) is not str or (v.isascii() and "\x7f" not in v) for v in value.values())
     try:  # for such values both spellings are one: json's ASCII encoder is the faster (~0.7 ms a page)
-        return (json.dumps(value, ensure_ascii=ascii_only, separators=(",", ":"), allow_nan=False)
+        return (dumps(value, ensure_ascii=ascii_only, separators=(",", ":"), allow_nan=False)
                 + "\n").encode("utf-8")
     except UnicodeEncodeError:
         raise _FullWay from None  # a lone surrogate: orjson refuses it, the recorder loses the event
@@ -160,9 +160,9 @@ def _utf8_len(text: str) -> int:
 def _part(session: str, source_id: str, op: str, text: str, facts: dict[str, Any],
           at: float) -> tuple[str, bytes, int, str]:
     """(session hash, the part's NDJSON, the length of its fact line, its day) for one event."""
-    import hashlib
+    from s3spill.stdlib_light import sha256
 
-    shash = hashlib.sha256(b"s3spill-session\0" + session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    shash = sha256(b"s3spill-session\0" + session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     name = source_id.strip().split(":")[2]
     eid, ts = _stamp(at)
     shown = text[:SHOWN_CAP]
@@ -190,8 +190,9 @@ def _part(session: str, source_id: str, op: str, text: str, facts: dict[str, Any
 
 def _put(root: str, shash: str, day: str, body: bytes, facts_len: int) -> tuple[str, str]:
     """``put_if_absent`` of ``body`` under a fresh part key (three names at most, as the recorder)."""
-    import hashlib
     import time
+
+    from s3spill.stdlib_light import sha256
 
     objects = f"{root}/objects"
     tmp, trailer, fd = _temporary(root, body)
@@ -200,7 +201,7 @@ def _put(root: str, shash: str, day: str, body: bytes, facts_len: int) -> tuple[
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             key = f"{_SESSIONS}/{shash}/usage/dt={day}/{stamp}-{os.urandom(6).hex()}-f{facts_len}.ndjson"
             _make_parents(objects, key)
-            stripe = int.from_bytes(hashlib.sha256(key.encode()).digest()[:2], "big") % _LOCK_STRIPES
+            stripe = int.from_bytes(sha256(key.encode()).digest()[:2], "big") % _LOCK_STRIPES
             if _link(root, objects, key, tmp, stripe):
                 return key, trailer["etag"]
         raise _FullWay  # no free name after three tries: the recorder's own error path
@@ -211,21 +212,21 @@ def _put(root: str, shash: str, day: str, body: bytes, facts_len: int) -> tuple[
 def _temporary(root: str, body: bytes) -> tuple[str, dict[str, Any], int]:
     """The body and its trailer in a fresh locked temporary, its record attached, fsynced."""
     import fcntl
-    import hashlib
-    import json
+
+    from s3spill.stdlib_light import dumps, sha256
 
     tmp = f"{root}/tmp/{os.urandom(12).hex()}.part"  # noqa: S108 - the store's own tmp/, 0700
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        sha = hashlib.sha256(body).hexdigest()
+        sha = sha256(body).hexdigest()
         put_id = os.urandom(16).hex()
         now = _now()
         trailer: dict[str, Any] = {
-            "etag": f'"{hashlib.sha256((sha + put_id).encode()).hexdigest()[:32]}"', "size": len(body),
+            "etag": f'"{sha256((sha + put_id).encode()).hexdigest()[:32]}"', "size": len(body),
             "sha256": sha, "last_modified": now.isoformat(), "content_type": "application/x-ndjson",
             "metadata": {"s3spill-sha256": sha, "s3spill-put-id": put_id}}
-        raw = json.dumps(trailer, sort_keys=True).encode()
+        raw = dumps(trailer, sort_keys=True).encode()
         with os.fdopen(fd, "wb", closefd=False) as fh:
             fh.write(body)
             fh.write(raw + len(raw).to_bytes(8, "big") + _MAGIC)  # local_trailer's ">Q8s"

@@ -253,3 +253,46 @@ def test_the_text_without_records_is_the_results_rendering(
     result = engines[0].result(expected_lines=lines)
     assert engines[1].text("cli", expected_lines=lines) == (result.render("cli"), result.total_matches)
     assert engines[2].text("call", expected_lines=lines) == (result.render("call"), result.total_matches)
+
+
+_PATTERN_CHARS = st.text(alphabet=st.sampled_from(list("(?<=!aiLmsuxU-)\\AZzb.*[]ERO")), max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_PATTERN_CHARS)
+def test_a_patterns_line_sensitive_markers_are_the_regular_expressions(source: str) -> None:
+    """block_pattern's literal markers say what ``\\(\\?[<=!aiLmsuxU-]|\\\\[AZz]`` said, and the
+    ``\\Z`` rewrite is skipped only where it would change nothing."""
+    import re
+
+    from s3spill.artifacts.grep import pattern
+
+    regex = re.compile(r"\(\?[<=!aiLmsuxU-]|\\[AZz]")
+    assert any(m in source for m in pattern._LINE_SENSITIVE) == bool(regex.search(source))
+    rewritten = re.sub(r"(?<!\\)((?:\\\\)*)\\Z", r"\1\\z", source)
+    assert "\\Z" in source or rewritten == source
+
+
+def test_a_pattern_refused_says_so_in_the_librarys_error() -> None:
+    """The errors module loads only to refuse; the refusal is still InvalidRequest."""
+    for bad in ("", "x" * 1001, "a(?=b)", "\ud800"):
+        with pytest.raises(InvalidRequest):
+            compile_pattern(bad)
+    with pytest.raises(InvalidRequest):
+        Grep("artifact:x", compile_pattern("a"), context=-1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40) | st.text(max_size=20).map(lambda t: t.encode("utf-8", "surrogatepass")),
+       st.integers(0, 5))
+def test_first_invalid_byte_is_the_decoders_with_or_without_the_ascii_shortcut(raw: bytes, pos: int) -> None:
+    """An ASCII text has none; any other text: the strict decoder's first error at or after ``pos``."""
+    from s3spill.artifacts.grep.shown import first_invalid
+
+    pos = min(pos, len(raw))
+    try:
+        raw[pos:].decode("utf-8")
+        expected = None
+    except UnicodeDecodeError as exc:
+        expected = pos + exc.start
+    assert first_invalid(raw, pos) == expected

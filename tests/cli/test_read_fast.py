@@ -219,6 +219,31 @@ def test_a_fast_read_loads_no_argparse_dataclasses_orjson_or_store_layer(tmp_pat
     assert os.environ.get(FULL) is None
 
 
+def test_a_fast_read_grep_and_usage_event_import_neither_json_nor_hashlib(tmp_path: Path) -> None:
+    """Their C halves are enough (s3spill.stdlib_light: ~3.5 ms of a fresh process's imports
+    saved), and the page, the grep and the usage events are the same as ever."""
+    import subprocess
+    import sys
+
+    from s3spill.artifacts.store import ArtifactStore
+    from tests.cli.conftest import cli_env
+
+    sid = ArtifactStore(LocalStore(tmp_path / "store"), session_id="fast").write(
+        "fast", [b"one\ntwo status=200\n" * 100], "t").source_id
+    code = ("import sys\nfrom s3spill.cli import main\ncode = main(sys.argv[1:])\nsys.stdout.flush()\n"
+            "print('', code, 'json' in sys.modules, 'hashlib' in sys.modules)")
+    for argv in (["read", sid], ["grep", sid, "two"], ["read", sid, "--show-secrets"]):
+        proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60,
+                              env=cli_env(tmp_path, XDG_CONFIG_HOME=str(tmp_path / "none")), check=True)
+        assert "two status=200" in proc.stdout and proc.stdout.split()[-3:] == ["0", "False", "False"], proc
+    from s3spill.usage.source import part_events, usage_objects
+
+    store = LocalStore(tmp_path / "store")
+    shown = [event["shown"] for obj in usage_objects(store, session_hash=keys.session_hash("fast"))
+             for event in part_events(store.get(obj.key))]
+    assert len(shown) == 2 and all("two status=200" in text for text in shown)
+
+
 @pytest.mark.parametrize("raw", [b'{"a": "\\u001b[31m"}', b'{"a": "\\ud83d\\ude00"}', b'{"a": "\\ud800"}',
                                  b'{"a": "\\udc00"}', b'{"a": "\\\\ud800"}', b'{"a": 1.5}', b'{"a": NaN}',
                                  b'{"a": 1, "a": 2}', b'{"a": 123456789012345678901}', b'{"a": "\xff"}',
@@ -276,3 +301,22 @@ def test_a_grep_whose_whole_digest_disagrees_is_left_to_the_full_path(
     assert not _answered(argv, capsys)
     code, out, err = cli(*argv)
     assert code != 0 and out == "" and err.startswith("s3spill: ")
+
+
+_NAME = "20261202T061458Z-a44e5b345012-"
+
+
+@pytest.mark.parametrize("name", [
+    _NAME + "bench", _NAME + "b", _NAME + "a" * 24, _NAME, _NAME + "a" * 25,
+    "2026120xT061458Z-a44e5b345012-x", "20261202T061458Z-A44e5b345012-bench",
+    "20261202t061458Z-a44e5b345012-bench", "\u0662" + _NAME[1:] + "bench",
+    _NAME + "Bench", _NAME + "be.ch", "20261202T061458Za44e5b345012-bench", _NAME + "bench\n",
+    "20261202T061458Z-a44e5b34501-bench", _NAME + "under_score-dash09"])
+def test_an_artifact_name_is_checked_as_the_regular_expression_checks_it(name: str) -> None:
+    """The positional check of a source id's name accepts exactly what its regular expression matched."""
+    import re
+
+    from s3spill.cli import fast_artifact
+
+    expected = re.fullmatch(r"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-[a-z0-9_-]{1,24}", name) is not None
+    assert fast_artifact._artifact_name(name) is expected
