@@ -105,10 +105,14 @@ def lines_kept(window: bytes, first: int, end: int) -> bool:
     the lines, masking leaves them as stored, wherever else in the window a secret is: only
     those lines are searched (a page's ~1/6 of a 1 MiB chunk). False: it may not.
     """
-    if any(marker in window for marker in _KEY_MARKERS):
+    if _KEY_MARKER_BYTE in window and any(marker in window for marker in _KEY_MARKERS):
         return False  # a key block may reach into the lines from anywhere in the window
     return not may_hold_secret(window[first:end])
 
 
 #: The key-block trigger's literals (it is an alternation of them: a test says so).
 _KEY_MARKERS = tuple(m.encode() for m in TRIGGERS["private-key"].split("|"))
+#: A byte every marker holds (``P``), looked for first: one ``memchr`` (~0.04 ms a MiB) answers
+#: for a window without it, where the three searches cost ~0.9 ms. ``b""``: none in common.
+_KEY_MARKER_BYTE = next((bytes([b]) for b in _KEY_MARKERS[0]
+                         if all(bytes([b]) in m for m in _KEY_MARKERS)), b"")

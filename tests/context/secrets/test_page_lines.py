@@ -124,3 +124,17 @@ def test_a_page_near_a_secret_is_masked_from_whole_chunk_windows(tmp_path: Path)
     calls.clear()
     ArtifactStore(local, session_id=SESSION, view=counting).read_page(sid, offset=300, limit=5)
     assert calls
+
+
+def test_the_key_marker_byte_is_in_every_key_marker() -> None:
+    """The byte looked for before the key-block markers is in each of them (``P``), so a window
+    without it holds no marker, and one with it is searched for all three."""
+    from s3spill.context.secrets import triggers
+
+    assert triggers._KEY_MARKER_BYTE == b"P"
+    assert all(triggers._KEY_MARKER_BYTE in m for m in triggers._KEY_MARKERS)
+    page = b"00001 INFO status=200\n"
+    for marker in triggers._KEY_MARKERS:
+        window = b"x" * 5000 + marker + b"\n" + page
+        assert not lines_kept(window, len(window) - len(page), len(window))
+    assert lines_kept(b"00000 INFO\n" + page, 11, 11 + len(page))
