@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from benchmarks.secrets_profile import _best  # noqa: E402  (best of N, in this thread's CPU time)
-from s3spill.context.secrets import StreamRedactor, triggers  # noqa: E402
+from s3spill.context.secrets import StreamRedactor, trigger_build, triggers  # noqa: E402
 from s3spill.context.secrets.detector import SecretDetector  # noqa: E402
 from s3spill.context.secrets.engine import _collect  # noqa: E402
 from tests.context.secrets.clean_build_logs import build_log  # noqa: E402
@@ -187,14 +187,15 @@ def literal_led(b: Bench) -> None:
     b.hyperscan("[:=] alone (where the entropy rule starts)", ["[:=]"])
     b.hyperscan(": alone (Telegram's)", [":"])
     b.hyperscan(r"\. alone (Discord's)", [r"\."])
-    b64 = triggers._B64
+    b64 = trigger_build._B64
     b.hyperscan("[:=] and 20 base64 (no letter past f asked)", [f"[:=]{b64}{{20}}"])
-    b.hyperscan("[:=], hex, a letter past f", [f"[:=][ \\t]*[\"'`]?{triggers._HEXISH}{{0,19}}{triggers._X}"])
+    hexish, past_f = trigger_build._HEXISH, trigger_build._X
+    b.hyperscan("[:=], hex, a letter past f", [f"[:=][ \\t]*[\"'`]?{hexish}{{0,19}}{past_f}"])
 
 
 def builtins(b: Bench) -> None:
     classes = bytearray(b"." * 256)
-    for ch in triggers._B64_CHARS.encode():
+    for ch in trigger_build._B64_CHARS.encode():
         classes[ch] = ord("b")
     table = bytes(classes)
     translated = [c.translate(table) for c in b.chunks]

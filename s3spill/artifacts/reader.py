@@ -32,7 +32,7 @@ from s3spill import keys
 from s3spill.artifacts.index import ArtifactIndex
 from s3spill.artifacts.indexes import IndexVerifier, ResolvedArtifact
 from s3spill.artifacts.paging import Page, build_page
-from s3spill.artifacts.views import CONTEXT_BYTES, ChunkView, viewed
+from s3spill.artifacts.views import ChunkView, around, lines_kept_by, page_as_stored, viewed
 from s3spill.context.read_limits import (
     DEFAULT_BYTES,
     DEFAULT_ELEMENTS,
@@ -152,15 +152,8 @@ class ArtifactReader(IndexVerifier):
             if hit is not None:
                 self._chunks.move_to_end(ckey)
                 return hit
-        before, j = b"", k
-        while j > 0 and len(before) < CONTEXT_BYTES:
-            j -= 1
-            before = self._raw_chunk(art, index, j)[-CONTEXT_BYTES:] + before
-        after, j = b"", k
-        while j + 1 < index.chunk_count and len(after) < CONTEXT_BYTES:
-            j += 1
-            after += self._raw_chunk(art, index, j)[:CONTEXT_BYTES]
-        data = self.view(self._raw_chunk(art, index, k), before[-CONTEXT_BYTES:], after[:CONTEXT_BYTES])
+        before, after = around(index.chunk_count, lambda j: self._raw_chunk(art, index, j), k)
+        data = self.view(self._raw_chunk(art, index, k), before, after)
         self._cached(ckey, data)
         return data
 
@@ -214,14 +207,28 @@ class ArtifactReader(IndexVerifier):
         Live ids (``live:...``) are read by :mod:`s3spill.live.reader`. ``since`` (a byte
         offset, as a live page's footer gives it) starts at the line holding
         that byte instead of at ``offset``.
+
+        Through a view that says which lines it keeps as stored (the secret mask's
+        ``keeps_lines``), a page with no ``char_offset`` is filled from the stored chunks and
+        kept when the view keeps its lines (:func:`~s3spill.artifacts.views.page_as_stored`):
+        the same page, without viewing whole chunks. Otherwise it is filled from the shown chunks.
         """
         if since is not None:
             offset, char_offset = self.line_at(source, since, session_id=session_id), 0
         art = self.resolve(source, session_id)
+        keeps = lines_kept_by(self.view) if not char_offset else None
         with self._confirmed(art):
             index = self._index(art, deferred=True)
-            page = build_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
-                              offset=offset, limit=limit, char_offset=char_offset, max_chars=max_chars)
+            page = None
+            if keeps is not None:  # the page from the stored chunks, if the view keeps its lines
+                raw = lambda k: self._raw_chunk(art, index, k)  # noqa: E731
+                page = build_page(index, raw, str(art.source_id), offset=offset, limit=limit,
+                                  max_chars=max_chars)
+                if not page_as_stored(index, raw, page.byte_start, page.byte_end - page.byte_start, keeps):
+                    page = None
+            if page is None:
+                page = build_page(index, lambda k: self._fetch_chunk(art, index, k), str(art.source_id),
+                                  offset=offset, limit=limit, char_offset=char_offset, max_chars=max_chars)
         log.debug("artifact.read_page", source_id=str(art.source_id), offset=offset,
                   lines=len(page.lines), bytes=page.byte_end - page.byte_start)
         return page

@@ -16,10 +16,23 @@ from collections import deque
 
 TYPE_CHECKING = False  # not from typing (~2 ms): the CLI's fast read takes CONTEXT_BYTES from here
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Protocol, TypeVar
 
     _T = TypeVar("_T")
+
+    class Chunked(Protocol):
+        """What :func:`page_as_stored` needs of an index (the reader's and the CLI's fast one)."""
+
+        @property
+        def chunk_size(self) -> int: ...
+        @property
+        def chunk_count(self) -> int: ...
+
+    #: ``keeps(window, first, end)``: does the view of any chunk whose window (the stored text
+    #: it is given, ``before + data + after``) is ``window`` show ``window[first:end]`` (whole
+    #: lines) as stored? False when it cannot say so cheaply.
+    LinesKept = Callable[[bytes, int, int], bool]
 
     class ChunkView(Protocol):
         """``data`` as shown, same length; ``before``/``after`` are the stored text around it
@@ -32,7 +45,7 @@ if TYPE_CHECKING:
 else:
     ChunkView = "ChunkView"  # annotations only: a name to import, not a class
 
-__all__ = ["CONTEXT_BYTES", "ChunkView", "viewed"]
+__all__ = ["CONTEXT_BYTES", "ChunkView", "around", "lines_kept_by", "page_as_stored", "viewed"]
 
 #: Stored text a view is given on each side of what it shows (a secret, a private key
 #: block, is far shorter).
@@ -63,3 +76,54 @@ def viewed(items: Iterable[tuple[_T, bytes]], view: ChunkView) -> Iterator[tuple
             yield emit()
     while pending:
         yield emit()
+
+
+def around(chunk_count: int, chunk: Callable[[int], bytes], k: int) -> tuple[bytes, bytes]:
+    """The stored text a view is given on each side of chunk ``k`` (up to
+    :data:`CONTEXT_BYTES` each, from as many neighbours as that takes); ``chunk(j)``: the
+    stored chunk ``j``, verified."""
+    before, j = b"", k
+    while j > 0 and len(before) < CONTEXT_BYTES:
+        j -= 1
+        before = chunk(j)[-CONTEXT_BYTES:] + before
+    after, j = b"", k
+    while j + 1 < chunk_count and len(after) < CONTEXT_BYTES:
+        j += 1
+        after += chunk(j)[:CONTEXT_BYTES]
+    return before[-CONTEXT_BYTES:], after[:CONTEXT_BYTES]
+
+
+def lines_kept_by(view: object) -> LinesKept | None:
+    """The view's own answer to "are these lines shown as stored?" (its ``keeps_lines``), or
+    None: a view that says nothing of its lines is applied to whole chunks."""
+    keeps: LinesKept | None = getattr(view, "keeps_lines", None)
+    return keeps
+
+
+def page_as_stored(index: Chunked, chunk: Callable[[int], bytes], start: int, covered: int,
+                   keeps: LinesKept) -> bool:
+    """Does the view show the bytes a page filled from stored chunks used, as they are stored?
+
+    The page covers ``covered`` bytes from ``start`` (a line start: no ``char_offset``), in
+    one chunk ``k``; the fill also read the line after them (whether it fits) and counted
+    newlines before them, which a view never moves (it keeps every byte's place). So when
+    the view keeps those lines (``keeps``, asked with chunk ``k``'s window: the text it is
+    given), the page filled from the stored chunks is the one filled from the shown chunks,
+    byte for byte, and only those lines need asking about. False when that cannot be said
+    this way (an empty page, one that crosses chunks, a next line that goes on in the next
+    chunk, or ``keeps`` says no): the shown chunks decide.
+    """
+    c = index.chunk_size
+    k = start // c
+    if covered <= 0 or (start + covered - 1) // c != k:
+        return False
+    data = chunk(k)
+    end = data.find(b"\n", start + covered - k * c)  # the end of the next line (or of a cut one)
+    if end < 0:
+        if k + 1 < index.chunk_count:
+            return False  # that line goes on in the next chunk
+        end = len(data)
+    before, after = around(index.chunk_count, chunk, k)
+    window = before + data + after
+    first = window.rfind(b"\n", 0, len(before) + start - k * c) + 1  # the page's first line
+    return keeps(window, first, len(before) + end)

@@ -236,66 +236,28 @@ def _cached(read: Callable[[int], bytes]) -> Callable[[int], bytes]:
     return chunk
 
 
-def _context(index: Index, chunk: Callable[[int], bytes], k: int) -> tuple[bytes, bytes]:
-    """The stored text the reader's view sees on each side of chunk ``k``
-    (:data:`~s3spill.artifacts.views.CONTEXT_BYTES`, as ``ArtifactReader._fetch_chunk`` gives it)."""
-    from s3spill.artifacts.views import CONTEXT_BYTES
-
-    before, j = b"", k
-    while j > 0 and len(before) < CONTEXT_BYTES:
-        j -= 1
-        before = chunk(j)[-CONTEXT_BYTES:] + before
-    after, j = b"", k
-    while j + 1 < index.chunk_count and len(after) < CONTEXT_BYTES:
-        j += 1
-        after += chunk(j)[:CONTEXT_BYTES]
-    return before[-CONTEXT_BYTES:], after[:CONTEXT_BYTES]
-
-
 def _masked_chunks(index: Index, chunk: Callable[[int], bytes]) -> Callable[[int], bytes]:
     """``fetch(k)``: chunk ``k`` as the reader's view shows it (masked in its context), which is
     the stored chunk when no trigger matches its window; Unsure otherwise."""
 
     def shown(k: int) -> bytes:
-        return _unchanged_by_masking(chunk(k), *_context(index, chunk, k))
+        from s3spill.artifacts.views import around
+
+        return _unchanged_by_masking(chunk(k), *around(index.chunk_count, chunk, k))
 
     return shown
 
 
 def _page_unmasked(index: Index, chunk: Callable[[int], bytes], start: int, covered: int) -> bool:
     """Does the reader's view show the bytes a page filled from stored chunks used as they are?
+    (:func:`~s3spill.artifacts.views.page_as_stored` asking the mask's
+    :func:`~s3spill.context.secrets.triggers.lines_kept`, as ``ArtifactReader.read_page`` does:
+    only the page's lines and the next one are searched for a trigger, the chunk's window for a
+    private-key marker.)"""
+    from s3spill.artifacts.views import page_as_stored
+    from s3spill.context.secrets.triggers import lines_kept
 
-    The page covers ``covered`` bytes from ``start`` (a line start: no ``char_offset``), in
-    one chunk ``k``; the fill also read the line after them (whether it fits) and counted
-    newlines before them, which masking never moves (it keeps every byte's place, and masks
-    no newline). Masking works line by line, on the lines of chunk ``k``'s window: a line
-    changes only where a rule flags it, and a rule flags a line only where its trigger
-    matches inside that line (what the detector's own shortcut relies on) — except in a
-    private key block, which spans lines from a BEGIN line to an END line (a window that
-    starts inside one is masked up to its END). So when no private-key marker is anywhere in
-    the window and no trigger matches inside the page's lines and the next one, the view
-    leaves them as stored, wherever else in the chunk a secret is: only those lines (the
-    page's ~1/6 of a 1 MiB chunk) are searched. False when that cannot be said this way.
-    """
-    c = index.chunk_size
-    k = start // c
-    if covered <= 0 or (start + covered - 1) // c != k:
-        return False  # an empty page, or one that crosses chunks: the chunks' windows decide
-    data = chunk(k)
-    end = data.find(b"\n", start + covered - k * c)  # the end of the next line (or of a cut one)
-    if end < 0:
-        if k + 1 < index.chunk_count:
-            return False  # that line goes on in the next chunk
-        end = len(data)
-    before, after = _context(index, chunk, k)
-    from s3spill.context.secrets.triggers import TRIGGERS, may_hold_secret
-
-    window = before + data + after
-    # The key-block trigger is an alternation of literals: each is looked for as it stands.
-    if any(marker.encode() in window for marker in TRIGGERS["private-key"].split("|")):
-        return False  # a key block may reach into the page from anywhere in the window
-    first = window.rfind(b"\n", 0, len(before) + start - k * c) + 1  # the page's first line
-    return not may_hold_secret(window[first:len(before) + end])
+    return page_as_stored(index, chunk, start, covered, lines_kept)
 
 
 # -- grep -----------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from s3spill.context.secrets.triggers import BASE64_ALPHABET, may_hold_secret
+from s3spill.context.secrets.triggers import BASE64_ALPHABET, lines_kept, may_hold_secret
 
 if TYPE_CHECKING:  # the detector loads when a text may hold a secret: most pages never need it
     from s3spill.context.secrets.detector import Finding, SecretDetector
@@ -295,6 +295,11 @@ def mask_view(data: bytes, before: bytes = b"", after: bytes = b"", *, headless:
     if not cut_end or data.endswith(b"\n"):
         return done.data
     return redact_bytes(done.data, cut_end=True).data
+
+
+#: A reader asks the view which lines it keeps as stored before masking whole chunks
+#: (:func:`s3spill.artifacts.views.page_as_stored`: a page reads only its own lines).
+mask_view.keeps_lines = lines_kept  # type: ignore[attr-defined]
 
 
 def redact_text(text: str, **kwargs: Any) -> tuple[str, Counter[str]]:
