@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from s3spill import keys
 from s3spill.errors import InvalidKey
+from s3spill.gc.key_cache import artifact_key, index_key
 from s3spill.gc.models import ApplyOutcome
 from s3spill.gc.planfile import PlanEntry
 
@@ -20,7 +20,7 @@ __all__ = ["age_text", "layout_ok", "refusal"]
 
 def layout_ok(shash: str, name: str) -> bool:
     try:
-        keys.artifact_key(shash, name)
+        artifact_key(shash, name)
         return True
     except InvalidKey:
         return False
@@ -31,11 +31,11 @@ def _entry_layout_ok(shash: str, e: PlanEntry) -> bool:
     assert e.snapshot is not None and e.name is not None
     if not layout_ok(shash, e.name):
         return False
-    expected = (keys.artifact_key(shash, e.name) if e.object_kind == "artifact"
-                else keys.index_key(shash, e.name))
+    expected = (artifact_key(shash, e.name) if e.object_kind == "artifact"
+                else index_key(shash, e.name))
     if e.snapshot.key != expected:
         return False
-    return e.index_snapshot is None or e.index_snapshot.key == keys.index_key(shash, e.name)
+    return e.index_snapshot is None or e.index_snapshot.key == index_key(shash, e.name)
 
 
 def refusal(shash: str, e: PlanEntry, published: dict[str, set[str]]) -> tuple[ApplyOutcome, str] | None:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from s3spill import failpoints, keys
+from s3spill import failpoints
 from s3spill.errors import IntegrityError, JournalError, NotFound, S3SpillError, StoreError
 from s3spill.fleet.credit import QuotaCredit
 from s3spill.gc.apply_checks import age_text, layout_ok, refusal
@@ -30,6 +30,7 @@ from s3spill.gc.fence import (
     SessionFacts,
     journal_doubts,
 )
+from s3spill.gc.key_cache import artifact_key, index_key
 from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import (
     ApplyOutcome,
@@ -198,8 +199,8 @@ class SessionApplier:
         assert e.name is not None
         if e.object_kind not in ("artifact", "index") or not layout_ok(shash, e.name):
             return False
-        key = (keys.artifact_key(shash, e.name) if e.object_kind == "artifact"
-               else keys.index_key(shash, e.name))
+        key = (artifact_key(shash, e.name) if e.object_kind == "artifact"
+               else index_key(shash, e.name))
         try:
             head = self.store.head(key)
         except NotFound:
@@ -246,7 +247,7 @@ class SessionApplier:
         """
         assert e.snapshot is not None and e.name is not None
         try:
-            self.store.head(keys.artifact_key(shash, e.name))
+            self.store.head(artifact_key(shash, e.name))
             self.tally.add("denied", e, "its artifact exists: an index is deleted only with its body")
             return
         except NotFound:
@@ -295,7 +296,7 @@ class SessionApplier:
                                                                   f"journal answered {verdict!r}")))
                     continue
                 checked = self.deleter.revalidate(
-                    w.fact, keys.artifact_key(shash, w.name), self._young(facts, w.name),
+                    w.fact, artifact_key(shash, w.name), self._young(facts, w.name),
                     listed=listed.get(w.name),
                     record_digest=None if self.authenticated_plan
                     else self._record_digest(shash, w.name, records))
@@ -306,7 +307,7 @@ class SessionApplier:
             # The bodies in one batch of conditional deletes, then their sidecars (an index
             # goes only once its body is gone).
             outcomes = self.deleter.delete_validated_many(
-                [(keys.artifact_key(shash, w.name), head) for w, head in validated])
+                [(artifact_key(shash, w.name), head) for w, head in validated])
             for (w, _), outcome in zip(validated, outcomes, strict=True):
                 self._settle(shash, w, outcome, gone, lift, credit, indexes)
             self.deleter.delete_indexes(indexes)
@@ -333,7 +334,7 @@ class SessionApplier:
             return {}
         wanted = {w.name for w in work if w.entry is not None and w.entry.snapshot is not None
                   and w.entry.snapshot.committed}
-        by_key = {keys.artifact_key(shash, name): name for name in wanted}
+        by_key = {artifact_key(shash, name): name for name in wanted}
         try:
             return {by_key[key]: info for key, info in self.store.listed(list(by_key)).items()}
         except StoreError as exc:
@@ -346,7 +347,7 @@ class SessionApplier:
         (signed plan, or the batch failed: each artifact's own GET then decides)."""
         if self.authenticated_plan or not work:
             return None
-        wanted = [keys.index_key(shash, w.name) for w in work]
+        wanted = [index_key(shash, w.name) for w in work]
         try:
             found = self.store.get_many(wanted)
         except (StoreError, IntegrityError) as exc:  # one bad record must not decide for the others
@@ -364,7 +365,7 @@ class SessionApplier:
         (which pins the ETag) settles it — or the record :meth:`_commit_records` read; an
         authenticated plan's digest is the planner's.
         """
-        key = keys.index_key(shash, name)
+        key = index_key(shash, name)
         if records is not None and key in records:
             raw = records[key]
             return lambda etag: committed_digest_of(raw, etag, shash=shash, name=name)

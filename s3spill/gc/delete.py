@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from s3spill import keys
 from s3spill.errors import (
     CleanupRefused,
     IntegrityError,
@@ -20,6 +19,7 @@ from s3spill.errors import (
     UnsupportedOperation,
 )
 from s3spill.gc.fence import CondemnFact
+from s3spill.gc.key_cache import index_key
 from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import ApplyOutcome, DeleteMethod, ObjectSnapshot
 from s3spill.log import get_logger
@@ -121,7 +121,7 @@ class ConditionalDeleter:
 
     def index_snapshot(self, shash: str, name: str) -> ObjectSnapshot | None:
         """The sidecar as it is now (a leftover condemnation has no plan line to name it)."""
-        key = keys.index_key(shash, name)
+        key = index_key(shash, name)
         try:
             head = self.store.head(key)
         except StoreError:

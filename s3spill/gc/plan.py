@@ -30,6 +30,7 @@ from pathlib import Path
 from s3spill import failpoints
 from s3spill.config import TransferConfig
 from s3spill.gc.fence import read_session_facts
+from s3spill.gc.key_cache import parse_listed_key
 from s3spill.gc.models import (
     CleanupPolicy,
     CleanupReport,
@@ -45,7 +46,6 @@ from s3spill.gc.plan_rules import (
 )
 from s3spill.gc.planfile import CleanupPlan, PlanHeader, PlanLine, PlanWriter
 from s3spill.gc.shards import list_scope
-from s3spill.keys import parse_key
 from s3spill.leases.chain import paused_cyclic_gc
 from s3spill.log import get_logger
 from s3spill.store.base import ObjectInfo, ObjectStore
@@ -65,7 +65,7 @@ def _grouped(store: ObjectStore, scope: CleanupScope) -> Iterator[SessionGroup |
     """
     current: SessionGroup | None = None
     for info in list_scope(store, scope):
-        parsed = parse_key(info.key)
+        parsed = parse_listed_key(info.key)
         shash = parsed.session_hash if parsed.kind != "unknown" else session_of_key(info.key)
         if parsed.kind in ("owner", "unknown") or shash is None:
             # Owner slots live outside the session prefix; they are reported, never grouped.

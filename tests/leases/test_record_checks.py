@@ -263,3 +263,22 @@ def test_a_record_is_hashed_over_its_stored_object() -> None:
     body = {k: v for k, v in raw.items() if k != "record_hash"}
     prefix = b"s3spill-journal-record\0"
     assert raw["record_hash"] == hashlib.sha256(prefix + canonical_json(body)).hexdigest()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fixed_dictionaries(
+    {"source_id": st.just(SID), "sha256": st.just("0123456789abcdef" * 4)},
+    optional={"schema_version": st.just(1), "kind": st.just("artifact_retention_claim"),
+              "reference_count": st.integers(1, 5),
+              "retain_until": st.one_of(st.none(), st.datetimes(timezones=st.just(UTC)))}))
+def test_a_claim_built_by_hand_is_the_one_model_construct_builds(values: dict[str, Any]) -> None:
+    """The claim a record's check builds equals ``model_construct``'s: fields, fields set, dump and hash."""
+    from s3spill.leases.journal_record import constructed_claim
+
+    mine, theirs = constructed_claim(dict(values)), ArtifactRetentionClaim.model_construct(**values)
+    assert mine == theirs
+    assert mine.__dict__ == theirs.__dict__ and list(mine.__dict__) == list(theirs.__dict__)
+    assert mine.model_fields_set == theirs.model_fields_set
+    assert mine.model_dump_json() == theirs.model_dump_json()
+    assert hash(mine) == hash(theirs)
+    assert mine.__pydantic_extra__ is None and mine.__pydantic_private__ is None
