@@ -46,8 +46,8 @@ from s3spill.log import get_logger
 ENV_VAR = "S3SPILL_FAILPOINTS"
 REACHED_MARKER = "S3SPILL_FAILPOINT_REACHED"
 
-_ACTION = re.compile(r"^(kill|raise|off|sleep)(?:\((\d{1,9})\))?(?:@([1-9]\d{0,8}))?$")
-_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+_ACTION = re.compile(r"^(kill|raise|off|sleep)(?:\((\d{1,9})\))?(?:@([1-9]\d{0,8}))?\Z")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+\Z")
 
 log = get_logger("s3spill.failpoints")
 

@@ -97,18 +97,18 @@ ERASURES = f"{LAYOUT_VERSION}/erasures"
 INDEX_SUFFIX = ".idx"
 LIVE_SCHEME = "live"
 
-_HEX32 = re.compile(r"^[0-9a-f]{32}$")
-_NAME = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-[a-z0-9_-]{1,24}$")
-_SHA_PREFIX = re.compile(r"^[0-9a-f]{16}$")
-_LIVE_SEGMENT = re.compile(r"^[0-9]{10}-[0-9a-f]{16}\.seg$")
-_LIVE_TABLE = re.compile(r"^[0-9]{10}-[0-9]{10}-[0-9a-f]{16}\.tbl$")
-_USAGE_DAY = re.compile(r"^dt=[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_HEX32 = re.compile(r"^[0-9a-f]{32}\Z")
+_NAME = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-[a-z0-9_-]{1,24}\Z")
+_SHA_PREFIX = re.compile(r"^[0-9a-f]{16}\Z")
+_LIVE_SEGMENT = re.compile(r"^[0-9]{10}-[0-9a-f]{16}\.seg\Z")
+_LIVE_TABLE = re.compile(r"^[0-9]{10}-[0-9]{10}-[0-9a-f]{16}\.tbl\Z")
+_USAGE_DAY = re.compile(r"^dt=[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 #: A part: ``<stamp>-<rand12>-z<n>.ndjson.zst`` (two zstd frames: the fact lines, then the shown
 #: texts; ``n`` the first frame's byte length), or as written before, ``<stamp>-<rand12>[-f<n>].ndjson``
 #: (plain; ``n`` the fact lines' length). ``stats`` reads only ``[0, n)`` (s3spill.usage.source).
 _USAGE_PART = re.compile(
-    r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}(?:(?:-f[0-9]{1,15})?\.ndjson|-z[0-9]{1,15}\.ndjson\.zst)$")
-_USAGE_COMPACT = re.compile(r"^day-[0-9a-f]{16}\.parquet$")
+    r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}(?:(?:-f[0-9]{1,15})?\.ndjson|-z[0-9]{1,15}\.ndjson\.zst)\Z")
+_USAGE_COMPACT = re.compile(r"^day-[0-9a-f]{16}\.parquet\Z")
 
 
 class HashedSession(str):
@@ -188,7 +188,7 @@ def segment_key(shash: str, first_seq: int, last_seq: int, content_sha256: str |
         raise InvalidKey("bad segment range")
     suffix = ""
     if content_sha256 is not None:
-        if not re.match(r"^[0-9a-f]{64}$", content_sha256):
+        if not re.match(r"^[0-9a-f]{64}\Z", content_sha256):
             raise InvalidKey("bad segment digest")
         suffix = f"-{content_sha256[:16]}"
     return validate_key(
@@ -210,7 +210,7 @@ def live_state_key(shash: str, name: str) -> str:
 def live_segment_key(shash: str, name: str, seq: int, sha256: str) -> str:
     """Segment ``seq`` of a live artifact; content-addressed, so a stray object never
     impersonates the segment the state lists."""
-    if not 0 <= seq < 10**10 or not re.match(r"^[0-9a-f]{64}$", sha256):
+    if not 0 <= seq < 10**10 or not re.match(r"^[0-9a-f]{64}\Z", sha256):
         raise InvalidKey("bad live segment")
     return validate_key(live_prefix(shash, name) + f"{seq:010d}-{sha256[:16]}.seg")
 
@@ -218,7 +218,7 @@ def live_segment_key(shash: str, name: str, seq: int, sha256: str) -> str:
 def live_table_key(shash: str, name: str, first_seq: int, last_seq: int, sha256: str) -> str:
     """The immutable list of segments ``first_seq``-``last_seq`` (moved out of the state so
     the state stays small however long the output); content-addressed like a segment."""
-    if not 0 <= first_seq <= last_seq < 10**10 or not re.match(r"^[0-9a-f]{64}$", sha256):
+    if not 0 <= first_seq <= last_seq < 10**10 or not re.match(r"^[0-9a-f]{64}\Z", sha256):
         raise InvalidKey("bad live table")
     return validate_key(live_prefix(shash, name) + f"{first_seq:010d}-{last_seq:010d}-{sha256[:16]}.tbl")
 
@@ -253,7 +253,7 @@ def usage_part_key(shash: str, day: str, now: datetime | None = None, *, facts: 
 
 def usage_day_key(shash: str, day: str, sha256: str) -> str:
     """A compacted day of a session's usage; content-addressed like a journal segment."""
-    if not re.match(r"^[0-9a-f]{64}$", sha256):
+    if not re.match(r"^[0-9a-f]{64}\Z", sha256):
         raise InvalidKey("bad usage digest")
     return validate_key(usage_prefix(shash, day, days=True) + f"day-{sha256[:16]}.parquet")
 
@@ -288,7 +288,7 @@ def gc_plan_key(plan_id: str) -> str:
 
 def gc_lock_key(scope: str) -> str:
     """The run lock of one GC scope (``all``, ``session-<hash>``, ``shard-<i>-of-<n>``)."""
-    if not re.match(r"^(all|session-[0-9a-f]{32}|shard-[0-9]{1,6}-of-[0-9]{1,6})$", scope):
+    if not re.match(r"^(all|session-[0-9a-f]{32}|shard-[0-9]{1,6}-of-[0-9]{1,6})\Z", scope):
         raise InvalidKey("bad GC lock scope")
     return validate_key(f"{GC_LOCKS}/{scope}.json")
 
@@ -332,7 +332,7 @@ def _session_key(parts: list[str]) -> ParsedKey:
         if area[0] == "journal" and leaf in ("manifest.json", "usage.json"):
             return ParsedKey("manifest" if leaf == "manifest.json" else "usage", shash)
     if (len(area) == 3 and area[:2] == ["journal", "segments"]
-            and re.match(r"^[0-9]{12}-[0-9]{12}(-[0-9a-f]{16})?\.json$", area[2])):
+            and re.match(r"^[0-9]{12}-[0-9]{12}(-[0-9a-f]{16})?\.json\Z", area[2])):
         return ParsedKey("segment", shash)
     if len(area) == 3 and area[0] == "usage" and _USAGE_DAY.match(area[1]) and _USAGE_PART.match(area[2]):
         return ParsedKey("usage_log", shash, f"{area[1]}/{area[2]}")
@@ -351,11 +351,11 @@ def _session_key(parts: list[str]) -> ParsedKey:
 def _store_key(key: str, parts: list[str]) -> ParsedKey:
     """A key outside any session's prefix: owner slots, store counters, audit records, GC's own."""
     if (len(parts) == 4 and f"{parts[0]}/{parts[1]}" == OWNER and _HEX32.match(parts[2])
-            and re.match(r"^[0-9a-f]{40}\.json$", parts[3])):
+            and re.match(r"^[0-9a-f]{40}\.json\Z", parts[3])):
         return ParsedKey("owner", parts[2])
-    if len(parts) == 3 and key.startswith(USAGE + "/") and re.match(r"^shard-[0-9]{3}\.json$", parts[2]):
+    if len(parts) == 3 and key.startswith(USAGE + "/") and re.match(r"^shard-[0-9]{3}\.json\Z", parts[2]):
         return ParsedKey("usage")
-    if len(parts) == 3 and key.startswith(ERASURES + "/") and re.match(r"^[0-9a-f]{32}\.json$", parts[2]):
+    if len(parts) == 3 and key.startswith(ERASURES + "/") and re.match(r"^[0-9a-f]{32}\.json\Z", parts[2]):
         return ParsedKey("erasure")  # no session hash: GC must not group it with a session
     if key.startswith(GC_PLANS + "/"):
         return ParsedKey("gc_plan")

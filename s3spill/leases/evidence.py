@@ -32,7 +32,7 @@ from s3spill.errors import NotFound, SourceIdError
 from s3spill.leases.owner import OwnerSlot
 from s3spill.store.base import ObjectStore
 
-_SEGMENT_LEAF = re.compile(r"^([0-9]{12})-([0-9]{12})(?:-[0-9a-f]{16})?\.json$")
+_SEGMENT_LEAF = re.compile(r"^([0-9]{12})-([0-9]{12})(?:-[0-9a-f]{16})?\.json\Z")
 
 
 @dataclass(frozen=True)

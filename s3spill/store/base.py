@@ -27,7 +27,7 @@ from typing import BinaryIO, ClassVar, Literal
 from s3spill.errors import InvalidKey, NotFound, PreconditionFailed, StoreError
 from s3spill.store.claims import StoreCapabilities as StoreCapabilities
 
-_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,127}$")
+_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,127}\Z")
 MAX_KEY_LENGTH = 512
 
 

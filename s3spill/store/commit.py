@@ -28,7 +28,7 @@ META_COMMIT = "s3spill-commit"
 COMMIT_SIDECAR = "sidecar"
 #: The commit record's key is the body's key plus this suffix (``keys.INDEX_SUFFIX``).
 SIDECAR_SUFFIX = ".idx"
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 
 
 def defers_digest(info: ObjectInfo) -> bool:

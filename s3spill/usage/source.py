@@ -23,7 +23,7 @@ __all__ = ["UsageObject", "part_events", "part_lines", "usage_objects"]
 #: ``-f<n>.ndjson``: plain, ``n`` bytes of fact lines first; ``-z<n>.ndjson.zst``: ``n`` bytes of
 #: a zstd frame of them first (s3spill.usage.recorder.zstd_part).
 _FACTS = re.compile(
-    r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-(?:f([0-9]{1,15})\.ndjson|z([0-9]{1,15})\.ndjson\.zst)$")
+    r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{12}-(?:f([0-9]{1,15})\.ndjson|z([0-9]{1,15})\.ndjson\.zst)\Z")
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
