@@ -39,6 +39,7 @@ from benchmarks.costs import (  # noqa: E402
     Timing,
     _once,
     bench_env,
+    read_args,
 )
 
 _TIMED = "t = time.perf_counter(); call(); print(json.dumps(time.perf_counter() - t))"
@@ -68,7 +69,7 @@ def main() -> None:
         ref = ArtifactStore(LocalStore(store), session_id=SESSION).write(SESSION, [data], "bench")
         mid = str(ref.line_count // 2)
         plain = str(ROOT / "benchmarks" / "plain.py")
-        read = ["read", ref.source_id, "--offset", mid, "--limit", "2000"]
+        read = read_args(ref.source_id, mid)
         grep = ["grep", ref.source_id, GREP_PATTERN, "--max-matches", "20"]
         cmds = {
             "plain read": (Cmd([PY, plain, "read", str(plain_file), mid, "2000", ref.sha256]), env),
