@@ -32,6 +32,8 @@ import subprocess  # noqa: E402
 from benchmarks.costs import (  # noqa: E402
     FIRST_CALL,
     GREP_PATTERN,
+    PAGE_LINES,
+    PAGE_MAX_CHARS,
     PY,
     S3SPILL,
     SESSION,
@@ -112,7 +114,7 @@ def _first_calls(other: Path, store: Path, source_id: str, mid: int, plain: Path
         for name, (root, ours, masked) in sides.items():
             code = FIRST_CALL_CPU.format(root=str(root), ours=ours, masked=masked, store=str(store),
                                          session=SESSION, source_id=source_id, mid=mid, plain=str(plain),
-                                         sha=sha)
+                                         sha=sha, lines=PAGE_LINES, max_chars=PAGE_MAX_CHARS)
             out = subprocess.run([PY, "-c", code], env={**env, "PYTHONPATH": str(root)}, capture_output=True,
                                  text=True, check=True)
             got[name].append(json.loads(out.stdout))
