@@ -89,7 +89,14 @@ def test_page_lines_are_the_records_init_builds(lines: list[tuple[int, int, str,
     built = paging._page_lines(lines)
     assert built == tuple(paging.PageLine(*line) for line in lines)
     assert [dataclasses.astuple(line) for line in built] == lines
-    assert [line.render() for line in built] == [pagefill.row(n, e, t) for n, _, t, e, _, _ in lines]
+    old_rows = [f"{n:>6}{'!' if e else ''}\t{t}" for n, _, t, e, _, _ in lines]  # the f-string rows were
+    assert [line.render() for line in built] == old_rows
+    assert pagefill.rows(lines) == old_rows
+    page = paging.Page(source_id="artifact:x", offset=0, char_offset=0, total_lines=len(lines), size_bytes=1,
+                       lines=built, eof=False, next_offset=1, next_char_offset=0, byte_start=0, byte_end=1,
+                       max_chars=1000)
+    legend = [pagefill.LEGEND] if any(e for _, _, _, e, _, _ in lines) else []
+    assert page.render("cli") == "\n".join([page.header(), *old_rows, *legend, page.footer("cli")]) + "\n"
     for line in built:
         with pytest.raises(dataclasses.FrozenInstanceError):
             line.text = "changed"  # type: ignore[misc]
