@@ -41,6 +41,19 @@ S3SPILL = [str(_SCRIPT)] if _SCRIPT.exists() else [PY, "-m", "s3spill"]
 SESSION = "costs-bench"
 #: What the read section's grep looks for: every 50th line of its log is an ERROR line.
 GREP_PATTERN = "ERROR"
+#: The read section's page: 2,000 lines, as the plain read prints them. Without ``--max-chars``
+#: our page stops at the model's default budget of 40,000 characters (~400 of those lines), and
+#: the two sides would print different pages (measured so until wave 11: a 1:5 comparison).
+PAGE_LINES = 2000
+PAGE_MAX_CHARS = 1_000_000
+
+
+def read_args(source_id: str, offset: str) -> list[str]:
+    """``s3spill read`` of the benchmark's 2,000-line page (the plain read's page)."""
+    return ["read", source_id, "--offset", offset, "--limit", str(PAGE_LINES),
+            "--max-chars", str(PAGE_MAX_CHARS)]
+
+
 SMALL_PAYLOAD = json.dumps({
     "session_id": SESSION, "transcript_path": "/tmp/t.jsonl", "cwd": "/tmp",
     "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"},
@@ -227,12 +240,20 @@ def section_read(report: Report, tmp: Path, env: dict[str, str], rounds: int) ->
     if matching < 20 or shown != (20, 20):
         raise RuntimeError(f"the grep benchmark must show 20 matching lines on both sides: {matching} match,"
                            f" shown (plain, ours) {shown}")
+    page = _page_shown(plain, plain_file, ref.source_id, mid, ref.sha256, env)
+    if page != (PAGE_LINES, PAGE_LINES):
+        raise RuntimeError(f"the read benchmark must show {PAGE_LINES} lines on both sides: (plain, ours)"
+                           f" {page}")
+    first_page = ArtifactStore(LocalStore(store), session_id=SESSION).read_page(
+        ref.source_id, offset=int(mid), limit=PAGE_LINES, max_chars=PAGE_MAX_CHARS).render("cli")
+    if sum(1 for line in first_page.splitlines() if not line.startswith("[")) != PAGE_LINES:
+        raise RuntimeError(f"the first-call benchmark's page must hold {PAGE_LINES} lines")
     t = interleaved({
         "pass": Cmd([PY, "-c", "pass"]),
-        "plain_read": Cmd([PY, plain, "read", str(plain_file), mid, "2000", ref.sha256]),
-        "read": Cmd([*S3SPILL, "read", ref.source_id, "--offset", mid, "--limit", "2000"]),
-        "read_show_secrets": Cmd([*S3SPILL, "read", ref.source_id, "--offset", mid, "--limit", "2000",
-                                  "--show-secrets"]),
+        "plain_read": Cmd([PY, plain, "read", str(plain_file), mid, str(PAGE_LINES), ref.sha256]),
+        "read": Cmd([*S3SPILL, *read_args(ref.source_id, mid)]),
+        "read_show_secrets": Cmd([*S3SPILL, *read_args(ref.source_id, mid), "--show-secrets"]),
+        "read_budget": Cmd([*S3SPILL, "read", ref.source_id, "--offset", mid, "--limit", str(PAGE_LINES)]),
         "plain_grep": Cmd([PY, plain, "grep", str(plain_file), GREP_PATTERN, "20"]),
         "grep": Cmd([*S3SPILL, "grep", ref.source_id, GREP_PATTERN, "--max-matches", "20"]),
     }, rounds, env)
@@ -242,6 +263,9 @@ def section_read(report: Report, tmp: Path, env: dict[str, str], rounds: int) ->
     report.ratio("same, CPU", t["read"].cpu_ms, t["plain_read"].cpu_ms, "ms", 1.0, "plain read process")
     report.ratio("`s3spill read --show-secrets` (no masking; the plain side masks nothing), CPU",
                  t["read_show_secrets"].cpu_ms, t["plain_read"].cpu_ms, "ms", 1.0, "plain read process")
+    report.ratio("`s3spill read` with the model's default budget (40,000 characters, ~400 of the lines;"
+                 " not the issue's page), CPU", t["read_budget"].cpu_ms, t["plain_read"].cpu_ms, "ms", 1.0,
+                 "plain read process (2,000 lines)")
     report.ratio(f"`s3spill grep {GREP_PATTERN}`, 20 of {matching:,} matching lines shown, whole process"
                  " (wall)", t["grep"].wall_ms, t["plain_grep"].wall_ms, "ms", 1.0, "plain grep process")
     report.ratio("same, CPU", t["grep"].cpu_ms, t["plain_grep"].cpu_ms, "ms", 1.0, "plain grep process")
@@ -252,6 +276,20 @@ def section_read(report: Report, tmp: Path, env: dict[str, str], rounds: int) ->
                  "plain read_page, first call")
     report.ratio("first page call in a fresh process, no view (the library's default; wall)",
                  first["ours_ms"], first["plain_ms"], "ms", 1.0, "plain read_page, first call")
+
+
+def _page_shown(plain: str, plain_file: Path, source_id: str, mid: str, sha: str,
+                env: dict[str, str]) -> tuple[int, int]:
+    """How many of the page's lines each read prints (both must print all 2,000), and that our
+    page's lines are the plain read's."""
+    out = subprocess.run([PY, plain, "read", str(plain_file), mid, str(PAGE_LINES), sha], env=env, check=True,
+                         capture_output=True, text=True).stdout.splitlines()
+    ours = subprocess.run([*S3SPILL, *read_args(source_id, mid)], env=env, check=True,
+                          capture_output=True, text=True).stdout.splitlines()
+    rows = [line for line in ours if not line.startswith("[")]
+    if [row.split("\t", 1)[-1] for row in rows] != out[:len(rows)]:
+        raise RuntimeError("the read benchmark's two sides print different lines")
+    return len(out), len(rows)
 
 
 def _grep_shown(plain: str, plain_file: Path, source_id: str, env: dict[str, str]) -> tuple[int, int]:
@@ -291,11 +329,11 @@ if {ours!r}:
         from s3spill.context.secrets.masking import mask_view as view
     def call():
         return ArtifactStore(LocalStore(Path({store!r})), session_id={session!r}, view=view).read_page(
-            {source_id!r}, offset={mid}, limit=2000).render("cli")
+            {source_id!r}, offset={mid}, limit={lines}, max_chars={max_chars}).render("cli")
 else:
     from benchmarks.plain import read_page
     def call():
-        return read_page({plain!r}, {mid}, 2000, {sha!r})
+        return read_page({plain!r}, {mid}, {lines}, {sha!r})
 t = time.perf_counter(); call(); print(json.dumps(time.perf_counter() - t))
 """
 
@@ -307,7 +345,7 @@ def _first_calls(store: Path, source_id: str, mid: int, plain: Path, sha: str, e
         for side in times:
             code = FIRST_CALL.format(root=str(ROOT), ours=side != "plain", masked=side == "masked",
                                      store=str(store), session=SESSION, source_id=source_id, mid=mid,
-                                     plain=str(plain), sha=sha)
+                                     plain=str(plain), sha=sha, lines=PAGE_LINES, max_chars=PAGE_MAX_CHARS)
             out = subprocess.run([PY, "-c", code], env=env, capture_output=True, text=True, check=True)
             times[side].append(float(out.stdout))
     return {f"{side}_ms": round(statistics.median(values) * 1e3, 2) for side, values in times.items()} | {

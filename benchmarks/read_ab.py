@@ -32,6 +32,8 @@ import subprocess  # noqa: E402
 from benchmarks.costs import (  # noqa: E402
     FIRST_CALL,
     GREP_PATTERN,
+    PAGE_LINES,
+    PAGE_MAX_CHARS,
     PY,
     S3SPILL,
     SESSION,
@@ -39,6 +41,7 @@ from benchmarks.costs import (  # noqa: E402
     Timing,
     _once,
     bench_env,
+    read_args,
 )
 
 _TIMED = "t = time.perf_counter(); call(); print(json.dumps(time.perf_counter() - t))"
@@ -68,7 +71,7 @@ def main() -> None:
         ref = ArtifactStore(LocalStore(store), session_id=SESSION).write(SESSION, [data], "bench")
         mid = str(ref.line_count // 2)
         plain = str(ROOT / "benchmarks" / "plain.py")
-        read = ["read", ref.source_id, "--offset", mid, "--limit", "2000"]
+        read = read_args(ref.source_id, mid)
         grep = ["grep", ref.source_id, GREP_PATTERN, "--max-matches", "20"]
         cmds = {
             "plain read": (Cmd([PY, plain, "read", str(plain_file), mid, "2000", ref.sha256]), env),
@@ -111,7 +114,7 @@ def _first_calls(other: Path, store: Path, source_id: str, mid: int, plain: Path
         for name, (root, ours, masked) in sides.items():
             code = FIRST_CALL_CPU.format(root=str(root), ours=ours, masked=masked, store=str(store),
                                          session=SESSION, source_id=source_id, mid=mid, plain=str(plain),
-                                         sha=sha)
+                                         sha=sha, lines=PAGE_LINES, max_chars=PAGE_MAX_CHARS)
             out = subprocess.run([PY, "-c", code], env={**env, "PYTHONPATH": str(root)}, capture_output=True,
                                  text=True, check=True)
             got[name].append(json.loads(out.stdout))

@@ -201,7 +201,7 @@ def _page(call: dict[str, Any]) -> tuple[str, dict[str, object]]:
         lines, eof, nxt, _, _ = filled
     span = (lines[0][0], lines[-1][0]) if lines else None
     rows = [pagefill.header(sid, span, index.line_count, call["char_offset"] or 0, index.size_bytes)]
-    rows += [pagefill.row(number, escaped, shown) for number, _, shown, escaped, _, _ in lines]
+    rows += pagefill.rows(lines)
     if any(line[3] for line in lines):
         rows.append(pagefill.LEGEND)
     rows.append(pagefill.footer("cli", eof=eof, last_newline=lines[-1][5] if lines else None,
