@@ -23,7 +23,15 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from s3spill.context.utf8 import to_bytes
-from s3spill.spill.json_spool import _ESCAPE, PIECE, Spool, _cut, _string_end, decode_piece
+from s3spill.spill.json_spool import (
+    _ESCAPE,
+    PIECE,
+    Spool,
+    _cut,
+    _string_end,
+    decode_piece,
+    ends_in_high_escape,
+)
 from s3spill.spill.source import CHUNK_BYTES
 
 __all__ = ["LiveString", "Readable", "read_into", "utf8_chunks"]
@@ -158,12 +166,13 @@ class LiveString:
             cut = body_end if last else _cut(buf, 1, body_end)
             tail = bytes(buf[cut:hi])  # left to the next piece, then read ahead (the last: the rest)
             left = body_end - cut
-            high = bytes(buf[max(0, cut - _ESCAPE):cut]) if not last else b""
+            high = not last and ends_in_high_escape(buf, 1, cut)
+            held = bytes(buf[cut - _ESCAPE:cut]) if high else b""
             buf[cut] = 0x22
             text = decode_piece(view[:cut + 1])
-            if high[:2] == b"\\u" and text and "\ud800" <= text[-1] <= "\udbff":
+            if high:
                 text = text[:-1]  # its low half may come next: decode them together
-                tail, left = high + tail, left + len(high)
+                tail, left = held + tail, left + len(held)
             if last:
                 self._rest = tail
                 yield text

@@ -25,7 +25,8 @@ import tempfile
 from collections.abc import Callable, Collection, Iterator
 from typing import IO, Any
 
-__all__ = ["LONG_BYTES", "PIECE", "PLACEHOLDER_PREFIX", "LongString", "Scanner", "Spool"]
+__all__ = ["LONG_BYTES", "PIECE", "PLACEHOLDER_PREFIX", "LongString", "Scanner", "Spool",
+           "ends_in_high_escape"]
 
 #: A JSON string whose raw body is longer than this stays in the file.
 LONG_BYTES = 4 << 20
@@ -35,6 +36,8 @@ PIECE = 1 << 20
 _ESCAPE = 6
 #: A backslash not followed by what makes a JSON escape (or the second of an escaped one).
 _NOT_AN_ESCAPE = re.compile(rb'\\(?![nrt"\\/bf]|u[0-9a-fA-F]{4})')
+#: A ``\\u`` escape of a high surrogate, which a piece may end in before its low half.
+_HIGH_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
 #: How every long string's placeholder in a skeleton starts (then a nonce and its number).
 PLACEHOLDER_PREFIX = "\x00s3spill-long:"
 #: Bytes a JSON string may not hold raw.
@@ -76,14 +79,15 @@ class LongString:
             offset += n
             cut = body_end if offset >= self.end else _cut(buf, 1, body_end)
             carry = bytes(buf[cut:body_end])
-            high = bytes(buf[cut - _ESCAPE:cut]) if offset < self.end else b""
+            high = ends_in_high_escape(buf, 1, cut) and offset < self.end
+            held = bytes(buf[cut - _ESCAPE:cut]) if high else b""
             buf[cut] = 0x22
             del buf[cut + 1:]
             text: str = (json.loads(buf.decode("utf-8", "surrogateescape")) if self.lenient
                          else decode_piece(buf))
-            if high[:2] == b"\\u" and text and "\ud800" <= text[-1] <= "\udbff":
+            if high:
                 text = text[:-1]  # its low half may come next: decode them together
-                carry = high + carry
+                carry = held + carry
             yield text
 
     def text(self) -> str:
@@ -113,6 +117,24 @@ class LongString:
         fd = self.file.fileno()
         for offset in range(self.start, self.end, self.piece):
             yield os.pread(fd, min(self.piece, self.end - offset), offset)
+
+
+def ends_in_high_escape(buf: bytearray, lo: int, cut: int) -> bool:
+    """Does the body ``buf[lo:cut]`` (from a token boundary) end in a ``\\uD800``-``\\uDBFF``
+    escape, so that the piece's last character is that high surrogate and its low half may
+    start the next piece?
+
+    Why not "the last six bytes begin ``\\u``": that backslash may be the second of an
+    escaped one (``\\\\ua`` and then a raw lone surrogate, which ``json.loads`` of bytes
+    reads): the piece would drop a character that no escape made and decode ``\\ua…`` again.
+    """
+    at = cut - _ESCAPE
+    if at < lo or _HIGH_ESCAPE.fullmatch(buf, at, cut) is None:
+        return False
+    run = 0
+    while at - run >= lo and buf[at - run] == 0x5C:
+        run += 1
+    return run % 2 == 1
 
 
 def decode_piece(buf: bytearray | memoryview) -> str:

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from s3spill.context.utf8 import to_bytes
@@ -65,6 +65,9 @@ def _paused(doc: bytes, cut: int, piece: int, into: bool = False) -> tuple[Spool
 @settings(max_examples=300, deadline=None)
 @given(body=BODY, after=BODY, cut=st.integers(1, 70), piece=st.integers(7, 50), read=st.integers(1, 90),
        into=st.booleans())
+# Found by hypothesis in wave 11: ``\\\\u``, ``a`` and a raw lone surrogate, a piece ending there.
+@example(body=[b"a"], after=[b"a", b"a", b"\\ud83d\\ude00", b"\\\\\\\\u", b"a", b"\xed\xa0\x80", b"a"],
+         cut=1, piece=8, read=1, into=False)
 def test_a_string_taken_over_is_decoded_in_the_spooled_string_s_pieces(
         body: list[bytes], after: list[bytes], cut: int, piece: int, read: int, into: bool) -> None:
     """Read from a stream in any pieces, by ``read`` or ``readinto`` (every escape, pair and

@@ -119,3 +119,20 @@ def test_a_hook_long_string_decodes_to_what_json_loads_gives(body: list[bytes], 
     assert "".join(pieces) == want
     assert b"".join(to_bytes(p) for p in pieces) == to_bytes(want)
     spool.close()
+
+
+def test_a_raw_lone_surrogate_after_an_escaped_backslash_and_u_decodes_at_every_cut() -> None:
+    """A piece that ends in ``\\\\ua`` and a raw lone high surrogate is no ``\\uXXXX`` escape cut in
+    two: at every piece size the string decodes to what ``json.loads`` of the bytes gives
+    (hypothesis found the piece refused, or ``ua`` repeated, when the last six bytes began ``\\u``)."""
+    for body in (b"\\\\ua\xed\xa0\x80a", b"\\\\\\\\ua\xed\xa0\x80a", b"\\\\ud800\xed\xa0\x80\\udc00"):
+        raw = b"x" * 41 + body * 3
+        doc = b'{"tool_response": {"stdout": "' + raw + b'"}}'
+        want = json.loads(doc)["tool_response"]["stdout"]
+        for piece in range(7, 60):
+            spool = Spool(long_bytes=40, piece=piece)
+            spool.feed(doc)
+            spool.finish()
+            (long,) = spool.longs().values()
+            assert "".join(long.pieces()) == want, (body, piece)
+            spool.close()
