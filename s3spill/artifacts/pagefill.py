@@ -55,8 +55,8 @@ if TYPE_CHECKING:
     #: (lines, eof, (next offset, next char offset) or None, byte start, bytes covered)
     Filled: TypeAlias = tuple[list[Line], bool, "tuple[int, int] | None", int, int]
 
-__all__ = ["LEGEND", "MIN_BODY_CHARS", "MIN_CUT_CHARS", "fill", "footer", "frame_reserve", "header", "row",
-           "rows"]
+__all__ = ["LEGEND", "MIN_BODY_CHARS", "MIN_CUT_CHARS", "ROW", "fill", "footer", "frame_reserve", "header",
+           "row", "rows"]
 
 MIN_BODY_CHARS = 64
 #: Below this many characters left, a line that does not fit starts the next page instead.
@@ -94,15 +94,21 @@ def encode_units(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
+#: A rendered row: the line's number right-aligned in 6, ``!`` when escaped, a tab, its text
+#: (``%`` formats a row in ~2/3 of an f-string's time; :func:`row`, :func:`rows` and
+#: ``Page.render`` all spell it with this).
+ROW = "%6d%s\t%s"
+
+
 def row(number: int, escaped: bool, text: str) -> str:
     """One line of a rendered page: its number (``!`` when escaped), a tab, its text."""
-    return "%6d%s\t%s" % (number, "!" if escaped else "", text)  # noqa: UP031 - as rows'
+    return ROW % (number, "!" if escaped else "", text)
 
 
 def rows(lines: list[Line]) -> list[str]:
     """:func:`row` of each line, in one comprehension (``%`` formats a row in ~2/3 of an
     f-string's time, and the call per line was a tenth of a 2,000-line page; issue 35)."""
-    return ["%6d%s\t%s" % (n, "!" if e else "", t) for n, _, t, e, _, _ in lines]  # noqa: UP031
+    return [ROW % (n, "!" if e else "", t) for n, _, t, e, _, _ in lines]
 
 
 def header(source_id: str, span: tuple[int, int] | None, total_lines: int, char_offset: int,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from s3spill.artifacts.pagefill import LEGEND as LEGEND
 from s3spill.artifacts.pagefill import MIN_BODY_CHARS as MIN_BODY_CHARS
 from s3spill.artifacts.pagefill import MIN_CUT_CHARS as MIN_CUT_CHARS
+from s3spill.artifacts.pagefill import ROW as _ROW_FORMAT
 from s3spill.artifacts.pagefill import fill as _fill
 from s3spill.artifacts.pagefill import footer as _footer
 from s3spill.artifacts.pagefill import frame_reserve as frame_reserve
@@ -95,7 +96,7 @@ class Page(PlainRecord):
         """The page as text; ``style`` spells the footer's arguments for the reader's
         surface: ``offset=N`` for a tool call, ``--offset N`` for the CLI."""
         rows = [self.header()]
-        rows += ["%6d%s\t%s" % (line.number, "!" if line.escaped else "", line.text)  # noqa: UP031
+        rows += [_ROW_FORMAT % (line.number, "!" if line.escaped else "", line.text)
                  for line in self.lines]  # PageLine.render of each, in one comprehension (issue 35)
         if any(line.escaped for line in self.lines):
             rows.append(LEGEND)

@@ -17,14 +17,10 @@ from collections import deque
 
 from s3spill.artifacts.grep.found import Excerpt, Found, excerpt, footer_line, prefix, render_rows
 from s3spill.artifacts.grep.long_line import LongLine
-from s3spill.artifacts.grep.pattern import Pattern, block_pattern
+from s3spill.artifacts.grep.pattern import Pattern, block_pattern, refused
 from s3spill.artifacts.grep.shown import first_invalid, raw_position, text, units
 from s3spill.context.read_limits import DEFAULT_MAX_MATCHES as DEFAULT_MAX_MATCHES
 from s3spill.textview import show_line
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from s3spill.errors import IntegrityError, InvalidRequest
 
 TYPE_CHECKING = False  # not from typing, nor dataclasses (~8 ms): the CLI's fast grep runs this engine
 if TYPE_CHECKING:
@@ -32,6 +28,7 @@ if TYPE_CHECKING:
 
     from s3spill.artifacts.grep.result import GrepResult
     from s3spill.context.read_args import ArgStyle
+    from s3spill.errors import IntegrityError
 
 MAX_CONTEXT = 20
 LONG_LINE_BYTES = 4 * 1024 * 1024
@@ -56,9 +53,9 @@ class Grep:
                  max_matches: int = DEFAULT_MAX_MATCHES, long_line: int = LONG_LINE_BYTES,
                  overlap: int = OVERLAP_CHARS, budget: float = TIME_BUDGET_SECONDS) -> None:
         if not 0 <= context <= MAX_CONTEXT:
-            raise _invalid(f"context must be 0-{MAX_CONTEXT}")
+            raise refused(f"context must be 0-{MAX_CONTEXT}")
         if max_matches < 1:
-            raise _invalid("max_matches must be >= 1")
+            raise refused("max_matches must be >= 1")
         self.source_id, self.pattern = source_id, pattern
         self.context, self.max_matches = context, max_matches
         self.long_line, self.overlap = long_line, overlap
@@ -82,7 +79,7 @@ class Grep:
     def feed(self, chunk: bytes) -> None:
         self._feed(chunk)
         if time.monotonic() - self.started > self.budget:
-            raise _invalid(
+            raise refused(
                 f"grep stopped after {self.budget:g} s ({self.bytes:,} bytes, {self.line_no:,} lines"
                 " scanned): narrow the pattern or read pages instead")
 
@@ -283,13 +280,6 @@ def grep_text(chunks: Iterable[bytes], source_id: str, pattern: Pattern, *, styl
     for chunk in chunks:
         g.feed(chunk)
     return g.text(style, expected_lines=expected_lines)
-
-
-def _invalid(message: str) -> InvalidRequest:
-    """A refused request (:mod:`s3spill.errors`, ~0.75 ms of a CLI grep's imports, loads only then)."""
-    from s3spill.errors import InvalidRequest
-
-    return InvalidRequest(message)
 
 
 def _damaged(message: str) -> IntegrityError:

@@ -45,7 +45,7 @@ class Pattern:
         if not self._match.ok():
             why = self._match.error()
             why = why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)
-            raise _invalid(f"invalid regular expression {pattern[:80]!r}: {why} (RE2 syntax: "
+            raise refused(f"invalid regular expression {pattern[:80]!r}: {why} (RE2 syntax: "
                            "no backreferences or lookarounds)")
         self._anchor: Any = re2.RE2.Anchor.UNANCHORED
 
@@ -74,16 +74,17 @@ class Pattern:
 
 def compile_pattern(pattern: str, *, ignore_case: bool = False) -> Pattern:
     if not isinstance(pattern, str) or not pattern or len(pattern) > MAX_PATTERN_CHARS:
-        raise _invalid(f"pattern must be 1-{MAX_PATTERN_CHARS} characters")
+        raise refused(f"pattern must be 1-{MAX_PATTERN_CHARS} characters")
     try:
         pattern.encode("utf-8")
     except UnicodeEncodeError:
-        raise _invalid("pattern must be valid UTF-8 text") from None
+        raise refused("pattern must be valid UTF-8 text") from None
     return Pattern(pattern, ignore_case=ignore_case)
 
 
-def _invalid(message: str) -> InvalidRequest:
-    """A refused pattern (:mod:`s3spill.errors`, ~0.75 ms of a CLI grep's imports, loads only then)."""
+def refused(message: str) -> InvalidRequest:
+    """A refused grep request (:mod:`s3spill.errors`, ~0.75 ms of a CLI grep's imports, loads
+    only then; the engine refuses with it too)."""
     from s3spill.errors import InvalidRequest
 
     return InvalidRequest(message)
