@@ -13,6 +13,15 @@ change on the shared machine hits both sides; each is the median wall-clock time
 the median CPU time (user+sys from ``wait4``) beside it, which load inflates far less.
 Request counts (section ``s3``) are what the boto3 client sent to a moto server, so they
 do not depend on load at all. The last table lists each figure with its goal.
+
+Which install the processes run (``--install``): by default a wheel of this checkout in a
+scratch venv, as a user's ``pip install s3spill`` leaves it, whose dependencies are found
+through a ``.pth`` line naming this interpreter's site-packages. Not the development venv's
+editable install (``--install editable``): setuptools' finder, imported by its ``.pth`` in
+every process, costs ~25 ms and imports pathlib, re, urllib.parse and more before ``main``
+runs, so both sides of each ratio carried it and our side found modules already loaded that
+the plain side never needs (measured so until wave 12: hook 1.06x became 1.72x, ``run``
+1.3x became 2.1x, ``read`` 1.19x became 1.44x).
 """
 
 from __future__ import annotations
@@ -34,10 +43,39 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 PY = sys.executable
-#: The command as a harness runs it: the console script of this interpreter's environment
-#: (``python -m s3spill`` adds runpy's ~1 ms), with PYTHONPATH pointing at this checkout.
+#: The command as a harness runs it: the console script of the environment measured
+#: (``python -m s3spill`` adds runpy's ~1 ms); :func:`use_interpreter` sets both.
 _SCRIPT = Path(sys.executable).with_name("s3spill")
 S3SPILL = [str(_SCRIPT)] if _SCRIPT.exists() else [PY, "-m", "s3spill"]
+#: Run the processes of the wheel's venv without PYTHONPATH (its own s3spill), or this checkout's.
+_CHECKOUT_ON_PATH = True
+
+
+def wheel_venv(tmp: Path) -> Path:
+    """A scratch venv holding a wheel of this checkout, its dependencies found through a ``.pth``
+    line naming this interpreter's site-packages (whose ``.pth`` files, the editable install's
+    among them, are not run: only a site directory's are); its interpreter."""
+    import sysconfig
+
+    wheels, venv = tmp / "wheel", tmp / "venv"
+    subprocess.run([PY, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(ROOT)],
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([PY, "-m", "venv", str(venv)], check=True)  # its own pip: the console script's shebang
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    (site / "zz-deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    (wheel,) = wheels.glob("s3spill-*.whl")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([python, "-m", "compileall", "-q", str(site / "s3spill")], check=True)
+    return python
+
+
+def use_interpreter(python: Path, *, checkout_on_path: bool) -> None:
+    """Measure ``python``'s environment: its interpreter and console script."""
+    global PY, S3SPILL, _CHECKOUT_ON_PATH
+    PY, S3SPILL, _CHECKOUT_ON_PATH = str(python), [str(python.with_name("s3spill"))], checkout_on_path
 SESSION = "costs-bench"
 #: What the read section's grep looks for: every 50th line of its log is an ERROR line.
 GREP_PATTERN = "ERROR"
@@ -125,8 +163,10 @@ def interleaved(cmds: dict[str, Cmd], rounds: int, env: dict[str, str]) -> dict[
 
 
 def bench_env(store: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("S3SPILL_")}
-    env.update(PYTHONPATH=str(ROOT), S3SPILL_STORE=str(store), S3SPILL_SESSION=SESSION)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("S3SPILL_") and k != "PYTHONPATH"}
+    env.update(S3SPILL_STORE=str(store), S3SPILL_SESSION=SESSION)
+    if _CHECKOUT_ON_PATH:
+        env["PYTHONPATH"] = str(ROOT)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
@@ -319,7 +359,7 @@ def section_cli(report: Report, env: dict[str, str], rounds: int) -> None:
 
 FIRST_CALL = """
 import json, sys, time
-sys.path.insert(0, {root!r})
+sys.path.append({root!r})  # benchmarks.plain; s3spill as the environment measured has it
 if {ours!r}:
     from s3spill.artifacts.store import ArtifactStore
     from s3spill.store.local import LocalStore
@@ -366,13 +406,20 @@ def main() -> None:
     parser.add_argument("--gc-before", type=Path, default=None,
                         help="another checkout whose GC runs interleaved on the same population")
     parser.add_argument("--grep-big-mib", type=int, default=1024, help="the large artifact of the S3 grep")
+    parser.add_argument("--install", choices=("wheel", "editable"), default="wheel",
+                        help="the processes run a wheel of this checkout in a scratch venv (as a user's"
+                             " install), or this interpreter's environment (the editable development"
+                             " install, with PYTHONPATH on this checkout)")
     args = parser.parse_args()
     only = set(args.only.split(","))
     report = Report()
     with tempfile.TemporaryDirectory(prefix="s3spill-costs-") as tmp_s:
         tmp = Path(tmp_s)
+        if args.install == "wheel" and only & {"hook", "run", "big", "read", "cli"}:
+            use_interpreter(wheel_venv(tmp), checkout_on_path=False)
         env = bench_env(tmp / "store")
         report.raw["interpreter"] = sys.version.split()[0]
+        report.raw["install"] = args.install
         if "hook" in only:
             section_hook(report, tmp, env, args.rounds)
         if "run" in only:
