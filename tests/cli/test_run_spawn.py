@@ -96,8 +96,11 @@ def _bad_format(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(("name", "code", "said"), [
     ("no-such-command-s3spill", 127,
      "run: command not found: no-such-command-s3spill (check its name and $PATH)"),
+    ("", 127, "run: command not found: (check its name and $PATH)"),
     ("{not_executable}", 126, "run: permission denied: {not_executable} (make it executable: chmod +x)"),
     ("{directory}", 126, "run: permission denied: {directory} (make it executable: chmod +x)"),
+    ("{bad_format}", 126, "run: cannot execute: {bad_format}: Exec format error"),
+    ("{file_as_directory}", 126, "run: cannot execute: {file_as_directory}: Not a directory"),
 ])
 def test_a_command_that_cannot_start_exits_as_in_a_shell(tmp_path: Path, path: str, name: str, code: int,
                                                          said: str) -> None:
@@ -200,3 +203,12 @@ def test_the_command_inherits_stdin(tmp_path: Path) -> None:
                          env=_env(tmp_path), input=b"line\n", capture_output=True, timeout=60)
     assert (got.returncode, got.stdout) == (0, b"got line\n")
 
+
+def test_a_small_run_imports_neither_subprocess_nor_selectors(tmp_path: Path) -> None:
+    """The fast path starts and watches the command without subprocess or selectors (~17 ms of
+    imports: locale, re, enum, threading, signal)."""
+    probe = ("import sys\nfrom s3spill.cli import main\ncode = main(sys.argv[1:])\nsys.stdout.flush()\n"
+             "print(sorted({'subprocess', 'selectors', 'signal', 'threading', 'locale'} & set(sys.modules)))")
+    got = subprocess.run([sys.executable, "-c", probe, "run", "--", "sh", "-c", "echo hi; exit 3"],
+                         env=_env(tmp_path), capture_output=True, timeout=60, text=True)
+    assert got.stdout == "hi\n[]\n", got.stderr
