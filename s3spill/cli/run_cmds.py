@@ -1,6 +1,6 @@
 """``s3spill run``: run a command and print what a model should see of its output.
 
-The command's stdout and stderr share one pipe (``stderr=STDOUT``), so they arrive
+The command's stdout and stderr are one pipe (:mod:`.run_pipe`), so they arrive
 interleaved in the order the command wrote them, and that one stream goes through the
 Spiller as it is produced: a small output is printed as it is, a large one is stored
 and replaced by a preview plus a pointer. The exit status is the command's own (a
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,7 +25,7 @@ from pathlib import Path
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.live_cmds import add_background_flags, run_background
 from s3spill.cli.policy_args import add_cap_flag, policy_from_args
-from s3spill.cli.run_pipe import HELD_OPEN_NOTE, Pipe, exit_status, start
+from s3spill.cli.run_pipe import HELD_OPEN_NOTE, Pipe, Process, exit_status, start
 from s3spill.cli.voice import say
 from s3spill.context.policy import SpillPolicy
 from s3spill.log import get_logger
@@ -105,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     return _spill(args, session, store, proc, pipe, pipe)
 
 
-def continue_run(args: argparse.Namespace, proc: subprocess.Popen[bytes], pipe: Pipe,
+def continue_run(args: argparse.Namespace, proc: Process, pipe: Pipe,
                  read: bytes, rest: Iterable[bytes]) -> int:
     """The full path for a command :mod:`.run_fast` started: ``read`` came first, then ``rest``.
 
@@ -130,7 +129,7 @@ def _store_or_stand_in(args: argparse.Namespace) -> ObjectStore:
         return UnopenedStore(getattr(args, "store", None), describe_error(exc))
 
 
-def _spill(args: argparse.Namespace, session: str, store: ObjectStore, proc: subprocess.Popen[bytes],
+def _spill(args: argparse.Namespace, session: str, store: ObjectStore, proc: Process,
            pipe: Pipe, output: Iterable[bytes]) -> int:
     assert proc.stdout is not None
     loaded = policy_from_args(args)

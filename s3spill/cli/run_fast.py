@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Sequence
 
 TYPE_CHECKING = False  # not imported from typing: the fast paths skip that import
-if TYPE_CHECKING:
-    import subprocess
+if TYPE_CHECKING:  # nor collections.abc, whose package imports heapq, keyword, operator, reprlib
+    from collections.abc import Iterator, Sequence
 
-    from s3spill.cli.run_pipe import Pipe
+    from s3spill.cli.run_pipe import Pipe, Process
 
 #: The shell policy's threshold is 30,000 characters; a character is at least one byte,
 #: so an output of at most this many bytes is under it (tests check it against SpillPolicy).
@@ -59,7 +58,7 @@ class Started:
     (A plain class: ``dataclasses`` imports ``inspect``, a few ms this path does not have.)
     """
 
-    def __init__(self, proc: subprocess.Popen[bytes], pipe: Pipe, read: bytes,
+    def __init__(self, proc: Process, pipe: Pipe, read: bytes,
                  rest: Iterator[bytes]) -> None:
         self.proc = proc
         self.pipe = pipe
