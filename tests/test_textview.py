@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import unicodedata
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from s3spill import textview
 
@@ -29,3 +34,25 @@ def test_the_text_module_loads_no_unicode_database() -> None:
             " print('unicodedata' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+_UNITS = ["a", "\\", "\u00e9", "\u4e2d", "\U0001f600", "\udc80", "\udcff", "\udc7f", "\ud800", "\udfff", "\n"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_UNITS), max_size=12).map("".join) | st.text(max_size=20))
+def test_the_search_free_answers_are_the_regular_expressions(text: str) -> None:
+    """``has_bad_bytes`` and ``cost``, which skip the search for surrogate-free text, answer as
+    the search of ``[\\udc80-\\udcff]`` does: lone surrogates outside that range included."""
+    bad = len(re.findall("[\udc80-\udcff]", text))
+    assert textview.has_bad_bytes(text) is (bad > 0)
+    assert textview.cost(text) == len(text) + text.count("\\") + 3 * bad
+
+
+def test_valid_text_is_shown_without_importing_re() -> None:
+    """A page or grep of valid UTF-8, ASCII or not, never imports ``re`` (~4 ms with ``enum``)."""
+    code = ("import sys; from s3spill import textview; t = 'caf\\u00e9 \\u4e2d'; textview.escape(t);"
+            " textview.cost(t); textview.has_bad_bytes(t); print('re' in sys.modules)")
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])}).stdout
+    assert out.split() == ["False"]

@@ -11,12 +11,12 @@ Importing this package loads the exit-code table only: argparse, logging, the st
 and the failure table (which needs pydantic) are imported when a command is parsed, so
 the hook's "nothing to do" (:mod:`.fastpath`) and a small ``run`` (:mod:`.run_fast`)
 cost about what the interpreter's own start costs. ``TYPE_CHECKING = False`` instead of
-importing it from :mod:`typing` saves that import too (mypy reads it the same way).
+importing it from :mod:`typing` saves that import too (mypy reads it the same way), and
+``functools`` (with ``collections``, ~3 ms) loads only where a started ``run`` goes on.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 
@@ -167,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     log.configure(level="DEBUG" if args.debug else args.log_level)
     if started is not None:  # the command runs already: the full path continues it
+        import functools
+
         from s3spill.cli.run_cmds import continue_run
 
         args.func = functools.partial(continue_run, proc=started.proc, pipe=started.pipe,

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+
+TYPE_CHECKING = False  # not from typing, nor collections.abc (the collections package) at run time
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 #: Payloads up to this many bytes cannot hold anything over the hooks' thresholds (the
 #: smallest of them, the 25,000-token budget; tests/test_hooks.py checks it against

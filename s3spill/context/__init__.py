@@ -12,8 +12,6 @@ renderer; a hook or ``s3spill run`` of a small output pays only for what it uses
 
 from __future__ import annotations
 
-import importlib
-
 TYPE_CHECKING = False  # not imported from typing: the fast paths skip that import
 if TYPE_CHECKING:
     from s3spill.context.block_plan import BlockPlan as BlockPlan
@@ -102,6 +100,8 @@ def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 's3spill.context' has no attribute {name!r}")
+    import importlib  # here, not at the top: the package and warnings, ~1 ms of a page read
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -13,7 +13,6 @@ with :class:`InvalidRequest` rather than hold a worker (or an MCP server) indefi
 from __future__ import annotations
 
 import time
-from collections import deque
 
 from s3spill.artifacts.grep.found import Excerpt, Found, excerpt, footer_line, prefix, render_rows
 from s3spill.artifacts.grep.long_line import LongLine
@@ -67,7 +66,8 @@ class Grep:
         self.line_start = 0
         self.carry = b""
         self.long: LongLine | None = None
-        self.before: deque[tuple[int, str]] = deque(maxlen=context)
+        #: The last ``context`` lines read (number, excerpt), oldest first (:meth:`_remember`).
+        self.before: list[tuple[int, str]] = []
         self.open: list[_Open] = []
         self.bytes = 0
         #: The pattern for whole-block candidate search, when block and per-line matching
@@ -192,7 +192,7 @@ class Grep:
             tail = raw[pos : end - 1].rsplit(b"\n", self.context)[-min(lines, self.context):]
             first = self.line_no + lines - len(tail) + 1
             for i, line in enumerate(tail):
-                self.before.append((first + i, prefix(line)))
+                self._remember(first + i, prefix(line))
         self.line_no += lines
         self.line_start += end - pos
 
@@ -218,7 +218,7 @@ class Grep:
                 col = units(raw[:found]) if col is None else col
                 self._keep(number, self.line_start + found, col, excerpt(number, text(raw), col))
         if self.context:
-            self.before.append((number, prefix(raw)))
+            self._remember(number, prefix(raw))
         self.line_start += len(raw) + int(newline)
         self.line_no += 1
 
@@ -237,9 +237,17 @@ class Grep:
         elif long.windows > 1:
             self.inexact_lines += 1
         if self.context:
-            self.before.append((number, long.head))
+            self._remember(number, long.head)
         self.line_start += long.fed + (1 if newline_at is not None else 0)
         self.line_no += 1
+
+    def _remember(self, number: int, shown: str) -> None:
+        """Keep line ``number`` as before-context, the oldest dropped past ``context`` lines (a
+        list of at most 21, not ``collections.deque(maxlen=...)``: ``collections`` is ~3 ms of
+        a CLI grep's imports that nothing else there needs)."""
+        self.before.append((number, shown))
+        if len(self.before) > self.context:
+            del self.before[0]
 
     def _keep(self, number: int, byte: int, col: int, line: Excerpt) -> None:
         self.kept += 1

@@ -11,8 +11,6 @@ capped at :data:`MAX_PROGRAM_BYTES`; a pattern needing more is refused with
 
 from __future__ import annotations
 
-import re
-
 from s3spill.context.secrets.re2_light import binding
 
 TYPE_CHECKING = False  # not from typing (~2 ms): the CLI's fast grep compiles with this module
@@ -33,7 +31,7 @@ class Pattern:
         self.pattern = pattern
         self.ignore_case = ignore_case
         # Python's \Z is RE2's \z; other escapes mean the same in both.
-        source = re.sub(r"(?<!\\)((?:\\\\)*)\\Z", r"\1\\z", pattern) if "\\Z" in pattern else pattern
+        source = _end_of_text(pattern) if "\\Z" in pattern else pattern
         self._source = f"(?m){source}" if multiline else source
         # RE2's binding, as google-re2's ``re2.compile`` builds the expression (UTF-8, these
         # options, the rest at their defaults), without the package's ``__init__`` in a
@@ -70,6 +68,14 @@ class Pattern:
 
     def for_blocks(self) -> Pattern:
         return Pattern(self.pattern, ignore_case=self.ignore_case, multiline=True)
+
+
+def _end_of_text(pattern: str) -> str:
+    """``pattern`` with each ``\\Z`` that is not an escaped backslash's ``Z`` spelled ``\\z``
+    (``re`` loads here: a CLI grep of another pattern never imports it, ~4 ms with enum)."""
+    import re
+
+    return re.sub(r"(?<!\\)((?:\\\\)*)\\Z", r"\1\\z", pattern)
 
 
 def compile_pattern(pattern: str, *, ignore_case: bool = False) -> Pattern:

@@ -13,8 +13,6 @@ detector (detect-secrets' import and the RE2 sets cost ~0.2 s).
 
 from __future__ import annotations
 
-import importlib
-
 TYPE_CHECKING = False  # not imported from typing: the fast paths skip that import
 if TYPE_CHECKING:
     from s3spill.context.secrets.detector import Finding as Finding
@@ -49,6 +47,8 @@ def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 's3spill.context.secrets' has no attribute {name!r}")
+    import importlib  # here, not at the top: the package and warnings, ~1 ms of a page read
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
