@@ -53,8 +53,8 @@ def __getattr__(name: str) -> object:
 def _fast_paths(argv: list[str], program: bool = False) -> int | Started | None:
     """A fast path's exit status, a command ``run``'s fast path started, or None (parse in full).
 
-    ``program``: this process is the ``s3spill`` command (:func:`_as_program`), so a read or
-    grep answered here may end it on the spot (:func:`_exit_now`)."""
+    ``program``: this process is the ``s3spill`` command (:func:`_as_program`), so a read, a
+    grep or a small ``run`` answered here may end it on the spot (:func:`_exit_now`)."""
     if argv == ["--version"]:  # what argparse's version action prints, without every parser
         from s3spill._version import __version__
 
@@ -81,16 +81,24 @@ def _fast_paths(argv: list[str], program: bool = False) -> int | Started | None:
                 _exit_now(code)
             return code
     if "run" in argv:
-        from s3spill.cli.run_fast import fast_run
-
-        try:
-            return fast_run(argv)
-        except KeyboardInterrupt:
-            return _INTERRUPTED
-        except BrokenPipeError:
-            _silence_stdout()
-            return _BROKEN_PIPE
+        done = _fast_run(argv)
+        if program and isinstance(done, int):  # the command ran and was answered: end as a read does
+            _exit_now(done)
+        return done
     return None
+
+
+def _fast_run(argv: list[str]) -> int | Started | None:
+    """:func:`~s3spill.cli.run_fast.fast_run`, with the exit codes of an interrupt or a closed pipe."""
+    from s3spill.cli.run_fast import fast_run
+
+    try:
+        return fast_run(argv)
+    except KeyboardInterrupt:
+        return _INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return _BROKEN_PIPE
 
 
 def _fast_read(argv: list[str]) -> int | None:

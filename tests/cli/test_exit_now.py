@@ -1,4 +1,5 @@
-"""A read or grep the ``s3spill`` command answered on its fast path ends the process at once (issue 35)."""
+"""A read, grep or small run the ``s3spill`` command answered on its fast path ends the process at once
+(issue 35)."""
 
 from __future__ import annotations
 
@@ -66,3 +67,12 @@ def test_main_called_by_another_program_returns(tmp_path: Path) -> None:
     code = f"import sys\nfrom s3spill.cli import main\nsys.argv[1:] = ['read', {sid!r}]\nprint('got', main())"
     child = _child(["-c", code], tmp_path)
     assert child.returncode == 0 and child.stdout.endswith(b"got 0\n") and b"1\tone" in child.stdout
+
+
+def test_a_small_run_answered_by_the_command_prints_all_and_keeps_the_exit_code(tmp_path: Path) -> None:
+    """``python -m s3spill run`` of a small output ends at once with the command's status, what
+    it printed on stdout and stderr flushed to the pipe in order."""
+    for script, code in (("printf 'out\\n'; printf 'err\\n' >&2; exit 7", 7), ("seq 1 3000", 0)):
+        child = _child(["-m", "s3spill", "run", "--", "sh", "-c", script], tmp_path)
+        expected = b"out\nerr\n" if code == 7 else b"".join(b"%d\n" % i for i in range(1, 3001))
+        assert (child.returncode, child.stdout, child.stderr) == (code, expected, b"")
