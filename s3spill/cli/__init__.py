@@ -24,6 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from subprocess import Popen
+    from typing import TypeVar
 
     from s3spill.cli.parser import COMMAND_HOMES as COMMAND_HOMES
     from s3spill.cli.parser import COMMAND_MODULES as COMMAND_MODULES
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from s3spill.cli.parser import env_name as env_name
     from s3spill.cli.parser import settings_table as settings_table
     from s3spill.cli.run_fast import Started
+
+    _T = TypeVar("_T")
 
 #: The exit codes the fast paths return, as :class:`~s3spill.cli.exitcodes.ExitCode` has
 #: them (a test checks): the table's module (an ``IntEnum``) loads only on the full path.
@@ -92,13 +95,7 @@ def _fast_run(argv: list[str]) -> int | Started | None:
     """:func:`~s3spill.cli.run_fast.fast_run`, with the exit codes of an interrupt or a closed pipe."""
     from s3spill.cli.run_fast import fast_run
 
-    try:
-        return fast_run(argv)
-    except KeyboardInterrupt:
-        return _INTERRUPTED
-    except BrokenPipeError:
-        _silence_stdout()
-        return _BROKEN_PIPE
+    return _answered(fast_run, argv)
 
 
 def _fast_read(argv: list[str]) -> int | None:
@@ -106,8 +103,13 @@ def _fast_read(argv: list[str]) -> int | None:
     interrupt or a closed pipe."""
     from s3spill.cli.read_fast import fast_read
 
+    return _answered(fast_read, argv)
+
+
+def _answered(fast: Callable[[list[str]], _T], argv: list[str]) -> _T | int:
+    """``fast(argv)``; an interrupt or a closed stdout as the exit codes the full path gives them."""
     try:
-        return fast_read(argv)
+        return fast(argv)
     except KeyboardInterrupt:
         return _INTERRUPTED
     except BrokenPipeError:

@@ -121,21 +121,16 @@ def start(cmd: Sequence[str]) -> Process | int:
         if not cmd[0]:  # no $PATH holds it (posix_spawnp would raise ValueError)
             raise FileNotFoundError(cmd[0])
         return spawn(cmd)
-    except FileNotFoundError:
+    except OSError as exc:
         from s3spill.cli.voice import say
 
-        print(say(f"run: command not found: {cmd[0]}", "check its name and $PATH"), file=sys.stderr)
-        return EXIT_NOT_FOUND
-    except PermissionError:
-        from s3spill.cli.voice import say
-
-        print(say(f"run: permission denied: {cmd[0]}", "make it executable: chmod +x"),
-              file=sys.stderr)
-        return EXIT_NOT_EXECUTABLE
-    except OSError as exc:  # not an executable format, a file as a directory, ...
-        from s3spill.cli.voice import say
-
-        print(say(f"run: cannot execute: {cmd[0]}: {exc.strerror or exc}"), file=sys.stderr)
+        if isinstance(exc, FileNotFoundError):
+            print(say(f"run: command not found: {cmd[0]}", "check its name and $PATH"), file=sys.stderr)
+            return EXIT_NOT_FOUND
+        if isinstance(exc, PermissionError):
+            print(say(f"run: permission denied: {cmd[0]}", "make it executable: chmod +x"), file=sys.stderr)
+        else:  # not an executable format, a file as a directory, ...
+            print(say(f"run: cannot execute: {cmd[0]}: {exc.strerror or exc}"), file=sys.stderr)
         return EXIT_NOT_EXECUTABLE
 
 

@@ -61,6 +61,20 @@ def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+
+def site_free_env(tmp_path: Path, session: str) -> dict[str, str]:
+    """The environment of a ``python -S`` child that imports this checkout and the venv's
+    site-packages by hand: no ``site`` and no ``.pth``, so the editable install's finder cannot
+    import anything before ``main`` (as nothing does in a regular install's process)."""
+    import sysconfig
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("S3SPILL_", "PYTHON"))}
+    env.update(PYTHONPATH=os.pathsep.join((str(ROOT), sysconfig.get_path("purelib"))),
+               S3SPILL_STORE=str(tmp_path / "store"), S3SPILL_SESSION=session,
+               XDG_CONFIG_HOME=str(tmp_path / "none"))
+    return env
+
+
 @pytest.fixture
 def probe(tmp_path: Path) -> Callable[..., dict[str, Any]]:
     """``probe(args, stdin=b"")``: main(args) in a child; its code, printed text and modules."""

@@ -12,14 +12,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.store.local import LocalStore
-from tests.cli.conftest import ROOT
+from tests.cli.conftest import site_free_env
 
 #: Modules the read, grep and hook fast paths once imported and do not need: ``functools``
 #: (and the ``collections`` and ``types`` it pulls in), ``re`` (and ``enum``), the
@@ -39,12 +38,8 @@ TEXT = (b"one\ntwo status=200 path=/api/v1/items/00000014\n" * 200 + "caf\u00e9 
 def _child(tmp_path: Path, argv: list[str], stdin: bytes = b"") -> tuple[int, str, set[str]]:
     """``main(argv)`` in ``python -S`` with the checkout and the venv's site-packages on its path:
     (exit code, stdout, modules imported)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("S3SPILL_", "PYTHON"))}
-    env.update(PYTHONPATH=os.pathsep.join((str(ROOT), sysconfig.get_path("purelib"))),
-               S3SPILL_STORE=str(tmp_path / "store"), S3SPILL_SESSION="fast",
-               XDG_CONFIG_HOME=str(tmp_path / "none"))
     proc = subprocess.run([sys.executable, "-S", "-c", PROBE, *argv], input=stdin, capture_output=True,
-                          env=env, timeout=60, check=True)
+                          env=site_free_env(tmp_path, "fast"), timeout=60, check=True)
     code, *modules = proc.stderr.decode().rpartition("\n@modules\n")[2].split("\n")
     return int(code), proc.stdout.decode(), set(modules)
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import sysconfig
 import tomllib
 from pathlib import Path
 
-from tests.cli.conftest import ROOT
+from tests.cli.conftest import ROOT, site_free_env
 
 LAUNCHER = ROOT / "launcher" / "s3spill"
 
@@ -17,12 +16,9 @@ LAUNCHER = ROOT / "launcher" / "s3spill"
 def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     """The launcher under ``python -S -X importtime`` with the checkout and site-packages on its path
     by hand (no ``.pth``, so the editable install's finder imports nothing first)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("S3SPILL_", "PYTHON"))}
-    env.update(PYTHONPATH=os.pathsep.join((str(ROOT), sysconfig.get_path("purelib"))),
-               S3SPILL_STORE=str(tmp_path / "store"), S3SPILL_SESSION="launcher",
-               XDG_CONFIG_HOME=str(tmp_path / "none"))
     return subprocess.run([sys.executable, "-S", "-X", "importtime", str(LAUNCHER), *argv],
-                          capture_output=True, text=True, env=env, timeout=60, check=False)
+                          capture_output=True, text=True, env=site_free_env(tmp_path, "launcher"), timeout=60,
+                          check=False)
 
 
 def _imported(stderr: str) -> set[str]:

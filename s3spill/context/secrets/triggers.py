@@ -53,19 +53,20 @@ _UNIONS: dict[str, Callable[[bytes], object]] = {}
 
 def _union(exact: bool) -> Callable[[bytes], object]:
     """The union of every rule's trigger (``exact``) or of the prefilters, compiled once."""
-    name = "exact" if exact else "prefilters"
-    found = _UNIONS.get(name)
-    if found is None:
-        found = _UNIONS[name] = _compiled("|".join(f"(?:{TRIGGERS[k] if exact else prefilter(k)})"
-                                                   for k in TRIGGERS))
-    return found
+    return _once("exact" if exact else "prefilters",
+                 lambda: "|".join(f"(?:{TRIGGERS[k] if exact else prefilter(k)})" for k in TRIGGERS))
 
 
 def _sieve_union() -> Callable[[bytes], object]:
     """The union of the sieves (:func:`sieve`), compiled once."""
-    found = _UNIONS.get("sieves")
+    return _once("sieves", lambda: "|".join(f"(?:{sieve(k)})" for k in TRIGGERS))
+
+
+def _once(name: str, pattern: Callable[[], str]) -> Callable[[bytes], object]:
+    """The union ``name``, compiled from ``pattern()`` the first time it is asked for."""
+    found = _UNIONS.get(name)
     if found is None:
-        found = _UNIONS["sieves"] = _compiled("|".join(f"(?:{sieve(k)})" for k in TRIGGERS))
+        found = _UNIONS[name] = _compiled(pattern())
     return found
 
 
