@@ -21,12 +21,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from s3spill.config import MiB, TransferConfig
 from s3spill.store import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.store.s3.store import S3Store
 from s3spill.testing import EmbeddedS3
+from tests.examples import PROFILE
 from tests.store.endpoint import ENDPOINT_PARAMS, endpoint_env, endpoint_store
 
 # Bytecode is written even under PYTHONDONTWRITEBYTECODE (to the gitignored __pycache__
@@ -36,6 +38,14 @@ from tests.store.endpoint import ENDPOINT_PARAMS, endpoint_env, endpoint_store
 # Set here, before the xdist workers start, so that they and every child inherit it.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+
+# Hypothesis profiles, loaded before any test module builds its settings (tests/examples.py):
+# ``suite`` for the README's command, ``thorough`` (S3SPILL_HYPOTHESIS_PROFILE=thorough) for
+# .ci/run's step after it. A test without a count of its own gets Hypothesis's 100 examples in
+# both; a costly one names both of its counts with ``examples(suite=..., thorough=...)``.
+hypothesis_settings.register_profile("suite", max_examples=100)
+hypothesis_settings.register_profile("thorough", max_examples=100)
+hypothesis_settings.load_profile(PROFILE)
 
 BACKENDS = ["local", "moto", *ENDPOINT_PARAMS]
 TEST_BUCKET = "s3spill-test"

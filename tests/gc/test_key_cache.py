@@ -11,6 +11,7 @@ import s3spill.gc.key_cache as key_cache
 from s3spill import keys
 from s3spill.errors import InvalidKey
 from s3spill.gc.key_cache import parse_listed_key
+from tests.examples import examples
 
 _SH = keys.session_hash("session-1")
 _NAME = keys.new_artifact_name("bash")
@@ -25,7 +26,7 @@ _SEGMENT = st.one_of(
 )
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(suite=500, thorough=3000), deadline=None)
 @given(st.lists(_SEGMENT, min_size=1, max_size=7))
 def test_agrees_with_parse_key_on_hostile_keys(segments: list[str]) -> None:
     """Any string made of layout-like and arbitrary segments is classified as parse_key classifies it."""

@@ -21,6 +21,7 @@ from s3spill.store.base import ObjectStore
 from s3spill.store.local import LocalStore
 from s3spill.testing import child_env
 from s3spill.typed.cuts import json_head_cut, json_tail_start
+from tests.examples import examples
 from tests.spill.outputs import preview_part, source_id_of
 from tests.typed.samples import one_line_json
 
@@ -162,7 +163,7 @@ _JSON = st.recursive(
     max_leaves=40)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(suite=125, thorough=500), deadline=None)
 @given(_JSON, st.integers(1, 400), st.integers(1, 400), st.booleans())
 @example([",]"], 1, 4, False)  # a tail window ',]"]' that starts inside a string (was cut there)
 def test_cuts_always_fall_after_a_structural_comma(value: Any, h: int, t: int, pretty: bool) -> None:
