@@ -7,7 +7,7 @@ not a test's explicit settings), so a property test whose examples are costly sa
 counts: ``@settings(max_examples=examples(suite=15, thorough=60))``. The suite runs the first;
 ``.ci/run``'s thorough step runs every file that calls :func:`examples` (its ``THOROUGH_FILES``,
 which ``tests/test_examples.py`` keeps complete) with the second, the count each test had before
-the suite was given a budget.
+the suite was given a budget. A seeded random loop that is costly takes its count the same way.
 """
 
 from __future__ import annotations
