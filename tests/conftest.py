@@ -101,10 +101,19 @@ def moto_server() -> Iterator[EmbeddedS3]:
         yield s3
 
 
+@pytest.fixture(scope="session")
+def _server_session(moto_server: EmbeddedS3) -> boto3.session.Session:
+    """One boto3 session (the server's throwaway credentials) per worker for the ``server_store``
+    clients, as ``_moto_session`` is for ``moto_store``'s: each test still gets a client of its own."""
+    return moto_server.session()
+
+
 @pytest.fixture
-def server_store(moto_server: EmbeddedS3) -> Iterator[S3Store]:
+def server_store(moto_server: EmbeddedS3, _server_session: boto3.session.Session) -> Iterator[S3Store]:
     """The S3 backend over HTTP against ``moto_server``, under a prefix of its own."""
-    store: S3Store = moto_server.store(TEST_BUCKET, f"t/{uuid.uuid4().hex}", TEST_CONFIG)
+    # EmbeddedS3.store, but with the worker's session (its store() makes a new one each time).
+    store = S3Store(TEST_BUCKET, f"t/{uuid.uuid4().hex}", config=TEST_CONFIG,
+                    endpoint_url=moto_server.endpoint_url, session=_server_session)
     yield store
     store.close()
 
