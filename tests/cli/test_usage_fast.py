@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,26 @@ def test_the_shown_line_in_pieces_is_the_recorders_on_hostile_texts(text: str) -
     assert event is not None
     event.id = json.loads(pieces[0])["id"]
     assert (b"".join(pieces), facts_len) == part_body([event])
+
+
+@settings(max_examples=500, deadline=None)
+@given(ns=st.one_of(st.integers(0, 253_402_300_799_999_999_999), st.sampled_from([
+    0, 999, 1_000, 999_999_999, 1_000_000_000, 1_764_770_400_000_000_000, 1_764_770_400_000_000_999,
+    1_764_770_400_000_001_000, 1_764_770_400_999_999_999, 253_402_300_799_999_999_999])))
+def test_the_clock_reading_is_datetimes(ns: int) -> None:
+    """At any clock reading (whole seconds, sub-microsecond rests and the last second of 9999
+    included): the local store's ``datetime.now(UTC).isoformat()`` and local_record's microseconds."""
+    when = local_record._EPOCH + timedelta(microseconds=ns // 1000)  # datetime floors the clock so
+    assert usage_fast._stamped(ns) == (when.isoformat(), (when - local_record._EPOCH) // local_record._US)
+
+
+def test_the_clock_is_the_one_datetime_now_reads() -> None:
+    """Read between two ``datetime.now(UTC)``, the stamp falls between them, and reads back."""
+    before = datetime.now(UTC)
+    iso, micros = usage_fast._now()
+    after = datetime.now(UTC)
+    stamp = datetime.fromisoformat(iso)
+    assert before <= stamp <= after and (stamp - local_record._EPOCH) // local_record._US == micros
 
 
 def test_event_ids_are_one_prefix_and_a_counter_per_process() -> None:
