@@ -160,10 +160,22 @@ def _started(tmp_path: Path, path: str) -> tuple[subprocess.Popen[bytes], Path]:
                             env=_env(tmp_path, path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     deadline = time.monotonic() + 30
-    while not mark.exists():
+    while not (mark.exists() and _sleep_in_group(proc.pid)):
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
         time.sleep(0.02)
     return proc, mark
+
+
+def _sleep_in_group(pgid: int) -> bool:
+    """Whether ``sleep`` runs in the group: a signal sent before its exec could reach the shell
+    between commands, which (as every shell waiting on a child that exits normally) carries on
+    to the next one, so the test's Ctrl-C would not stop the command: it raced the shell."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            comm, _, rest = stat.read_text().rpartition(")")
+            if comm.endswith("(sleep") and int(rest.split()[2]) == pgid:
+                return True
+    return False
 
 
 @PATHS
