@@ -58,17 +58,24 @@ def wheel_venv(tmp: Path) -> Path:
     import sysconfig
 
     wheels, venv = tmp / "wheel", tmp / "venv"
+    # Without PYTHONPATH: on it, the checkout's own s3spill.egg-info (left by the wheel's build)
+    # is "s3spill 0.1.0 already installed" to pip, which then installs nothing into the venv.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     subprocess.run([PY, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(ROOT)],
-                   check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([PY, "-m", "venv", str(venv)], check=True)  # its own pip: the console script's shebang
+                   check=True, stdout=subprocess.DEVNULL, env=env)
+    subprocess.run([PY, "-m", "venv", str(venv)], check=True, env=env)  # its own pip: the script's shebang
     python = venv / "bin" / "python"
     site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                               check=True, capture_output=True, text=True).stdout.strip())
+                               check=True, capture_output=True, text=True, env=env).stdout.strip())
     (site / "zz-deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
     (wheel,) = wheels.glob("s3spill-*.whl")
     subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
-                   check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([python, "-m", "compileall", "-q", str(site / "s3spill")], check=True)
+                   check=True, stdout=subprocess.DEVNULL, env=env)
+    subprocess.run([python, "-m", "compileall", "-q", str(site / "s3spill")], check=True, env=env)
+    found = subprocess.run([python, "-c", "import s3spill; print(s3spill.__file__)"], check=True,
+                           capture_output=True, text=True, env=env, cwd=tmp).stdout.strip()
+    if not (python.with_name("s3spill").exists() and Path(found).is_relative_to(site)):
+        raise RuntimeError(f"the scratch venv does not run the wheel of {ROOT}: s3spill is {found}")
     return python
 
 

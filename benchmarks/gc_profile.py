@@ -9,7 +9,9 @@ and the per-object steps are timed on every object, so each step is shown net of
 timers (calibrated on a timed no-op), the timers' cost is a row of its own, and the phase's
 CPU without them is the last row; what no step names is "the rest". Apply's
 per-artifact figures are per deleted artifact. ``--signed`` plans and applies with a
-plan key, so apply skips re-reading the commit records.
+plan key, so apply skips re-reading the commit records. Each phase's headline also splits
+the process's CPU into Python (with its libraries) and the kernel (``os.times``): what the
+system calls themselves cost, which no Python change removes.
 
     python benchmarks/gc_profile.py --artifacts 2000 [--signed]
 """
@@ -78,6 +80,9 @@ APPLY_STEPS = [
      "ManifestCas._write_segment"),
     ("  both CASes: manifest written (conditional replace: file and directory fsync)", "store.local",
      "LocalStore.put_if_match"),
+    ("  both CASes: temporaries written (file created, body, record, fsync)", "store.local",
+     "LocalStore._write_temp"),
+    ("  every fsync (files and directories: CASes, deletes, run lock)", "os", "fsync"),
     ("tally of each outcome", "gc.tally", "Tally.add"),
     ("temporaries sweep", "store.local", "LocalStore.sweep_temporaries"),
 ]
@@ -111,7 +116,8 @@ class _Timers:
         self.spent: dict[str, float] = dict.fromkeys((label for label, _, _ in steps), 0.0)
         self.calls: dict[str, int] = dict.fromkeys(self.spent, 0)
         for label, module, attr in steps:
-            self._wrap(label, importlib.import_module(f"s3spill.{module}"), attr)
+            name = module if module == "os" else f"s3spill.{module}"  # os: its system calls
+            self._wrap(label, importlib.import_module(name), attr)
 
     def _wrap(self, label: str, module: Any, attr: str) -> None:
         *path, name = attr.split(".")
@@ -181,12 +187,16 @@ def _measured(label: str, fn: Callable[[], T], timers: _Timers, per: Callable[[T
     """
     inside, whole = calibration
     timers.reset()
+    before = os.times()
     started = time.thread_time()
     out = fn()
     cpu = time.thread_time() - started
+    after = os.times()
     count = per(out)
+    user, kernel = after.user - before.user, after.system - before.system
     print(f"\n{label}: {cpu * 1e3:.0f} ms CPU with the timers on, {cpu / count * 1e6:.0f} µs per artifact "
-          f"({count:,})")
+          f"({count:,}); of the process's, {user / count * 1e6:.0f} µs in Python and libraries and "
+          f"{kernel / count * 1e6:.0f} µs in the kernel (system calls: os.times, 10 ms ticks)")
     print("| step | CPU | per artifact | share |\n|---|---|---|---|")
     top = instrumented = nested = 0.0
     for step, spent in timers.spent.items():

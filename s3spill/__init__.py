@@ -21,8 +21,8 @@ read them, and the first lookup of a name reads the same lines from this file
 
 from __future__ import annotations
 
-from s3spill._version import __version__ as __version__
-
+#: The package's version (:mod:`s3spill._version`), loaded on first use by :func:`__getattr__`.
+__version__: str
 TYPE_CHECKING = False  # not imported from typing (~2 ms): the CLI fast paths skip that import
 
 if TYPE_CHECKING:
@@ -89,6 +89,11 @@ def _read_exports() -> dict[str, str]:
 
 
 def __getattr__(name: str) -> object:
+    if name == "__version__":  # its module loads on first use too: ~0.2 ms of every hook, run and read
+        from s3spill._version import __version__
+
+        globals()[name] = __version__
+        return __version__
     if name == "__all__":
         return sorted(_read_exports())
     module = _read_exports().get(name)
@@ -102,4 +107,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_read_exports()))
+    return sorted(set(globals()) | set(_read_exports()) | {"__version__"})

@@ -14,7 +14,8 @@ module gives, each the very function the package would have used:
 * :func:`loads` is ``json.loads`` of a ``str``: ``JSONDecoder.decode`` around the C scanner
   ``_json.make_scanner`` built from the same settings (whitespace skipped on both sides as
   its ``WHITESPACE`` pattern does, a BOM refused), and :func:`dumps` is ``json.dumps``
-  of a dict: the C encoder ``_json.make_encoder`` with the settings ``JSONEncoder`` gives it.
+  of a dict: the C encoder ``_json.make_encoder`` with the settings ``JSONEncoder`` gives it,
+  and :func:`json_string` is ``json.dumps`` of a ``str``: the C function that encoder calls for one.
 
 Where a C half is missing (another interpreter), the package itself is used
 (tests/test_stdlib_light.py compares both on the inputs the read path meets and on hostile
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["dumps", "loads", "sha256"]
+__all__ = ["dumps", "json_string", "loads", "sha256"]
 
 _JSON_WHITESPACE = " \t\n\r"  # json.decoder.WHITESPACE_STR, what its WHITESPACE pattern matches
 _sha256: Callable[..., Any] | None = None
@@ -131,3 +132,14 @@ def dumps(value: dict[str, Any], *, ensure_ascii: bool = True, separators: tuple
     chunks = c.make_encoder({}, _not_serializable, encode, None, key_separator, item_separator, sort_keys,
                             False, allow_nan)(value, 0)
     return "".join(chunks)
+
+
+def json_string(text: str, *, ensure_ascii: bool = True) -> str:
+    """``json.dumps(text, ensure_ascii=...)`` of a ``str``: the C function the encoder hands a string
+    to (``encode_basestring_ascii``, or ``encode_basestring``), quotes included."""
+    c = _c_json()
+    if c is None or type(text) is not str:
+        import json
+
+        return json.dumps(text, ensure_ascii=ensure_ascii)
+    return str((c.encode_basestring_ascii if ensure_ascii else c.encode_basestring)(text))

@@ -20,13 +20,16 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import boto3.session
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from s3spill.config import MiB, TransferConfig
 from s3spill.store import ObjectStore
 from s3spill.store.local import LocalStore
-from s3spill.store.s3.store import S3Store
+from s3spill.store.s3.store import S3Store, new_session
 from s3spill.testing import EmbeddedS3
+from tests.examples import PROFILE
 from tests.store.endpoint import ENDPOINT_PARAMS, endpoint_env, endpoint_store
 
 # Bytecode is written even under PYTHONDONTWRITEBYTECODE (to the gitignored __pycache__
@@ -36,6 +39,14 @@ from tests.store.endpoint import ENDPOINT_PARAMS, endpoint_env, endpoint_store
 # Set here, before the xdist workers start, so that they and every child inherit it.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+
+# Hypothesis profiles, loaded before any test module builds its settings (tests/examples.py):
+# ``suite`` for the README's command, ``thorough`` (S3SPILL_HYPOTHESIS_PROFILE=thorough) for
+# .ci/run's step after it. A test without a count of its own gets Hypothesis's 100 examples in
+# both; a costly one names both of its counts with ``examples(suite=..., thorough=...)``.
+hypothesis_settings.register_profile("suite", max_examples=100)
+hypothesis_settings.register_profile("thorough", max_examples=100)
+hypothesis_settings.load_profile(PROFILE)
 
 BACKENDS = ["local", "moto", *ENDPOINT_PARAMS]
 TEST_BUCKET = "s3spill-test"
@@ -58,13 +69,24 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return 2 * cores
 
 
+@pytest.fixture(scope="session")
+def _moto_session() -> boto3.session.Session:
+    """One boto3 session per worker for the ``moto_store`` clients (each test still gets a client
+    and a moto of its own): a new session registers botocore's ~130 built-in handlers again,
+    ~13 ms of CPU of the ~48 ms a ``moto_store`` cost, for each of the suite's ~235 of them.
+    Made after moto is imported, so its built-in handlers include moto's request stubber."""
+    import moto  # noqa: F401  (its stubber joins botocore's built-in handlers on import)
+
+    return new_session()
+
+
 @pytest.fixture
-def moto_store() -> Iterator[S3Store]:
+def moto_store(_moto_session: boto3.session.Session) -> Iterator[S3Store]:
     """The S3 backend on in-process moto, under a prefix of a fresh bucket."""
     from moto import mock_aws
 
     with mock_aws():
-        store = S3Store(TEST_BUCKET, "pfx", config=TEST_CONFIG)
+        store = S3Store(TEST_BUCKET, "pfx", config=TEST_CONFIG, session=_moto_session)
         store.client.create_bucket(Bucket=TEST_BUCKET)
         yield store
         store.close()
@@ -79,10 +101,19 @@ def moto_server() -> Iterator[EmbeddedS3]:
         yield s3
 
 
+@pytest.fixture(scope="session")
+def _server_session(moto_server: EmbeddedS3) -> boto3.session.Session:
+    """One boto3 session (the server's throwaway credentials) per worker for the ``server_store``
+    clients, as ``_moto_session`` is for ``moto_store``'s: each test still gets a client of its own."""
+    return moto_server.session()
+
+
 @pytest.fixture
-def server_store(moto_server: EmbeddedS3) -> Iterator[S3Store]:
+def server_store(moto_server: EmbeddedS3, _server_session: boto3.session.Session) -> Iterator[S3Store]:
     """The S3 backend over HTTP against ``moto_server``, under a prefix of its own."""
-    store: S3Store = moto_server.store(TEST_BUCKET, f"t/{uuid.uuid4().hex}", TEST_CONFIG)
+    # EmbeddedS3.store, but with the worker's session (its store() makes a new one each time).
+    store = S3Store(TEST_BUCKET, f"t/{uuid.uuid4().hex}", config=TEST_CONFIG,
+                    endpoint_url=moto_server.endpoint_url, session=_server_session)
     yield store
     store.close()
 

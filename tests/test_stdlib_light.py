@@ -101,6 +101,14 @@ def test_dumps_writes_what_json_dumps_writes(value: dict[str, Any], settings_: d
     assert _outcome(stdlib_light.dumps, value, **settings_) == _outcome(json.dumps, value, **settings_)
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.characters(blacklist_categories=())), ensure_ascii=st.booleans())
+def test_json_string_is_json_dumps_of_a_str(text: str, ensure_ascii: bool) -> None:
+    """Any string, lone surrogates and control characters included, is written as json.dumps writes it."""
+    ours = stdlib_light.json_string(text, ensure_ascii=ensure_ascii)
+    assert ours == json.dumps(text, ensure_ascii=ensure_ascii)
+
+
 def test_dumps_refuses_a_circular_value_as_json_does() -> None:
     """A dict that holds itself is a ValueError both ways, not a recursion."""
     looped: dict[str, Any] = {}
@@ -126,6 +134,10 @@ def test_without_the_c_halves_the_packages_answer(monkeypatch: pytest.MonkeyPatc
     for value in VALUES:
         ours = _outcome(stdlib_light.dumps, value, sort_keys=True)
         assert ours == _outcome(json.dumps, value, sort_keys=True)
+    for text in ("plain", "caf\u00e9 \x7f \"q\" \\ \n", "\ud800"):
+        for ascii_only in (True, False):
+            ours = stdlib_light.json_string(text, ensure_ascii=ascii_only)
+            assert ours == json.dumps(text, ensure_ascii=ascii_only)
 
 
 def test_in_a_fresh_process_neither_json_nor_hashlib_is_imported() -> None:

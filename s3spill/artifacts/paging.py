@@ -100,8 +100,8 @@ class Page(PlainRecord):
                  for line in self.lines]  # PageLine.render of each, in one comprehension (issue 35)
         if any(line.escaped for line in self.lines):
             rows.append(LEGEND)
-        rows.append(self.footer(style))
-        return "\n".join(rows) + "\n"
+        rows += (self.footer(style), "")  # "" for the last newline: no copy of the page to add it
+        return "\n".join(rows)
 
     def header(self) -> str:
         span = (self.lines[0].number, self.lines[-1].number) if self.lines else None

@@ -166,8 +166,9 @@ def positive(value: str) -> int:
 def duration(value: str) -> str:
     """An argparse type: a duration (``90s``, ``24h``, ``P1D``), checked while parsing so the
     usage error names its flag; kept as written, because ``gc plan`` prints it back in the
-    ``gc apply`` command it suggests."""
-    from s3spill.gc.models import parse_duration
+    ``gc apply`` command it suggests. From :mod:`s3spill.config`, its home: ``gc.models``
+    (which re-exports it) would import the whole garbage collector for one flag."""
+    from s3spill.config import parse_duration
 
     try:
         parse_duration(value)

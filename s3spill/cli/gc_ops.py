@@ -28,10 +28,12 @@ import threading
 import time
 from collections.abc import Iterator
 from types import FrameType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from s3spill.gc.planfile import CleanupPlan
 from s3spill.log import get_logger
+
+if TYPE_CHECKING:  # the GC library loads with gc_cmds, not with the parser (gc_args)
+    from s3spill.gc.planfile import CleanupPlan
 
 log = get_logger("s3spill.cli.gc")
 

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.exitcodes import ExitCode
@@ -20,10 +20,10 @@ from s3spill.cli.list_cmds import lease_rows
 from s3spill.cli.voice import say
 from s3spill.errors import ConfigError, IntegrityError, JournalCorrupt
 from s3spill.keys import SourceId
-from s3spill.leases.journal import LeaseJournal
-from s3spill.leases.owner import S3ReferenceOwner
-from s3spill.leases.reconcile import reconcile_pending, reconcile_reference
-from s3spill.leases.references import memory_reference_for, publish_memory_reference, remove_memory_reference
+
+if TYPE_CHECKING:  # the lease layer (pydantic, the store) loads when a command runs, not with the parser
+    from s3spill.leases.journal import LeaseJournal
+    from s3spill.leases.owner import S3ReferenceOwner
 
 #: Exit codes of ``journal verify`` and ``reconcile`` (from the one table).
 EXIT_CORRUPT = int(ExitCode.CORRUPT)
@@ -66,6 +66,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _open(args: argparse.Namespace) -> tuple[LeaseJournal, S3ReferenceOwner]:
+    from s3spill.leases.journal import LeaseJournal
+    from s3spill.leases.owner import S3ReferenceOwner
+
     store = store_from_args(args, create=False)  # a journal is of a store that exists
     session = session_from_args(args)
     return LeaseJournal(store, session), S3ReferenceOwner(store, session)
@@ -93,6 +96,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
             raise ConfigError(f"--retain-until {args.retain_until} is in the past: such a lease "
                               "would protect nothing",
                               hint="give a future time, or leave --retain-until out for no expiry")
+    from s3spill.leases.references import memory_reference_for, publish_memory_reference
+
     reference = memory_reference_for(journal.store, str(sid))
     result = publish_memory_reference(journal, owner, reference, transaction_id=args.txid,
                                       retain_until=until)
@@ -104,6 +109,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
+    from s3spill.leases.references import remove_memory_reference
+
     journal, owner = _open(args)
     result = remove_memory_reference(journal, owner, args.txid)
     if args.json:
@@ -177,6 +184,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
+    from s3spill.leases.reconcile import reconcile_pending, reconcile_reference
+
     journal, owner = _open(args)
     if args.txid:
         reports = [reconcile_reference(journal, owner, args.txid)]

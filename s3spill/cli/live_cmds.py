@@ -15,14 +15,15 @@ import os
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.artifact_cmds import add_show_secrets
-from s3spill.config import LiveConfig
-from s3spill.context.secrets import redact_text
 from s3spill.errors import StoreUnavailable
-from s3spill.live.supervisor import DROP_ENV
-from s3spill.store.base import ObjectStore
+
+if TYPE_CHECKING:  # pydantic and the live layer load when a command runs, not with the parser
+    from s3spill.config import LiveConfig
+    from s3spill.store.base import ObjectStore
 
 #: How long ``run --background`` waits for the supervisor to say READY.
 START_TIMEOUT = 60.0
@@ -51,6 +52,7 @@ def background_config(args: argparse.Namespace) -> LiveConfig:
     the one cap of the policy for this tool (``spill.max_stored_bytes``), narrowed by
     ``--max-bytes`` — with the head clamped under it (:class:`~s3spill.config.LiveConfig`)."""
     from s3spill.cli.policy_args import policy_from_args
+    from s3spill.config import LiveConfig
     from s3spill.context.policy import SpillPolicy
 
     loaded = policy_from_args(args)
@@ -96,6 +98,8 @@ def run_background(args: argparse.Namespace, cmd: list[str]) -> int:
         env["S3SPILL_KMS_KEY_ID"] = kms
         only_ours.append("S3SPILL_KMS_KEY_ID")
     if only_ours:
+        from s3spill.live.supervisor import DROP_ENV
+
         env[DROP_ENV] = ",".join(only_ours)
     proc = subprocess.Popen(  # noqa: S603 - our own module; the command is the user's
         [*argv, "--", *cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -163,6 +167,7 @@ def _read_line(proc: subprocess.Popen[bytes], timeout: float) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from s3spill import keys
+    from s3spill.context.secrets import redact_text
     from s3spill.live.finish import finish_live
     from s3spill.live.reader import LiveReader
 

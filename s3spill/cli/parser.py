@@ -11,7 +11,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from s3spill._version import __version__
@@ -21,7 +21,7 @@ from s3spill.cli.exitcodes import ExitCode, help_epilog
 COMMAND_MODULES: tuple[str, ...] = (
     "s3spill.cli.store_cmds",
     "s3spill.cli.demo_cmds",
-    "s3spill.cli.gc_cmds",
+    "s3spill.cli.gc_args",
     "s3spill.cli.artifact_cmds",
     "s3spill.cli.list_cmds",
     "s3spill.cli.run_cmds",
@@ -44,7 +44,7 @@ COMMAND_HOMES: dict[str, str] = {
     "grep": "s3spill.cli.artifact_cmds", "ls": "s3spill.cli.list_cmds", "run": "s3spill.cli.run_cmds",
     "doctor": "s3spill.cli.store_cmds", "demo": "s3spill.cli.demo_cmds",
     "serve-s3": "s3spill.cli.demo_cmds",
-    "gc": "s3spill.cli.gc_cmds", "mcp": "s3spill.cli.mcp_cmds",
+    "gc": "s3spill.cli.gc_args", "mcp": "s3spill.cli.mcp_cmds",
     "mcp-proxy": "s3spill.cli.proxy_cmds", "hook": "s3spill.cli.hook_cmds",
     "ref": "s3spill.cli.journal_cmds", "journal": "s3spill.cli.journal_cmds",
     "reconcile": "s3spill.cli.journal_cmds", "purge": "s3spill.cli.purge_cmds",
@@ -200,6 +200,22 @@ def command_home(argv: Sequence[str]) -> str | None:
         elif not token.startswith("-"):
             return COMMAND_HOMES.get(token)
     return None
+
+
+def deferred(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """A sub-command's ``func``: ``module.name(args)``, with ``module`` imported when it runs.
+
+    Why: building the parser imports every sub-command module (``--help``, a usage error, a
+    command without a home in :data:`COMMAND_HOMES`), so a module that registers flags must
+    not import the library its commands call; those live in ``module``, loaded for the one
+    command that runs (a gc plan does not load the live layer, ``--help`` loads neither).
+    """
+
+    def run(args: argparse.Namespace) -> int:
+        return int(getattr(importlib.import_module(module), name)(args) or 0)
+
+    run.__qualname__ = run.__name__ = name
+    return run
 
 
 def build_parser(environ: Mapping[str, str] | None = None,

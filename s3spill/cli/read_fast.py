@@ -210,7 +210,8 @@ def _page(call: dict[str, Any]) -> tuple[str, dict[str, object]]:
     facts: dict[str, object] = {"size_bytes": index.size_bytes, "total_lines": index.line_count,
                                 "first_line": span[0] if span else None,
                                 "last_line": span[1] if span else None}
-    return "\n".join(rows) + "\n", facts
+    rows.append("")  # the text's last newline, without a copy of the whole page to add it (~0.3 ms)
+    return "\n".join(rows), facts
 
 
 def _unchanged_by_masking(data: bytes, before: bytes = b"", after: bytes = b"", *, headless: bool = False,

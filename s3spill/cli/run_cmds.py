@@ -21,16 +21,18 @@ import itertools
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from s3spill.cli.argtypes import session_from_args, store_from_args, utf8
 from s3spill.cli.live_cmds import add_background_flags, run_background
 from s3spill.cli.policy_args import add_cap_flag, policy_from_args
 from s3spill.cli.run_pipe import HELD_OPEN_NOTE, Pipe, Process, exit_status, start
 from s3spill.cli.voice import say
-from s3spill.context.policy import SpillPolicy
 from s3spill.log import get_logger
-from s3spill.spill.spiller import Spiller
-from s3spill.store.base import ObjectStore
+
+if TYPE_CHECKING:  # the Spiller (pydantic, the store layer) loads when a command runs, not with the parser
+    from s3spill.context.policy import SpillPolicy
+    from s3spill.store.base import ObjectStore
 
 log = get_logger("s3spill.cli.run")
 
@@ -77,6 +79,8 @@ def _policy(args: argparse.Namespace) -> SpillPolicy:
 
         base = hook_policy(args.harness, args.server)
     else:
+        from s3spill.context.policy import SpillPolicy
+
         base = SpillPolicy(pointer_style="cli")
     return policy_from_args(args).spill_policy(base, args.harness or "run")
 
@@ -93,6 +97,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.background:
         return run_background(args, cmd)
+    # The spill path loads before the command starts, as when it loaded with this module: a
+    # Ctrl-C that lands in the middle of that import (~0.5 s) ended the process by SIGINT, not 130.
+    import s3spill.context.policy
+    import s3spill.spill.spiller  # noqa: F401
+
     session = session_from_args(args)
     store = store_from_args(args)
     proc = start(cmd)
@@ -133,6 +142,7 @@ def _spill(args: argparse.Namespace, session: str, store: ObjectStore, proc: Pro
            pipe: Pipe, output: Iterable[bytes]) -> int:
     assert proc.stdout is not None
     loaded = policy_from_args(args)
+    from s3spill.spill.spiller import Spiller
     from s3spill.usage.recorder import usage_recorder
 
     with store, Spiller(store, session, _policy(args), quota=loaded.quota(),

@@ -20,6 +20,7 @@ from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.policy import SpillPolicy
 from s3spill.keys import INDEX_SUFFIX
 from s3spill.store.local import LocalStore
+from tests.examples import examples
 
 #: Pieces of a string body: every JSON escape, surrogate pairs, lone surrogates escaped and
 #: as bytes (json.loads of bytes takes them), multi-byte characters, runs of backslashes.
@@ -80,7 +81,8 @@ def _normal(out: bytes, store: LocalStore, session: str) -> tuple[str, list[byte
     return SID.sub("SID", text), stored
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(suite=15, thorough=60), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @example(body=[b"\xed\xa0\x80", b"\xe2\x82\xac", b"a", b"\\\\\\\\u"], second=None, before=False, whole=False,
          call="after", big_input=False, piece=7, read=1)  # the kind detected from a prefix of another length
 @given(body=BODY, second=st.one_of(st.none(), BODY), before=st.booleans(), whole=st.booleans(),

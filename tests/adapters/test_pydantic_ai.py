@@ -1,36 +1,35 @@
-"""Pydantic AI: the S3Spill capability in a real Agent run driven by FunctionModel (no network)."""
+"""Pydantic AI: the S3Spill capability in a real Agent run driven by FunctionModel (no network).
+
+Pydantic AI is imported by the tests, not at collection (tests/adapters/pydantic_ai_parts.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-
-from s3spill.adapters.pydantic_ai import S3Spill
 from s3spill.store import ObjectStore
 from s3spill.testing import Fault, FaultyStore
 from tests.adapters import build_scenario as scenario
 
-
-def build() -> str:
-    """Run the build and return its log."""
-    return scenario.BUILD_LOG
-
-
-def _returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
-    return [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models.function import AgentInfo
 
 
 def test_a_large_result_becomes_a_pointer_the_model_follows(store: ObjectStore) -> None:
     """The build log reaches the model as a pointer naming the tools it was given; grepping and
     reading through them finds the error line; another session's id is a one-line tool failure."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from s3spill.adapters.pydantic_ai import S3Spill
+    from tests.adapters.pydantic_ai_parts import build, tool_returns
+
     theirs = scenario.foreign_source_id(store)
     seen: dict[str, Any] = {}
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returns = _returns(messages)
+        returns = tool_returns(messages)
         if not returns:
             seen["tools"] = [t.name for t in info.function_tools]
             return ModelResponse(parts=[ToolCallPart("build", {}, tool_call_id="c1")])
@@ -69,6 +68,12 @@ def test_a_large_result_becomes_a_pointer_the_model_follows(store: ObjectStore) 
 def test_small_results_and_other_types_pass_through_untouched(local_store: ObjectStore) -> None:
     """A small string and a non-string result reach the model exactly as the tool returned them,
     and nothing is stored."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from s3spill.adapters.pydantic_ai import S3Spill
+    from tests.adapters.pydantic_ai_parts import tool_returns
 
     def small() -> str:
         """A short answer."""
@@ -79,7 +84,7 @@ def test_small_results_and_other_types_pass_through_untouched(local_store: Objec
         return {"passed": 3}
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if not _returns(messages):
+        if not tool_returns(messages):
             return ModelResponse(parts=[ToolCallPart("small", {}, tool_call_id="a"),
                                         ToolCallPart("data", {}, tool_call_id="b")])
         return ModelResponse(parts=[TextPart("done")])
@@ -87,20 +92,27 @@ def test_small_results_and_other_types_pass_through_untouched(local_store: Objec
     spill = S3Spill(local_store, scenario.SESSION, journal=None)
     agent = Agent(FunctionModel(model), tools=[small, data], capabilities=[spill])
     result = agent.run_sync("go")
-    contents = {p.tool_name: p.content for p in _returns(result.all_messages())}
+    contents = {p.tool_name: p.content for p in tool_returns(result.all_messages())}
     assert contents == {"small": "ok\n", "data": {"passed": 3}}
     assert list(local_store.list("")) == []
 
 
 def test_a_down_store_degrades_the_result_and_the_run_goes_on(local_store: ObjectStore) -> None:
     """With the store unavailable the model gets the honest degraded text and the run completes."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from s3spill.adapters.pydantic_ai import S3Spill
+    from tests.adapters.pydantic_ai_parts import build, tool_returns
+
     down = FaultyStore(local_store)
     down.add(Fault("*", "unavailable", times=1_000))
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if not _returns(messages):
+        if not tool_returns(messages):
             return ModelResponse(parts=[ToolCallPart("build", {}, tool_call_id="c1")])
-        return ModelResponse(parts=[TextPart(str(_returns(messages)[0].content))])
+        return ModelResponse(parts=[TextPart(str(tool_returns(messages)[0].content))])
 
     spill = S3Spill(down, scenario.SESSION, journal=None)
     agent = Agent(FunctionModel(model), tools=[build], capabilities=[spill])

@@ -12,12 +12,13 @@ from s3spill.artifacts import pagefill
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.store.local import LocalStore
+from tests.examples import examples
 
 PARTS = [b"a", b"\n", b"\xc3\xa9", b"\xe4\xb8\xad", b"\xf0\x9f\x98\x80", b"\xff", b"\xc3", b"\\", b"x" * 50,
          b"\t", b"\r\n", b"\xe2\x80"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(suite=15, thorough=60), deadline=None)
 @given(st.lists(st.sampled_from(PARTS), max_size=400), st.integers(min_value=0, max_value=40),
        st.integers(min_value=1, max_value=9), st.sampled_from([0, 3, 17]))
 def test_any_piece_size_reads_the_same_page(parts: list[bytes], offset: int, piece: int,

@@ -17,6 +17,7 @@ from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import TransferConfig
 from s3spill.context.secrets.masking import mask_view
 from s3spill.store.local import LocalStore
+from tests.examples import examples
 
 #: Pieces of a line: ASCII, multi-byte characters, bad and cut bytes, backslashes, CR, marks, joiners.
 PARTS = [b"a", b"\xc3\xa9", b"\xe4\xb8\xad", b"\xf0\x9f\x98\x80", b"\xff", b"\xc3", b"\\", b"x" * 50,
@@ -45,7 +46,7 @@ def _outcome(arts: ArtifactStore, sid: str, **where: int) -> object:
             page.next_offset, page.next_char_offset, page.eof, page.lines)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(suite=40, thorough=150), deadline=None)
 @given(st.lists(st.lists(st.sampled_from(PARTS), max_size=5), max_size=300), st.booleans(),
        st.integers(min_value=0, max_value=60), st.sampled_from([0, 0, 1, 3, 17, 120]),
        st.sampled_from([1, 7, 8, 9, 40, 2000]), st.sampled_from([350, 600, 1000, 1500, 3000, 40_000]),

@@ -14,6 +14,7 @@ from s3spill.errors import InvalidRequest
 from s3spill.store import ObjectStore
 from tests.artifacts.conftest import AWKWARD_BYTES
 from tests.artifacts.inspect_store import read_all
+from tests.examples import examples
 
 #: And: a word, text that looks escaped, a combining mark, ZWJ, an emoji sequence, tab, ANSI.
 PIECES = [*AWKWARD_BYTES, b"word ", b"\\x80", b"e\xcc\x81", b"\xe2\x80\x8d",
@@ -27,7 +28,8 @@ _sessions = itertools.count()
 
 
 @settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(suite=20, thorough=80), deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     data=content,

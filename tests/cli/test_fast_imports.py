@@ -69,6 +69,7 @@ def test_a_fast_read_imports_none_of_them(tmp_path: Path, sid: str, extra: list[
     assert "argparse" not in modules  # answered on the fast path
     assert not (REMOVED | HEAVY) & modules, (REMOVED | HEAVY) & modules
     assert ("re2._re2" in modules) is not (extra == ["--show-secrets"])  # the sieve's binding, alone
+    assert "_datetime" not in modules  # the stored times checked, the usage event's stamped, without it
 
 
 @pytest.mark.parametrize("extra", [[], ["--context", "2"], ["-i", "--show-secrets"]])
@@ -77,6 +78,7 @@ def test_a_fast_grep_imports_none_of_them(tmp_path: Path, sid: str, extra: list[
     code, out, modules = _child(tmp_path, ["grep", sid, "error", *extra] if "-i" in extra
                                 else ["grep", sid, "ERROR", *extra])
     assert code == 0 and "three ERROR" in out and "argparse" not in modules
+    assert "_datetime" not in modules
     assert not (REMOVED | HEAVY) & modules, (REMOVED | HEAVY) & modules
 
 

@@ -152,18 +152,39 @@ def test_the_handover_at_the_fast_limit_loses_and_repeats_nothing(tmp_path: Path
         assert fast.stdout == full.stdout == expected and fast.stderr == full.stderr == b""
 
 
+#: Starts the rest of its argv with SIGINT and SIGQUIT at their defaults, as a terminal's shell
+#: starts a foreground job: a caller that ignores them (any job a non-interactive shell put in
+#: the background, such as a CI step started with ``&``) hands the ignoring down to run and its
+#: command, which then rightly ignore the test's Ctrl-C as the bare command would.
+FOREGROUND = ("import os, signal, sys\n"
+              "for s in (signal.SIGINT, signal.SIGQUIT): signal.signal(s, signal.SIG_DFL)\n"
+              "os.execv(sys.argv[1], sys.argv[1:])")
+
+
 def _started(tmp_path: Path, path: str) -> tuple[subprocess.Popen[bytes], Path]:
     """`run` of a command that marks its start and then sleeps, in a session of its own."""
     mark = tmp_path / "started"
-    proc = subprocess.Popen([sys.executable, "-m", "s3spill", "run", "--", "sh", "-c",
-                             f"echo before; touch {mark}; sleep 30; echo after"],
+    proc = subprocess.Popen([sys.executable, "-c", FOREGROUND, sys.executable, "-m", "s3spill", "run", "--",
+                             "sh", "-c", f"echo before; touch {mark}; sleep 30; echo after"],
                             env=_env(tmp_path, path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     deadline = time.monotonic() + 30
-    while not mark.exists():
+    while not (mark.exists() and _sleep_in_group(proc.pid)):
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
         time.sleep(0.02)
     return proc, mark
+
+
+def _sleep_in_group(pgid: int) -> bool:
+    """Whether ``sleep`` runs in the group: a signal sent before its exec could reach the shell
+    between commands, which (as every shell waiting on a child that exits normally) carries on
+    to the next one, so the test's Ctrl-C would not stop the command: it raced the shell."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            comm, _, rest = stat.read_text().rpartition(")")
+            if comm.endswith("(sleep") and int(rest.split()[2]) == pgid:
+                return True
+    return False
 
 
 @PATHS

@@ -7,9 +7,12 @@ import json
 import os
 import stat
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from s3spill import keys
 from s3spill.cli import usage_fast
@@ -32,7 +35,8 @@ def test_the_part_is_the_recorders_byte_for_byte(text: str, op: str) -> None:
     facts = ({"size_bytes": 1_048_576, "total_lines": 11_651, "first_line": 5826, "last_line": 6229}
              if op == "read" else {"total_matches": 233})
     at = time.time()
-    shash, body, facts_len, day = usage_fast._part("s", SID, op, text, facts, at)
+    shash, pieces, facts_len, day = usage_fast._part("s", SID, op, text, facts, at)
+    body = b"".join(pieces)
     make = events.read_event if op == "read" else events.grep_event
     event = make(keys.session_hash("s"), SID, f"s3spill {op}", text, facts, at=at)
     assert event is not None
@@ -42,10 +46,45 @@ def test_the_part_is_the_recorders_byte_for_byte(text: str, op: str) -> None:
     assert shash == event.session and day == event.day
 
 
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(["a", " ", "\n", "\t", "\r", "\x00", "\x1b", "\x1f", "\x7f", '"',
+                                               "\\", "/", "~", "\u00e9", "\u2028", "\ufeff", "\U0001f600"]),
+                    max_size=80))
+def test_the_shown_line_in_pieces_is_the_recorders_on_hostile_texts(text: str) -> None:
+    """Quotes, backslashes, every kind of control byte, DEL and non-ASCII around the ASCII choice:
+    the pieces joined are the recorder's part, byte for byte."""
+    at = time.time()
+    _, pieces, facts_len, _ = usage_fast._part("s", SID, "read", text, {}, at)
+    event = events.read_event(keys.session_hash("s"), SID, "s3spill read", text, {}, at=at)
+    assert event is not None
+    event.id = json.loads(pieces[0])["id"]
+    assert (b"".join(pieces), facts_len) == part_body([event])
+
+
+@settings(max_examples=500, deadline=None)
+@given(ns=st.one_of(st.integers(0, 253_402_300_799_999_999_999), st.sampled_from([
+    0, 999, 1_000, 999_999_999, 1_000_000_000, 1_764_770_400_000_000_000, 1_764_770_400_000_000_999,
+    1_764_770_400_000_001_000, 1_764_770_400_999_999_999, 253_402_300_799_999_999_999])))
+def test_the_clock_reading_is_datetimes(ns: int) -> None:
+    """At any clock reading (whole seconds, sub-microsecond rests and the last second of 9999
+    included): the local store's ``datetime.now(UTC).isoformat()`` and local_record's microseconds."""
+    when = local_record._EPOCH + timedelta(microseconds=ns // 1000)  # datetime floors the clock so
+    assert usage_fast._stamped(ns) == (when.isoformat(), (when - local_record._EPOCH) // local_record._US)
+
+
+def test_the_clock_is_the_one_datetime_now_reads() -> None:
+    """Read between two ``datetime.now(UTC)``, the stamp falls between them, and reads back."""
+    before = datetime.now(UTC)
+    iso, micros = usage_fast._now()
+    after = datetime.now(UTC)
+    stamp = datetime.fromisoformat(iso)
+    assert before <= stamp <= after and (stamp - local_record._EPOCH) // local_record._US == micros
+
+
 def test_event_ids_are_one_prefix_and_a_counter_per_process() -> None:
     """As usage.events: 48 random bits, then a counter, so two events of a process never collide."""
-    first = json.loads(usage_fast._part("s", SID, "read", "a", {}, time.time())[1].split(b"\n")[0])["id"]
-    second = json.loads(usage_fast._part("s", SID, "read", "a", {}, time.time())[1].split(b"\n")[0])["id"]
+    first = json.loads(usage_fast._part("s", SID, "read", "a", {}, time.time())[1][0])["id"]
+    second = json.loads(usage_fast._part("s", SID, "read", "a", {}, time.time())[1][0])["id"]
     assert first[:12] == second[:12] and int(second[12:], 16) == int(first[12:], 16) + 1
 
 

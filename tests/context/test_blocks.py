@@ -23,6 +23,7 @@ from s3spill.context.block_plan import (
 from s3spill.context.budget import ContextBudget
 from s3spill.context.pointer import PointerFacts
 from s3spill.context.tokens import estimate_tokens
+from tests.examples import examples
 
 SID = "artifact:0123456789abcdef0123456789abcdef:20250101T000000Z-abcdef012345-browser:89abcdef01234567"
 IMG_SID = "artifact:0123456789abcdef0123456789abcdef:20250101T000000Z-0123456789ab-browser:0011223344556677"
@@ -106,7 +107,7 @@ block_st = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(suite=50, thorough=200), deadline=None)
 @given(
     st.lists(block_st, min_size=1, max_size=8),
     st.integers(1_200, 6_000),

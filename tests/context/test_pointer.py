@@ -20,6 +20,7 @@ from s3spill.context.policy import SpillPolicy
 from s3spill.context.retention import RetainedText, TextRetainer, TextStrategy
 from s3spill.context.salient import SalientScanner
 from s3spill.context.tokens import estimate_tokens
+from tests.examples import examples
 
 SID = "artifact:0123456789abcdef0123456789abcdef:20250101T000000Z-abcdef012345-bash:89abcdef01234567"
 SHA = "89abcdef01234567" + "0" * 48
@@ -206,7 +207,7 @@ contents = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(suite=50, thorough=200), deadline=None)
 @given(
     content=st.one_of(contents, st.builds(lambda s, n: s * n, contents, st.integers(1, 40))),
     max_chars=st.integers(0, 6000),

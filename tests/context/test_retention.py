@@ -20,6 +20,7 @@ from s3spill.context.retention import (
     format_retention_notice,
 )
 from s3spill.context.utf8 import line_count, safe_head_cut, safe_tail_start
+from tests.examples import examples
 
 limits = st.integers(min_value=0, max_value=40)
 
@@ -91,7 +92,7 @@ def test_retained_text_is_valid_utf8_and_counts_are_exact(
         assert strategy.tail_bytes - 3 <= len(res.tail) <= strategy.tail_bytes
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(suite=75, thorough=300), deadline=None)
 @given(st.binary(max_size=120), text_strategies(), st.lists(st.integers(0, 10_000), max_size=8))
 def test_arbitrary_bytes_keep_exact_counts_and_no_overlap(
     data: bytes, strategy: TextStrategy, cuts: list[int]

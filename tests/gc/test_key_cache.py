@@ -11,6 +11,7 @@ import s3spill.gc.key_cache as key_cache
 from s3spill import keys
 from s3spill.errors import InvalidKey
 from s3spill.gc.key_cache import parse_listed_key
+from tests.examples import examples
 
 _SH = keys.session_hash("session-1")
 _NAME = keys.new_artifact_name("bash")
@@ -25,7 +26,7 @@ _SEGMENT = st.one_of(
 )
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(suite=500, thorough=3000), deadline=None)
 @given(st.lists(_SEGMENT, min_size=1, max_size=7))
 def test_agrees_with_parse_key_on_hostile_keys(segments: list[str]) -> None:
     """Any string made of layout-like and arbitrary segments is classified as parse_key classifies it."""
@@ -33,7 +34,7 @@ def test_agrees_with_parse_key_on_hostile_keys(segments: list[str]) -> None:
     assert parse_listed_key(key) == keys.parse_key(key)
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=examples(suite=500, thorough=2000), deadline=None)
 @given(st.text(max_size=120))
 def test_agrees_with_parse_key_on_any_text(key: str) -> None:
     """Arbitrary text (no layout in it at all) gets parse_key's answer too."""
@@ -85,7 +86,7 @@ def test_artifact_and_index_keys_are_the_same_cached_and_a_refused_pair_raises_e
                 key_cache.index_key(bad_hash, bad_name)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(suite=125, thorough=500), deadline=None)
 @given(st.one_of(_HEXISH, st.just(_SH)), st.one_of(st.text(max_size=40), st.just(_NAME), _SEGMENT))
 def test_artifact_key_agrees_with_keys_on_hostile_pairs(shash: str, name: str) -> None:
     """For any pair, the cached artifact key is keys.artifact_key's answer, or the same refusal."""

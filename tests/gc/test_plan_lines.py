@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from s3spill.gc.models import PLAN_STATUSES, ObjectSnapshot
 from s3spill.gc.planfile import PlanEntry, PlanLine, snapshot_json
+from tests.examples import examples
 
 _ZONES = [UTC, timezone(timedelta(0)), timezone(timedelta(hours=1)),
           timezone(timedelta(hours=-5, minutes=-30))]
@@ -37,7 +38,7 @@ def _pair(status: str, kind: str, shash: str | None, name: str | None, key: str 
     return line.dump(), model.model_dump_json(exclude_defaults=False).encode()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(suite=75, thorough=300), deadline=None)
 @given(st.sampled_from(PLAN_STATUSES), st.sampled_from(_KINDS), st.none() | hex64.map(lambda h: h[:32]),
        st.none() | texts, st.none() | texts, st.integers(0, 2**53), texts, st.none() | snapshots,
        st.none() | snapshots)

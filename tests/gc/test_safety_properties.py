@@ -22,6 +22,7 @@ from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.owner import OwnerSlot, S3ReferenceOwner
 from s3spill.leases.references import memory_reference_for, publish_memory_reference, remove_memory_reference
 from s3spill.store.local import LocalStore
+from tests.examples import examples
 from tests.gc.aged_artifacts import later, put_artifact
 
 SESSION = "prop-session"
@@ -124,7 +125,7 @@ class GcAgainstLostHistory(RuleBasedStateMachine):
 
 
 GcAgainstLostHistory.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=15, deadline=None,
+    max_examples=examples(suite=15, thorough=60), stateful_step_count=15, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestGcAgainstLostHistory = GcAgainstLostHistory.TestCase

@@ -29,6 +29,7 @@ from s3spill.leases.journal_record import (
 )
 from s3spill.models import ArtifactRetentionClaim
 from s3spill.store.base import ObjectStore
+from tests.examples import examples
 from tests.leases.journal_artifacts import JCFG, SESSION, put_artifact
 from tests.leases.old_record_model import OldJournalRecord, old_build_record
 
@@ -218,7 +219,7 @@ def test_dates_are_written_as_pydantic_writes_them(value: datetime) -> None:
     assert iso_datetime(value) == TypeAdapter(datetime).dump_python(value, mode="json")
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(suite=100, thorough=400), deadline=None)
 @given(st.from_regex(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?"
                      r"(Z|z|[+-][0-9]{2}:?[0-9]{2})?\Z") | st.text(max_size=40))
 def test_a_date_read_is_one_pydantic_reads_alike(text: str) -> None:
@@ -265,7 +266,7 @@ def test_a_record_is_hashed_over_its_stored_object() -> None:
     assert raw["record_hash"] == hashlib.sha256(prefix + canonical_json(body)).hexdigest()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(suite=75, thorough=300), deadline=None)
 @given(st.fixed_dictionaries(
     {"source_id": st.just(SID), "sha256": st.just("0123456789abcdef" * 4)},
     optional={"schema_version": st.just(1), "kind": st.just("artifact_retention_claim"),

@@ -104,6 +104,17 @@ def _wait_dead(pid: int, timeout: float = 20.0) -> None:
     raise AssertionError(f"process {pid} still alive")
 
 
+def _wait_lines(store: ObjectStore, live: keys.LiveId, at_least: int, timeout: float = 30.0) -> int:
+    """Poll the live state until at least ``at_least`` lines are committed; the count then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state, _ = read_state(store, live)
+        if state.line_count >= at_least:
+            return state.line_count
+        assert time.monotonic() < deadline, f"{state.line_count} of {at_least} lines committed"
+        time.sleep(0.05)
+
+
 def test_a_background_command_is_read_while_running_and_survives_a_supervisor_kill(
         target: tuple[ObjectStore, dict[str, str]], tmp_path: Path) -> None:
     """Read and grep 3x while it runs, each seeing more; SIGKILL its supervisor; all committed reads back."""
@@ -112,8 +123,9 @@ def test_a_background_command_is_read_while_running_and_survives_a_supervisor_ki
     sid = str(started["source_id"])
     live = keys.LiveId.parse(sid)
     totals, greps = [], []
+    seen = 0  # committed lines once the last grep had run: the next read waits for 20 more
     for _ in range(3):
-        time.sleep(1.2)
+        _wait_lines(store, live, seen + 20)
         page = _cli(env, "read", sid, "--json", "--offset", "0", "--limit", "5")
         assert page.returncode == 0, page.stderr
         data = json.loads(page.stdout)
@@ -122,6 +134,7 @@ def test_a_background_command_is_read_while_running_and_survives_a_supervisor_ki
         grep = _cli(env, "grep", sid, r"^tick \d+0$", "--json", "--max-matches", "1")
         assert grep.returncode == 0, grep.stderr
         greps.append(json.loads(grep.stdout)["total_matches"])
+        seen = _wait_lines(store, live, 0)
         _gc_deletes_nothing(store, tmp_path, live)
     assert totals[0] < totals[1] < totals[2] and greps[0] < greps[1] < greps[2]
     newest = _cli(env, "read", sid, "--since", str(len(_expected(totals[2]))))
@@ -147,11 +160,11 @@ def test_a_background_command_is_read_while_running_and_survives_a_supervisor_ki
     assert "lost" in status.stdout and done.final_source_id in status.stdout
 
 
-def test_status_and_stop_end_a_background_command(env: dict[str, str]) -> None:
+def test_status_and_stop_end_a_background_command(env: dict[str, str], tmp_path: Path) -> None:
     """`stop` ends a running command; its output is stored and `status` says killed and where."""
     started = _start(env, "sh", "-c", "echo started; sleep 60")
     sid = str(started["source_id"])
-    time.sleep(0.8)
+    _wait_lines(LocalStore(tmp_path / "s"), keys.LiveId.parse(sid), 1)
     assert "running" in _cli(env, "status", sid).stdout
     stopped = _cli(env, "stop", sid)
     assert stopped.returncode == 0 and "killed (signal 15)" in stopped.stdout
@@ -208,10 +221,10 @@ def test_a_supervisor_killed_during_the_final_commit_leaves_a_finishable_state(
         f"{i}\n".encode() for i in range(1, 5001))
 
 
-def test_a_quiet_command_dies_with_its_killed_supervisor(env: dict[str, str]) -> None:
+def test_a_quiet_command_dies_with_its_killed_supervisor(env: dict[str, str], tmp_path: Path) -> None:
     """SIGKILL of the supervisor ends even a command that never writes again (no SIGPIPE to wake it)."""
     started = _start(env, "sh", "-c", "echo up; exec sleep 120")
-    time.sleep(0.5)
+    _wait_lines(LocalStore(tmp_path / "s"), keys.LiveId.parse(str(started["source_id"])), 1)  # "up" is in
     os.kill(int(str(started["supervisor_pid"])), signal.SIGKILL)
     _wait_dead(int(str(started["command_pid"])), timeout=10)
 

@@ -356,7 +356,8 @@ def test_http_client_side_binds_each_request_to_its_tokens_session(local_target:
     command = [sys.executable, "-m", "s3spill", "--store", local_target.store.url, "mcp-proxy", "--http",
                f"127.0.0.1:{port}", "--tokens", str(tokens), "--", *upstream]
     url = f"http://127.0.0.1:{port}/mcp"
-    message = "".join(f"a line {i}\n" for i in range(100_000))
+    # 119 KB: over the budget, paged back in 6 pages (100,000 lines took ~60 page calls over HTTP).
+    message = "".join(f"a line {i}\n" for i in range(10_000))
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
     accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -396,8 +397,8 @@ def test_http_client_side_binds_each_request_to_its_tokens_session(local_target:
                 assert progress == [1, 2]
                 pointer = (await client_a.call_tool("echo", {"message": message})).content[0].text
                 sid = source_id(pointer)
-                data, _ = await read_back(client_a, READ, sid)
-                assert data == f"Echo: {message}".encode()
+                data, pages = await read_back(client_a, READ, sid)
+                assert data == f"Echo: {message}".encode() and pages > 1
             async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token_b}"},
                                           timeout=60) as http_b, \
                     Client(streamable_http_client(url, http_client=http_b)) as client_b:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from s3spill.context.utf8 import to_bytes
 from s3spill.spill.json_live import LiveString, utf8_chunks
 from s3spill.spill.json_spool import Spool
+from tests.examples import examples
 
 #: Pieces of a hook's string body: every JSON escape, surrogate pairs, lone surrogates (high,
 #: low, U+DC80..U+DCFF), multi-byte characters, encoded surrogates (json.loads of bytes takes
@@ -62,7 +63,7 @@ def _paused(doc: bytes, cut: int, piece: int, into: bool = False) -> tuple[Spool
     return spool, stream
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(suite=75, thorough=300), deadline=None)
 @given(body=BODY, after=BODY, cut=st.integers(1, 70), piece=st.integers(7, 50), read=st.integers(1, 90),
        into=st.booleans())
 # Found by hypothesis in wave 11: ``\\\\u``, ``a`` and a raw lone surrogate, a piece ending there.

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from s3spill.context.utf8 import to_bytes
 from s3spill.proxy.wire import MALFORMED, encode, parse
 from s3spill.spill.json_spool import Spool
+from tests.examples import examples
 
 #: Pieces of a JSON string body as a server may write them: plain text, escapes (lone
 #: surrogates included), multi-byte characters and bytes that are not UTF-8.
@@ -26,7 +27,7 @@ def _spooled(line: bytes, cut: int) -> Spool:
     return spool
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(suite=75, thorough=300), deadline=None)
 @given(body=BODY, cut=st.integers(1, 50))
 def test_a_long_string_decodes_piece_by_piece_to_what_the_whole_line_gives(body: list[bytes],
                                                                           cut: int) -> None:
@@ -101,7 +102,7 @@ HOOK_BODY = st.lists(st.sampled_from([
     b"\\\\\\\"", b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"x" * 9]), max_size=200)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(suite=75, thorough=300), deadline=None)
 @given(body=HOOK_BODY, cut=st.integers(1, 60), piece=st.integers(7, 50))
 def test_a_hook_long_string_decodes_to_what_json_loads_gives(body: list[bytes], cut: int, piece: int) -> None:
     """The hook's strict reading (``json.loads`` of bytes): fed in any pieces and decoded

@@ -12,6 +12,7 @@ from s3spill.artifacts.store import ArtifactStore
 from s3spill.context.policy import SpillPolicy, ToolPolicy
 from s3spill.spill.spiller import Spiller
 from s3spill.store.local import LocalStore
+from tests.examples import examples
 
 PIECES = [b"ok\n", b"line of log output\n", b"ERROR: it broke\n", "é✓漢字🙂\n".encode(), b"x" * 3000,
           b"\xff\xfe\x80", b"\n", b"Traceback (most recent call last):\n", b"\t", b" " * 50]
@@ -25,7 +26,8 @@ def _content(seed: int, size: int) -> bytes:
     return bytes(out[:size])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(suite=10, thorough=40), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10**6),
     size=st.one_of(st.integers(0, 3000), st.integers(3000, 300_000)),

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import get_args
 
 import pytest
@@ -113,17 +115,18 @@ def test_text_index_bytes_do_not_name_a_kind_and_old_indexes_read_as_text() -> N
     assert again.summary.startswith("PNG image (")
 
 
-@pytest.mark.parametrize(("data", "kind", "words"), [
-    (one_line_json(3000), "json", "Type: JSON document (top-level object)"),
-    (ndjson(20_000), "ndjson", "Type: NDJSON"),
-    (csv_with_quoted_newlines(20_000), "csv", "Type: CSV table (3 columns)"),
-    (b"plain line\n" * 20_000, "text", None),
-])
-def test_spilled_kind_is_in_the_index_and_the_pointer(store: ObjectStore, data: bytes, kind: str,
-                                                      words: str | None) -> None:
+# The outputs are made by each test, not at collection (which every worker does).
+@pytest.mark.parametrize(("make", "kind", "words"), [
+    (partial(one_line_json, 3000), "json", "Type: JSON document (top-level object)"),
+    (partial(ndjson, 20_000), "ndjson", "Type: NDJSON"),
+    (partial(csv_with_quoted_newlines, 20_000), "csv", "Type: CSV table (3 columns)"),
+    (lambda: b"plain line\n" * 20_000, "text", None),
+], ids=["json", "ndjson", "csv", "text"])
+def test_spilled_kind_is_in_the_index_and_the_pointer(store: ObjectStore, make: Callable[[], bytes],
+                                                      kind: str, words: str | None) -> None:
     """The Spiller stores the detected kind in the index and names it in the pointer."""
     with Spiller(store, SESSION, journal=None) as spiller:
-        result = spiller.externalize(data, "bash")
+        result = spiller.externalize(make(), "bash")
     assert result.spilled
     index = ArtifactStore(store, session_id=SESSION).index(source_id_of(result.context_text))
     assert index.output_kind == kind

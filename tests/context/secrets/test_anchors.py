@@ -10,10 +10,12 @@ from hypothesis import strategies as st
 
 from s3spill.context.secrets.anchors import ANCHORS, no_anchor
 from s3spill.context.secrets.triggers import TRIGGERS, may_hold_secret
+from tests.examples import examples
 
 
 @pytest.mark.parametrize("rule", sorted(TRIGGERS))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(suite=20, thorough=60), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_match_of_every_trigger_holds_an_anchor(rule: str, data: st.DataObject) -> None:
     """Bytes generated to match a rule's trigger (Python's reading of the RE2 pattern) are
@@ -30,7 +32,7 @@ NEAR = st.lists(st.sampled_from([b"hi", b"k", b"ey", b"pas", b"A3", b"AKI", b"x"
                                  b"aws", b"KEY", b"ok", b"done", b"\t", b"'", b'"']), max_size=60)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(suite=100, thorough=400), deadline=None)
 @given(pieces=NEAR)
 def test_a_text_without_an_anchor_fires_no_trigger(pieces: list[bytes]) -> None:
     """Where the precheck says clean, the RE2 unions (loose and exact) say so too."""

@@ -20,6 +20,7 @@ from s3spill.context.secrets.detector import (
     library_version,
     shannon_entropy,
 )
+from tests.examples import examples
 
 ROOT = Path(__file__).resolve().parents[3]
 B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
@@ -65,7 +66,7 @@ def _values(draw_len: int, distinct: int, rng: random.Random) -> str:
     return "".join(alphabet[i % distinct] if i < distinct else rng.choice(alphabet) for i in range(draw_len))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(suite=100, thorough=400), deadline=None)
 @given(st.integers(20, 30), st.integers(12, 30), st.sampled_from(["path", "TOKEN", "my_auth", "x.id", "key"]),
        st.sampled_from(["=", ": ", " = '", '":"']), st.randoms(use_true_random=False))
 def test_no_value_the_entropy_rule_flags_escapes_its_length_bound(length: int, distinct: int, name: str,

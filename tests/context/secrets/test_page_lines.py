@@ -21,6 +21,7 @@ from s3spill.context.secrets.masking import mask_view
 from s3spill.context.secrets.triggers import lines_kept
 from s3spill.store.local import LocalStore
 from tests.context.secrets.conftest import KINDS, leaks, placeholder
+from tests.examples import examples
 
 SESSION = "s"
 FILLER = ["{i:05d} INFO request handled path=/api/v1/items/{i:08d} status=200 took_ms={i}",
@@ -54,8 +55,8 @@ def _text(plan: list[tuple[str, int]], newline_at_end: bool, *, clean: bool = Fa
     return ("\n".join(out) + ("\n" if newline_at_end else "")).encode()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.filter_too_much])
+@settings(max_examples=examples(suite=60, thorough=300), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(plan=LINES, newline_at_end=st.booleans(), chunk=st.sampled_from([4096, 16384, 1 << 20]),
        where=st.floats(0, 1), limit=st.sampled_from([1, 2, 5, 40, 2000]),
        max_chars=st.sampled_from([700, 1500, 20_000, 100_000]))

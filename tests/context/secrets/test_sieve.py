@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from s3spill.context.secrets.triggers import SIEVES, TRIGGERS, _sieve_union, _union, may_hold_secret, sieve
+from tests.examples import examples
 
 
 def _re2(pattern: str) -> Callable[[bytes], object]:
@@ -24,7 +25,8 @@ def _re2(pattern: str) -> Callable[[bytes], object]:
 
 
 @pytest.mark.parametrize("rule", sorted(TRIGGERS))
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(suite=25, thorough=80), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_match_of_every_trigger_passes_its_sieve_and_the_union(rule: str, data: st.DataObject) -> None:
     """Bytes generated to match a rule's trigger (Python's reading of the RE2 pattern) match
@@ -45,7 +47,7 @@ _PIECES = st.sampled_from([
     "sha512-", "md5-", "sha1_", "+/", "-", "_", "0000", "zzzz", "\n", "\xe9"])
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(suite=150, thorough=600), deadline=None)
 @given(st.lists(st.one_of(_PIECES, st.text(alphabet="aZf9+/=_-.:@ \"'", max_size=30)), max_size=10))
 @example(["path=", "Jq4Zr8Xw2Nc6Vb0Mk3Lp7Hs"])
 @example(["token", "=", "Jq4Zr8Xw2Nc6Vb0Mk3Lp"])
