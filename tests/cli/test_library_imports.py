@@ -2,8 +2,10 @@
 
 ``s3spill.gc`` exports ``apply_cleanup`` and ``plan_cleanup`` lazily (PEP 562) and ``gc_cmds``
 imports the apply side inside the command that applies, so ``gc plan`` never loads
-``s3spill.gc.apply``. The child runs ``python -S`` as in :mod:`.test_parser_imports`, so the
-editable install's ``.pth`` cannot import anything on its behalf.
+``s3spill.gc.apply``; the Spiller imports the live layer in ``Spiller.start`` and the policy
+reader tomlkit when it reads a file, so a ``spill`` with no policy file loads neither. The child
+runs ``python -S`` as in :mod:`.test_parser_imports`, so the editable install's ``.pth`` cannot
+import anything on its behalf.
 """
 
 from __future__ import annotations
@@ -44,3 +46,22 @@ def test_the_gc_package_still_exports_both_entry_points() -> None:
     from s3spill.gc.plan import plan_cleanup as planner
 
     assert (apply_cleanup, plan_cleanup) == (applier, planner)
+
+
+def test_a_small_spill_without_a_policy_file_imports_no_tomlkit_nor_live_layer(tmp_path: Path) -> None:
+    """``spill`` of a few bytes with no policy file stores them and imports no tomlkit nor ``live``."""
+    code, out, modules = _run(tmp_path, ["spill"], stdin=b"a few bytes\n")
+    assert code == 0 and out.startswith("artifact:"), out
+    assert {"s3spill.spill.spiller", "s3spill.fleet.policy_file"} <= modules
+    unneeded = {m for m in modules if m.split(".")[0] == "tomlkit" or m.startswith("s3spill.live")}
+    assert not unneeded | ({"s3spill.fleet.policy_toml"} & modules), unneeded
+
+
+def test_a_spill_with_a_broken_policy_file_still_reads_it(tmp_path: Path) -> None:
+    """A policy file that is not TOML still stops ``spill`` with its file and line (tomlkit read late)."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[spill]\nmax_stored_bytes = = 1\n", encoding="utf-8")
+    env = {**site_free_env(tmp_path, "library"), "S3SPILL_CONFIG": str(policy)}
+    proc = subprocess.run([sys.executable, "-S", "-m", "s3spill", "spill"], input=b"x\n", capture_output=True,
+                          env=env, timeout=60)
+    assert proc.returncode != 0 and f"{policy}:2:" in proc.stderr.decode(), proc.stderr
