@@ -35,7 +35,6 @@ from s3spill.cli.gc_ops import DecisionReport, Progress, emit_metrics, stop_on_s
 from s3spill.cli.policy_args import policy_from_args
 from s3spill.config import TransferConfig
 from s3spill.errors import CleanupRefused, ConfigError
-from s3spill.gc.apply import apply_cleanup
 from s3spill.gc.lock import scope_of
 from s3spill.gc.metered_store import MeteredStore
 from s3spill.gc.models import CleanupPolicy, CleanupReport, CleanupScope
@@ -132,6 +131,8 @@ def _capabilities(args: argparse.Namespace, store: ObjectStore) -> StoreCapabili
 def _apply(args: argparse.Namespace, plan: CleanupPlan, dry_run: bool,
            report: DecisionReport) -> CleanupReport:
     """Apply (the library holds the scope's run lock while it may delete), stopping cleanly on SIGTERM."""
+    from s3spill.gc.apply import apply_cleanup  # here, not at import: a plan never loads the apply side
+
     store = store_from_args(args, create=False)
     policy = _policy(args, dry_run=dry_run)  # apply's own policy: the plan's only narrows it
     caps = None if dry_run else _capabilities(args, store)

@@ -10,8 +10,9 @@ masking off; then ``S3SPILL_*`` variables; then an entry point's explicit flags.
 
 Why tomlkit and a parser hook: a typo must be reported at its line, and the standard
 ``tomllib`` gives positions only for syntax errors. tomlkit is a full TOML parser that
-tracks its position; :class:`_Positions` records it at each key and table header (two
-overridden parser steps, tested in tests/fleet/test_policy.py against the pinned range).
+tracks its position; :class:`~s3spill.fleet.policy_toml.Positions` records it at each key and
+table header (two overridden parser steps, tested in tests/fleet/test_policy.py against the
+pinned range). It is imported when a file is read: a process with no policy file never loads tomlkit.
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ByteSize, ValidationError
-from tomlkit.exceptions import ParseError
-from tomlkit.parser import Parser
 
 from s3spill.config import LiveConfig, TransferConfig
 from s3spill.context.policy import SpillPolicy
@@ -59,40 +58,6 @@ class Origin:
 DEFAULT = Origin("default")
 
 
-class _Positions(Parser):
-    """tomlkit's parser, noting the line of every key and table header it parses."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.lines: dict[Path_, int] = {}
-        self._table: Path_ = ()
-        self._depth = 0
-
-    def _line(self) -> int:
-        return self._src.count("\n", 0, self._idx) + 1
-
-    def _parse_table(self, parent_name: Any = None, parent: Any = None) -> Any:
-        line = self._line()
-        with self._state(restore=True):
-            self.inc()
-            if self._current == "[":
-                self.inc()
-            self._table = tuple(part.key for part in self._parse_key())
-        self.lines.setdefault(self._table, line)
-        return super()._parse_table(parent_name, parent)
-
-    def _parse_key_value(self, parse_comment: bool = False) -> Any:
-        outer, line = self._depth == 0, self._line()
-        self._depth += 1
-        try:
-            key, item = super()._parse_key_value(parse_comment)
-        finally:
-            self._depth -= 1
-        if outer:
-            self.lines.setdefault(self._table + tuple(part.key for part in key), line)
-        return key, item
-
-
 def _read(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -101,7 +66,11 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
                           hint="check --config / $S3SPILL_CONFIG") from None
     except UnicodeDecodeError:
         raise PolicyError([f"{path}: not UTF-8 text"]) from None
-    parser = _Positions(text)
+    from tomlkit.exceptions import ParseError
+
+    from s3spill.fleet.policy_toml import Positions
+
+    parser = Positions(text)
     try:
         doc = parser.parse()
     except ParseError as exc:

@@ -24,7 +24,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from s3spill.artifacts.store import ArtifactStore
 from s3spill.config import LiveConfig
@@ -37,7 +37,6 @@ from s3spill.fleet.quota import Quota, QuotaGuard
 from s3spill.keys import session_hash
 from s3spill.leases.journal import LeaseJournal
 from s3spill.leases.liveness import LivenessMark
-from s3spill.live.run import LiveHandle, LiveSource, start_live
 from s3spill.log import get_logger
 from s3spill.models import ArtifactReference
 from s3spill.spill.block_spill import BlocksResult, externalize_blocks
@@ -49,6 +48,9 @@ from s3spill.store.base import ObjectStore
 from s3spill.telemetry import tool_span
 from s3spill.usage.events import SpillRow, UsageEvent, blocks_event, spill_row, utf8_len
 from s3spill.usage.recorder import UsageSink
+
+if TYPE_CHECKING:
+    from s3spill.live.run import LiveHandle, LiveSource
 
 __all__ = ["SpillResult", "Spiller"]
 
@@ -275,6 +277,8 @@ class Spiller:
         committed so far (see :mod:`s3spill.live.run`); when the run ends its output is
         an ordinary artifact. The session's liveness mark is kept fresh meanwhile.
         """
+        from s3spill.live.run import start_live  # here: a Spiller that only externalizes never loads it
+
         cap = self.policy.stored_cap(tool)  # the one cap, background outputs too
         config = config or LiveConfig(max_bytes=cap)
         if config.max_bytes > cap:
