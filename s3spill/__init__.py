@@ -96,14 +96,9 @@ def __getattr__(name: str) -> object:
         return __version__
     if name == "__all__":
         return sorted(_read_exports())
-    module = _read_exports().get(name)
-    if module is None:
-        raise AttributeError(f"module 's3spill' has no attribute {name!r}")
-    import importlib
+    from s3spill.lazy_exports import load
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load(globals(), _read_exports(), name)
 
 
 def __dir__() -> list[str]:

@@ -24,14 +24,9 @@ _HOMES = {"apply_cleanup": "s3spill.gc.apply", "plan_cleanup": "s3spill.gc.plan"
 
 def __getattr__(name: str) -> Any:
     """``apply_cleanup`` / ``plan_cleanup``, imported from their module on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+    from s3spill.lazy_exports import load
 
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+    return load(globals(), _HOMES, name)
 
 
 def __dir__() -> list[str]:

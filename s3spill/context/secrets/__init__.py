@@ -44,11 +44,6 @@ __all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 's3spill.context.secrets' has no attribute {name!r}")
-    import importlib  # here, not at the top: the package and warnings, ~1 ms of a page read
+    from s3spill.lazy_exports import load
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load(globals(), _EXPORTS, name)
